@@ -1,0 +1,131 @@
+"""trainkit: a teachable, hackable deep-learning framework on its own autograd core.
+
+PyTorch's names with PyTorch's behaviour: ``import trainkit as torch`` runs autograd code written for it.
+"""
+
+__version__ = "0.1.0"
+
+from . import autograd, cuda  # noqa: E402
+from .autograd.backend import (  # noqa: E402
+    bool_ as bool,
+)
+from .autograd.backend import (
+    device,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from .autograd.creation import (  # noqa: E402
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd.ops.activation import log_softmax, logsumexp, relu, sigmoid, softmax, tanh  # noqa: E402
+from .autograd.ops.copy import clone  # noqa: E402
+from .autograd.ops.linalg import bmm, dot, matmul, mm  # noqa: E402
+from .autograd.ops.math import (  # noqa: E402
+    abs,
+    absolute,
+    add,
+    allclose,
+    clamp,
+    clamp_max,
+    clamp_min,
+    clip,
+    div,
+    divide,
+    eq,
+    equal,
+    exp,
+    floor_divide,
+    ge,
+    gt,
+    isfinite,
+    isnan,
+    le,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    multiply,
+    ne,
+    neg,
+    negative,
+    pow,
+    remainder,
+    rsub,
+    sign,
+    sqrt,
+    sub,
+    subtract,
+    true_divide,
+    where,
+)
+from .autograd.ops.reduction import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: E402
+from .autograd.ops.shape import (  # noqa: E402
+    cat,
+    chunk,
+    concat,
+    concatenate,
+    flatten,
+    permute,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    swapdims,
+    t,
+    transpose,
+    unbind,
+    unsqueeze,
+)
+from .autograd.random import Generator, initial_seed, manual_seed, seed  # noqa: E402
+from .autograd.tensor import Size, Tensor, is_tensor  # noqa: E402
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+
+def is_floating_point(input: Tensor) -> bool:  # noqa: A002
+    """True for tensors of a floating dtype."""
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:  # noqa: A002
+    """The number of elements of ``input``."""
+    return input.numel()

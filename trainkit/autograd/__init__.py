@@ -1,0 +1,31 @@
+"""trainkit.autograd: tensors that record operations, and the engine that runs them backward.
+
+The public names follow ``torch.autograd``: ``grad``, ``backward``, ``Function``, ``gradcheck``, and the grad-mode
+guards.
+"""
+
+from . import ops  # noqa: F401  (gives Tensor its op methods)
+from .api import backward, grad
+from .engine import AccumulateGrad, Node, RemovableHandle
+from .function import Function, FunctionCtx
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .tensor import Tensor
+
+__all__ = [
+    "AccumulateGrad",
+    "Function",
+    "FunctionCtx",
+    "GradcheckError",
+    "Node",
+    "RemovableHandle",
+    "Tensor",
+    "backward",
+    "enable_grad",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]

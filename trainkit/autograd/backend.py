@@ -1,0 +1,278 @@
+"""Devices, dtypes and the array module (NumPy or CuPy) behind every tensor.
+
+Ops never import NumPy or CuPy directly for computation: they ask ``xp_of(array)`` for the module that owns their
+input, so one implementation serves both. CuPy is imported only when a CUDA device is first asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_cupy = None  # the cupy module once loaded
+_cupy_ndarray: type | None = None  # cupy.ndarray once loaded, for fast type checks
+
+
+def _load_cupy():
+    """Import CuPy on first use and check that a GPU answers; raise a RuntimeError that says which part is missing."""
+    global _cupy, _cupy_ndarray
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError as err:
+            raise RuntimeError(
+                "CUDA was asked for but CuPy is not installed: install trainkit with the 'gpu' extra "
+                "(pip install 'trainkit[gpu]') on a machine with an NVIDIA GPU."
+            ) from err
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as err:  # CuPy raises its own CUDARuntimeError types
+            raise RuntimeError(f"CUDA was asked for but no GPU is usable: {err}") from err
+        if count == 0:
+            raise RuntimeError("CUDA was asked for but no GPU is usable: CUDA reports 0 devices.")
+        _cupy, _cupy_ndarray = cupy, cupy.ndarray
+    return _cupy
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy imports and at least one GPU answers.
+
+    >>> isinstance(cuda_is_available(), bool)
+    True
+    """
+    try:
+        _load_cupy()
+    except RuntimeError:
+        return False
+    return True
+
+
+def xp_of(array):
+    """The array module (numpy or cupy) that owns ``array``.
+
+    >>> xp_of(np.zeros(2)) is np
+    True
+    """
+    if _cupy_ndarray is not None and type(array) is _cupy_ndarray:
+        return _cupy
+    return np
+
+
+def as_array(value):
+    """``value`` as an ndarray of its own module: NumPy's ufuncs return scalars for 0-d inputs, tensors need arrays."""
+    t = type(value)
+    if t is np.ndarray or (t is _cupy_ndarray and t is not None):
+        return value
+    return np.asarray(value)
+
+
+def is_array(value) -> bool:
+    """True for a NumPy or CuPy ndarray."""
+    return type(value) is np.ndarray or (_cupy_ndarray is not None and type(value) is _cupy_ndarray)
+
+
+class device:
+    """Where a tensor's storage lives: ``device('cpu')`` or ``device('cuda:0')``, as ``torch.device``.
+
+    >>> device('cuda:1').index, device('cpu') == 'cpu'
+    (1, True)
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec: str | device, index: int | None = None):
+        if isinstance(spec, device):
+            spec, index = spec.type, spec.index if index is None else index
+        if not isinstance(spec, str):
+            raise TypeError(f"device() expects a string such as 'cpu' or 'cuda:0', got {type(spec).__name__}")
+        kind, _, num = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {spec}")
+        if num:
+            if not num.isdigit():
+                raise RuntimeError(f"Invalid device string: '{spec}'")
+            index = int(num)
+        if kind == "cpu" and index not in (None, 0):
+            raise RuntimeError(f"CPU device index must be 0 or absent, got {index}")
+        self.type = kind
+        self.index = index if kind == "cuda" else None
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+
+CPU = device("cpu")
+
+
+def device_of(array) -> device:
+    """The device that holds ``array``."""
+    if _cupy_ndarray is not None and type(array) is _cupy_ndarray:
+        return device("cuda", array.device.id)
+    return CPU
+
+
+def to_device(array, dev: device):
+    """``array`` on ``dev``: the same object when it is already there, else a copy."""
+    if dev.type == "cpu":
+        if _cupy_ndarray is not None and type(array) is _cupy_ndarray:
+            return array.get()
+        return array
+    cp = _load_cupy()
+    index = 0 if dev.index is None else dev.index
+    if type(array) is _cupy_ndarray and array.device.id == index:
+        return array
+    with cp.cuda.Device(index):
+        return cp.asarray(array)
+
+
+def module_for(dev: device):
+    """The array module that creates arrays on ``dev`` (use inside ``on_device(dev)``)."""
+    return np if dev.type == "cpu" else _load_cupy()
+
+
+class on_device:
+    """Context that makes ``dev`` CuPy's current device (nothing to do for the CPU)."""
+
+    __slots__ = ("dev", "ctx")
+
+    def __init__(self, dev: device):
+        self.dev, self.ctx = dev, None
+
+    def __enter__(self):
+        if self.dev.type == "cuda":
+            self.ctx = _load_cupy().cuda.Device(self.dev.index or 0)
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
+
+
+class dtype:
+    """A tensor element type, as ``torch.dtype``: ``trainkit.float32`` and friends.
+
+    >>> float32.is_floating_point, float32.itemsize
+    (True, 4)
+    """
+
+    __slots__ = ("name", "np", "is_floating_point", "itemsize")
+
+    def __init__(self, name: str, np_dtype):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self) -> str:
+        return f"trainkit.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+
+float16 = dtype("float16", np.float16)
+float32 = dtype("float32", np.float32)
+float64 = dtype("float64", np.float64)
+int8 = dtype("int8", np.int8)
+uint8 = dtype("uint8", np.uint8)
+int16 = dtype("int16", np.int16)
+int32 = dtype("int32", np.int32)
+int64 = dtype("int64", np.int64)
+bool_ = dtype("bool", np.bool_)
+
+_BY_NP = {d.np: d for d in (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)}
+_BY_NAME = {d.name: d for d in _BY_NP.values()}
+_BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int32, short=int16)
+
+_default_float = float32
+
+
+def dtype_of(np_dtype) -> dtype:
+    """The trainkit dtype for a NumPy dtype."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        raise TypeError(f"trainkit has no dtype for NumPy's {np_dtype}") from None
+
+
+def to_dtype(spec) -> dtype:
+    """Accepts a trainkit dtype, a NumPy dtype or type, or a name ('float32'), and returns the trainkit dtype."""
+    if isinstance(spec, dtype):
+        return spec
+    if isinstance(spec, str):
+        try:
+            return _BY_NAME[spec]
+        except KeyError:
+            raise TypeError(f"unknown dtype name {spec!r}") from None
+    if spec is float:
+        return _default_float
+    if spec is int:
+        return int64
+    if spec is bool:
+        return bool_
+    return dtype_of(np.dtype(spec))
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating tensors made from Python floats (float32 unless changed).
+
+    >>> get_default_dtype()
+    trainkit.float32
+    """
+    return _default_float
+
+
+def set_default_dtype(d) -> None:
+    """Change the default floating dtype (float32 or float64), as ``torch.set_default_dtype``."""
+    global _default_float
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+# Type promotion as PyTorch does it. Operands come in three priority groups: tensors with dimensions, 0-dim
+# tensors, Python numbers. A lower group only matters when it brings a higher category (bool < int < float).
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def result_type(a, b):
+    """NumPy dtype of ``op(a, b)`` where each is an ndarray or a Python number, by PyTorch's promotion rules."""
+    groups = []
+    for v in (a, b):
+        if isinstance(v, bool):
+            groups.append((2, 0, None))
+        elif isinstance(v, int):
+            groups.append((2, 1, None))
+        elif isinstance(v, float):
+            groups.append((2, 2, None))
+        else:
+            groups.append((0 if v.ndim else 1, _CATEGORY[v.dtype.kind], v.dtype))
+    (ga, ca, da), (gb, cb, db) = sorted(groups, key=lambda g: g[0])
+    if ga == gb:
+        if da is not None:
+            return np.promote_types(da, db)
+        return _default_np_for(max(ca, cb))
+    if cb <= ca:
+        return da
+    if db is not None:  # a 0-dim tensor of a higher category keeps its own dtype
+        return db
+    return _default_np_for(cb)
+
+
+def _default_np_for(category: int):
+    return (np.dtype(np.bool_), np.dtype(np.int64), _default_float.np)[category]

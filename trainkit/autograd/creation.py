@@ -1,0 +1,219 @@
+"""Ways to make tensors: from data, filled, ranges, random; each takes ``dtype``, ``device`` and ``requires_grad``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import CPU, device, get_default_dtype, is_array, module_for, on_device, to_device, to_dtype
+from .random import generator_for
+from .tensor import Tensor, _flatten_sizes
+
+_device_cls = device
+
+
+def _dev(spec):
+    """A device from a spec that may be None (the CPU); the name ``device`` is taken by the keyword arguments."""
+    return CPU if spec is None else _device_cls(spec)
+
+
+def _finish(array, dev, requires_grad: bool) -> Tensor:
+    t = Tensor._make(array if dev is None else to_device(array, _dev(dev)))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _nested(data):
+    """``data`` with tensors replaced by their arrays (on the CPU), so NumPy can read nested sequences of them."""
+    if isinstance(data, Tensor):
+        return np.asarray(to_device(data._data, CPU))
+    if isinstance(data, (list, tuple)):
+        return [_nested(d) for d in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor that copies ``data`` (a number, nested sequence, NumPy array or tensor).
+
+    Python floats become the default dtype (float32), ints int64, bools bool; NumPy arrays keep their dtype.
+
+    >>> tensor([1, 2]).dtype, tensor([1.0, 2]).dtype
+    (trainkit.int64, trainkit.float32)
+    """
+    if isinstance(data, Tensor):
+        array = data._data.copy()
+        dev = device if device is not None else data.device
+    elif is_array(data):
+        array = data.copy()
+        dev = device
+    else:
+        array = np.array(_nested(data))
+        if array.dtype.kind == "f" and not isinstance(data, np.generic):
+            array = array.astype(get_default_dtype().np)
+        elif array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+        elif array.dtype.kind not in "bf":
+            raise TypeError(f"can't convert {type(data).__name__} of {array.dtype} to a tensor")
+        dev = device
+    if dtype is not None:
+        array = array.astype(to_dtype(dtype).np)
+    return _finish(array, dev, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but shares memory with a tensor or array when dtype and device already match."""
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or to_dtype(dtype).np == data.dtype):
+        return Tensor._make(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``array`` (changes show through both ways)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return Tensor._make(array)
+
+
+def _make_filled(shape, fill, dtype, dev, requires_grad) -> Tensor:
+    dev_ = _dev(dev)
+    dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
+    with on_device(dev_):
+        array = module_for(dev_).full(shape, fill, dtype=dt)
+    return _finish(array, None, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    return _make_filled(_flatten_sizes(size), 1, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor whose values are not set (here: zeros, so runs stay repeatable)."""
+    return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value``; its dtype follows the value when not given (as in PyTorch)."""
+    if dtype is None:
+        dtype = "bool" if isinstance(fill_value, bool) else ("int64" if isinstance(fill_value, int) else None)
+    return _make_filled(_flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    dev = _dev(device)
+    dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
+    with on_device(dev):
+        array = module_for(dev).eye(n, m, dtype=dt)
+    return _finish(array, None, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` up to (not including) ``end`` by ``step``; int64 unless a float is involved.
+
+    >>> arange(3)
+    tensor([0, 1, 2])
+    """
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        floating = any(isinstance(v, float) for v in (start, end, step))
+        dtype = get_default_dtype() if floating else "int64"
+    dev = _dev(device)
+    with on_device(dev):
+        array = module_for(dev).arange(start, end, step).astype(to_dtype(dtype).np)
+    return _finish(array, None, requires_grad)
+
+
+def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dev = _dev(device)
+    dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
+    with on_device(dev):
+        array = module_for(dev).linspace(start, end, steps).astype(dt)
+    return _finish(array, None, requires_grad)
+
+
+def _random(draw, size, generator, dtype, device, requires_grad) -> Tensor:
+    dev = _dev(device)
+    dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
+    if dt.kind != "f":
+        raise RuntimeError(f"random floating values need a floating dtype, got {dt}")
+    with on_device(dev):
+        array = draw(generator_for(dev, generator).rng, _flatten_sizes(size), dt)
+    return _finish(array, None, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform random values in [0, 1), from the seeded stream of ``device``."""
+    return _random(lambda rng, s, dt: rng.random(s, dtype=dt), size, generator, dtype, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal random values, from the seeded stream of ``device``."""
+    return _random(lambda rng, s, dt: rng.standard_normal(s, dtype=dt), size, generator, dtype, device,
+                   requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() needs high and size")
+    dev = _dev(device)
+    dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
+    with on_device(dev):
+        array = generator_for(dev, generator).rng.integers(low, high, size=_flatten_sizes((size,))).astype(dt)
+    return _finish(array, None, requires_grad)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None) -> Tensor:
+    """A random permutation of 0 .. n-1."""
+    dev = _dev(device)
+    dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
+    with on_device(dev):
+        array = generator_for(dev, generator).rng.permutation(n).astype(dt)
+    return _finish(array, None, False)
+
+
+def _like(input: Tensor, dtype, device):
+    return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
+
+
+def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)

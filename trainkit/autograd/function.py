@@ -1,0 +1,275 @@
+"""How a forward call becomes a graph node: ``Op`` for built-in ops, ``Function`` for users' own.
+
+A built-in op is one class with ``forward`` and ``backward`` side by side. ``forward`` works on arrays; ``backward``
+receives the gradient of the output and returns one gradient per input, written with operators and ``ops.dual``
+so that it runs on arrays (the plain pass) and on Tensors (``create_graph=True``) alike. The op never un-broadcasts
+or casts a gradient: the engine does that once, from the shapes and dtypes recorded here.
+"""
+
+from __future__ import annotations
+
+from . import grad_mode
+from .backend import as_array
+from .engine import OUTPUT0, Node, SavedOutput, _engine
+from .tensor import Tensor
+
+_NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
+
+
+def _device_error(inputs) -> RuntimeError:
+    devices = [str(x.device) for x in inputs if isinstance(x, Tensor)]
+    first = devices[0]
+    other = next(d for d in devices if d != first)
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {first} and {other}! "
+        "Move them with .to(device) first."
+    )
+
+
+def _connect(node: Node, inputs) -> None:
+    """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype."""
+    edges = []
+    meta = []
+    for x in inputs:
+        if isinstance(x, Tensor) and x._requires_grad:
+            fn = x._grad_fn
+            edges.append((fn if fn is not None else x._accumulator(), x._output_nr))
+            meta.append((x._data.shape, x._data.dtype))
+        else:
+            edges.append((None, 0))
+            meta.append(None)
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(meta)
+
+
+def _saved_entry(x):
+    if isinstance(x, Tensor):
+        return (x, x._data, x._version_counter[0], x._version_counter)
+    return (x, x, 0, _NO_COUNTER)
+
+
+class Op(Node):
+    """Base of the built-in ops.
+
+    Class attributes: ``save_inputs`` lists the inputs ``backward`` reads (saved with their version, checked at
+    backward), ``save_output`` says whether it reads its own output, ``is_view`` that the output shares the
+    input's storage (and so its version counter). A subclass may give PyTorch's node name as ``name=``.
+    """
+
+    save_inputs: tuple[int, ...] = ()
+    save_output = False
+    is_view = False
+
+    def __init_subclass__(cls, name: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if name is not None:
+            cls.__name__ = cls.__qualname__ = name
+
+    def forward(self, *arrays, **params):
+        raise NotImplementedError(f"{type(self).__name__} has no forward")
+
+    @classmethod
+    def apply(cls, *inputs, **params) -> Tensor:
+        """Run ``forward`` on the inputs' arrays and, in grad mode, record the node. Inputs: Tensors or numbers."""
+        arrays = []
+        kind = None
+        requires = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                a = x._data
+                if kind is None:
+                    kind = type(a)
+                elif type(a) is not kind:
+                    raise _device_error(inputs)
+                requires = requires or x._requires_grad
+                arrays.append(a)
+            else:
+                arrays.append(x)
+        node = cls()
+        out = as_array(node.forward(*arrays, **params))
+        if not (requires and grad_mode._state.enabled):
+            result = Tensor._make(out)
+            if cls.is_view and out.base is not None:
+                result._version_counter = inputs[0]._version_counter
+                result._base = inputs[0]
+            return result
+        _connect(node, inputs)
+        if cls.is_view and out.base is not None:
+            result = Tensor._make(out, True, node, 0, inputs[0]._version_counter)
+            result._base = inputs[0]
+        else:
+            result = Tensor._make(out, True, node)
+        if cls.save_inputs or cls.save_output:
+            saved = [_saved_entry(inputs[i]) for i in cls.save_inputs]
+            if cls.save_output:
+                saved.append((OUTPUT0, out, result._version_counter[0], result._version_counter))
+            node._saved = tuple(saved)
+        return result
+
+
+class FunctionCtx:
+    """What a custom ``Function``'s forward and backward share: saved tensors and any attribute you set."""
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep ``tensors`` for backward; each is checked for in-place changes when read back."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save tensors or None, got {type(t).__name__}")
+        self._to_save = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Outputs that never get a gradient (indices, masks)."""
+        self._non_differentiable = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None instead of zeros for outputs that got no gradient."""
+        self._materialize = value
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node of a custom Function call; it is also the ``ctx`` its forward and backward receive."""
+
+    _function: type = None  # type: ignore[assignment]
+
+    def __init__(self):
+        Node.__init__(self)
+        self._to_save = ()
+        self._non_differentiable = set()
+        self._materialize = True
+        self.needs_input_grad = ()
+        self._output_meta = ()
+        self._saved_nones = ()
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None and not self._freed and self._to_save:
+            # read inside forward, before the graph records the node
+            return tuple(self._to_save)
+        values = list(Node.saved_tensors.fget(self))
+        out = []
+        for is_none in self._saved_nones:
+            out.append(None if is_none else values.pop(0))
+        if not _engine.create_graph:
+            out = [v if v is None or isinstance(v, Tensor) else Tensor._make(v) for v in out]
+        return tuple(out)
+
+    def backward(self, *grad_outputs):
+        create = _engine.create_graph
+        grads = [g if (g is None or create) else Tensor._make(as_array(g)) for g in grad_outputs]
+        result = self._function.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_inputs = len(self.next_functions)
+        if len(result) < n_inputs:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {n_inputs}, "
+                f"got {len(result)})"
+            )
+        out = []
+        for i, g in enumerate(result[:n_inputs]):
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"{self.name()}.backward must return Tensors or None, got {type(g).__name__}")
+            meta = self._input_meta[i]
+            if g is not None and meta is not None and not _expandable(meta[0], tuple(g.shape)):
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g.shape)} but expected shape compatible with {list(meta[0])}"
+                )
+            out.append(None if g is None else (g if create else g._data))
+        return tuple(out)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        # Each Function gets its own node class named as PyTorch names it: MyFunctionBackward.
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_function": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base for differentiable operations of your own, as ``torch.autograd.Function``.
+
+    Write ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` as static methods; call ``apply``.
+
+    >>> import trainkit
+    >>> class Cube(Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x ** 3
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad * 3 * x ** 2
+    >>> x = trainkit.tensor([2.0], requires_grad=True)
+    >>> Cube.apply(x).backward(trainkit.ones(1)); x.grad
+    tensor([12.])
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("subclasses of Function must implement a static forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("subclasses of Function must implement a static backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        node = cls._backward_cls()
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        with grad_mode.no_grad():
+            outputs = cls.forward(node, *args, **kwargs)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        requires = grad_mode._state.enabled and any(t._requires_grad for t in tensor_args)
+        if not requires:
+            return outputs
+        _connect(node, args)
+        node.num_outputs = len(outs)
+        node._output_meta = tuple(
+            (o._data.shape, o._data.dtype, _xp(o._data)) if isinstance(o, Tensor) else ((), None, None)
+            for o in outs
+        )
+        results = []
+        for nr, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                results.append(o)
+                continue
+            if id(o) in node._non_differentiable or not o.is_floating_point():
+                o._requires_grad = False
+                results.append(o)
+                continue
+            if any(o is a for a in args):  # an input returned as is: PyTorch returns a view of it
+                o = Tensor._make(o._data, False, None, 0, o._version_counter)
+            o._grad_fn, o._output_nr, o._requires_grad = node, nr, True
+            results.append(o)
+        to_save = node._to_save
+        node._saved_nones = tuple(t is None for t in to_save)
+        output_nrs = {
+            id(o): SavedOutput(nr) for nr, o in enumerate(results) if isinstance(o, Tensor) and o._grad_fn is node
+        }
+        # An output is saved without itself (its output number stands in): the node must not hold its outputs.
+        node._saved = tuple(
+            (output_nrs.get(id(t), t), t._data, t._version_counter[0], t._version_counter)
+            for t in to_save
+            if t is not None
+        )
+        node._to_save = ()
+        if not node._saved:
+            node._saved = None
+        return results[0] if single else tuple(results)
+
+
+def _expandable(shape: tuple, to_shape: tuple) -> bool:
+    """Can an array of ``shape`` be broadcast to ``to_shape`` (so that a grad of ``to_shape`` sums back)?"""
+    if len(shape) > len(to_shape):
+        return False
+    return all(a == b or a == 1 for a, b in zip(shape[::-1], to_shape[::-1]))
+
+
+def _xp(array):
+    from .backend import xp_of
+
+    return xp_of(array)

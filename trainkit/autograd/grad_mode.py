@@ -1,0 +1,105 @@
+"""Grad mode: whether ops record a graph. Thread-local, as in PyTorch.
+
+The guards are classes rather than ``@contextmanager`` generators: entering one costs a fraction as much, and they
+sit on hot paths (every evaluation step, every optimizer update).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    enabled = True
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops record a graph for backward.
+
+    >>> is_grad_enabled()
+    True
+    """
+    return _state.enabled
+
+
+class _GradModeGuard:
+    """Sets grad mode on entry and restores the previous mode on exit; also usable as a decorator."""
+
+    mode = True
+
+    def __init__(self):
+        self.prev = True
+
+    def __enter__(self):
+        self.prev = _state.enabled
+        _state.enabled = self.mode
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradModeGuard):
+    """Run code without recording a graph: results do not require grad.
+
+    >>> import trainkit
+    >>> x = trainkit.ones(2, requires_grad=True)
+    >>> with trainkit.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    mode = False
+
+
+class enable_grad(_GradModeGuard):
+    """Record a graph again inside a ``no_grad`` block.
+
+    >>> import trainkit
+    >>> with trainkit.no_grad(), trainkit.enable_grad():
+    ...     trainkit.is_grad_enabled()
+    True
+    """
+
+    mode = True
+
+
+class set_grad_enabled(_GradModeGuard):
+    """Set grad mode to ``mode`` at once (as a call) or for a block (as a context manager).
+
+    >>> import trainkit
+    >>> with trainkit.set_grad_enabled(False):
+    ...     trainkit.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool):
+        self.prev = _state.enabled
+        self.mode = bool(mode)
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __call__(self, fn):
+        _state.enabled = self.prev  # used as a decorator: the call above must not leak
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper

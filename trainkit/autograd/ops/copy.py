@@ -1,0 +1,66 @@
+"""Ops that copy: clone, dtype and device conversion, copy_ and fill."""
+
+from __future__ import annotations
+
+from ..backend import device_of, to_device, xp_of
+from ..function import Op
+from ..tensor import Tensor
+
+
+class Clone(Op, name="CloneBackward0"):
+    """out = a copy of x.   dx = g."""
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return g
+
+
+class ToCopy(Op, name="ToCopyBackward0"):
+    """out = x in another dtype and/or on another device.   dx = g, brought back (the engine casts the dtype)."""
+
+    def forward(self, x, dtype, device):
+        self.source = device_of(x)
+        if device is not None:
+            x = to_device(x, device)
+        if dtype is not None:
+            x = x.astype(dtype)
+        return x
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            return g.to(self.source)
+        return to_device(g, self.source)
+
+
+class Copy(Op, name="CopyBackwards"):
+    """out = src broadcast to x's shape and cast to its dtype.   dx = 0,  dsrc = g."""
+
+    def forward(self, x, src):
+        xp = xp_of(x)
+        return xp.broadcast_to(to_device(xp.asarray(src), device_of(x)), x.shape).astype(x.dtype)
+
+    def backward(self, g):
+        return None, g
+
+
+class Fill(Op, name="FillBackward0"):
+    """out = value everywhere.   dx = 0, dvalue = sum(g) when the value is a tensor."""
+
+    def forward(self, x, value):
+        return xp_of(x).full(x.shape, value, dtype=x.dtype)
+
+    def backward(self, g):
+        return None, g.sum()
+
+
+def clone(input: Tensor) -> Tensor:
+    """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``).
+
+    >>> import trainkit
+    >>> x = trainkit.ones(2, requires_grad=True)
+    >>> x.clone().grad_fn.name()
+    'CloneBackward0'
+    """
+    return Clone.apply(input)

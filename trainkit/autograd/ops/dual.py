@@ -1,0 +1,78 @@
+"""Functions that backward formulas call, working on arrays (plain backward) and on Tensors (create_graph).
+
+Operators (``*``, ``/``, ``@``, ``-``) and the methods ``reshape``, ``sum(axis, keepdims)`` and ``swapaxes`` already
+mean the same on both. What they do not share is here; each costs one type check on the plain path.
+"""
+
+from __future__ import annotations
+
+from ..backend import xp_of
+from ..tensor import Tensor
+
+
+def data(v):
+    """The array behind ``v``: for masks and other values a backward uses as constants."""
+    return v._data if isinstance(v, Tensor) else v
+
+
+def exp(v):
+    if isinstance(v, Tensor):
+        from .math import exp as texp
+
+        return texp(v)
+    return xp_of(v).exp(v)
+
+
+def log(v):
+    if isinstance(v, Tensor):
+        from .math import log as tlog
+
+        return tlog(v)
+    return xp_of(v).log(v)
+
+
+def broadcast_to(v, shape: tuple):
+    if isinstance(v, Tensor):
+        return v.expand(*shape)
+    return xp_of(v).broadcast_to(v, shape)
+
+
+def permute(v, axes: tuple):
+    if isinstance(v, Tensor):
+        return v.permute(*axes)
+    return v.transpose(axes)
+
+
+def where(cond, a, b):
+    """``cond`` is a constant boolean array; ``a`` and ``b`` may be arrays, Tensors or numbers."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        from ..tensor import Tensor as T
+        from .math import where as twhere
+
+        return twhere(T._make(cond), a, b)
+    return xp_of(cond).where(cond, a, b)
+
+
+def index_into_zeros(g, shape: tuple, index, accumulate: bool):
+    """A zero array of ``shape`` with ``g`` added at ``index``: the backward of indexing."""
+    if isinstance(g, Tensor):
+        from .shape import IndexIntoZeros
+
+        return IndexIntoZeros.apply(g, shape=shape, index=index, accumulate=accumulate)
+    xp = xp_of(g)
+    out = xp.zeros(shape, dtype=g.dtype)
+    if accumulate:
+        xp.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+def keep_dims(g, in_shape: tuple, axes: tuple | None, keepdim: bool):
+    """A reduction's output gradient reshaped so that it broadcasts against the reduced input."""
+    if keepdim or axes is None and g.ndim == len(in_shape):
+        return g
+    if axes is None:
+        return g.reshape((1,) * len(in_shape))
+    kept = tuple(1 if i in axes else n for i, n in enumerate(in_shape))
+    return g.reshape(kept)

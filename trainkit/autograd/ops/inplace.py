@@ -1,0 +1,125 @@
+"""In-place ops: ``add_``, ``mul_``, ``x[i] = v`` and friends.
+
+Outside a graph they write straight into the tensor's storage. Inside one, the op runs out of place on a stand-in
+for the tensor's old value (a copy only when the op's backward reads that value), the result is written into the
+storage, and the tensor takes the new node as its ``grad_fn``. Either way its version goes up by one, which is how
+saved tensors notice the change.
+"""
+
+from __future__ import annotations
+
+from .. import grad_mode
+from ..backend import xp_of
+from ..tensor import Tensor
+from .shape import SetItem, normalize_index
+
+LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _in_graph(self: Tensor, others) -> bool:
+    if not grad_mode._state.enabled:
+        return False
+    if self._requires_grad:
+        if self._grad_fn is None:
+            raise RuntimeError(LEAF_MESSAGE)
+        return True
+    return any(isinstance(o, Tensor) and o._requires_grad for o in others)
+
+
+def _write(self: Tensor, out) -> None:
+    """Copy ``out`` into self's storage, with PyTorch's rules on shape and dtype, and bump the version."""
+    data = self._data
+    if out.shape != data.shape:
+        raise RuntimeError(
+            f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.shape)}"
+        )
+    if out.dtype != data.dtype and not xp_of(data).can_cast(out.dtype, data.dtype, "same_kind"):
+        raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {data.dtype}")
+    data[...] = out
+    self._version_counter[0] += 1
+
+
+def _rebind(self: Tensor, result: Tensor) -> None:
+    """Make self the output of ``result``'s node; a retained grad follows the tensor to its new node."""
+    old = self._grad_fn
+    if old is not None and old._hooks is not None:
+        ref = old._hooks.retain.get(self._output_nr)
+        if ref is not None and ref() is self:
+            del old._hooks.retain[self._output_nr]
+            result._grad_fn._hooks_or_new().retain[0] = ref
+    self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, 0, True
+
+
+def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
+    """Run op ``cls`` on (self, *others) and store the result in self."""
+    if not _in_graph(self, others):
+        node = cls()
+        out = node.forward(self._data, *[o._data if isinstance(o, Tensor) else o for o in others], **params)
+        _write(self, xp_of(self._data).asarray(out))
+        return self
+    if self._base is not None:
+        raise RuntimeError(
+            "an in-place operation on a view of another tensor cannot be recorded in the graph; write through "
+            "the base instead (base[index] = value) or work on view.clone()."
+        )
+    old_data = self._data.copy() if 0 in cls.save_inputs else self._data
+    source = Tensor._make(old_data, self._requires_grad, self._grad_fn, self._output_nr)
+    result = cls.apply(source, *others, **params)
+    _write(self, result._data)
+    _rebind(self, result)
+    return self
+
+
+_UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide"}
+
+
+def arithmetic_inplace(self: Tensor, name: str, other, alpha=1) -> Tensor:
+    """``add_``, ``sub_``, ``mul_``, ``div_``: a ufunc writing into the storage when no graph is recorded."""
+    from . import math
+
+    if alpha != 1:
+        other = math.mul(other, alpha)
+    if isinstance(other, Tensor) and type(other._data) is not type(self._data):
+        from ..function import _device_error
+
+        raise _device_error((self, other))
+    if _in_graph(self, (other,)):
+        cls = {"add": math.Add, "sub": math.Sub, "mul": math.Mul, "div": math.Div}[name]
+        return apply_inplace(self, cls, other)
+    data = self._data
+    xp = xp_of(data)
+    value = other._data if isinstance(other, Tensor) else other
+    try:
+        getattr(xp, _UFUNCS[name])(data, value, out=data)
+    except TypeError:
+        raise RuntimeError(
+            f"result type of {name}_ can't be cast to the desired output type {data.dtype}"
+        ) from None
+    except ValueError:
+        if not getattr(data, "flags", None) or not data.flags.writeable:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation."
+            ) from None
+        raise RuntimeError(
+            f"output with shape {list(data.shape)} doesn't match the broadcast shape "
+            f"{list(xp.broadcast_shapes(data.shape, getattr(value, 'shape', ())))}"
+        ) from None
+    self._version_counter[0] += 1
+    return self
+
+
+def setitem(self: Tensor, key, value) -> None:
+    """``self[key] = value``: an in-place op, recorded as ``CopySlices`` when a graph is involved."""
+    index, _ = normalize_index(key, self._data)
+    if not isinstance(value, (Tensor, bool, int, float)):
+        value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
+    if isinstance(value, Tensor) and type(value._data) is not type(self._data):
+        from ..function import _device_error
+
+        raise _device_error((self, value))
+    if _in_graph(self, (value,)):
+        apply_inplace(self, SetItem, value, index=index)
+        return
+    self._data[index] = value._data if isinstance(value, Tensor) else value
+    self._version_counter[0] += 1

@@ -1,0 +1,104 @@
+"""Matrix products: matmul (with NumPy's broadcasting and 1-D rules), mm and bmm."""
+
+from __future__ import annotations
+
+from ..function import Op
+from ..tensor import Tensor
+from .math import promote
+
+
+class Matmul(Op, name="UnsafeViewBackward0"):
+    """out = x @ y.   dx = g @ y^T,  dy = x^T @ g  (1-D operands are treated as a row / a column)."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, x, y):
+        self.ndims = (x.ndim, y.ndim)
+        try:
+            return x @ y
+        except ValueError:
+            raise RuntimeError(_shape_error(x.shape, y.shape)) from None
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        xnd, ynd = self.ndims
+        if xnd == 1:
+            x = x.reshape((1, -1))
+            g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:])
+        if ynd == 1:
+            y = y.reshape((-1, 1))
+            g = g.reshape(g.shape + (1,))
+        (fx, _), (fy, _) = self.next_functions
+        gx = g @ y.swapaxes(-1, -2) if fx is not None else None
+        gy = x.swapaxes(-1, -2) @ g if fy is not None else None
+        if xnd == 1 and gx is not None:
+            gx = gx.reshape(gx.shape[:-2] + gx.shape[-1:])
+        if ynd == 1 and gy is not None:
+            gy = gy.reshape(gy.shape[:-1])
+        return gx, gy
+
+
+class Mm(Matmul, name="MmBackward0"):
+    pass
+
+
+class Mv(Matmul, name="MvBackward0"):
+    pass
+
+
+class Dot(Matmul, name="DotBackward0"):
+    pass
+
+
+class Bmm(Matmul, name="BmmBackward0"):
+    pass
+
+
+def _shape_error(a: tuple, b: tuple) -> str:
+    def fmt(s):
+        return "x".join(str(n) for n in s)
+
+    return f"mat1 and mat2 shapes cannot be multiplied ({fmt(a)} and {fmt(b)})"
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with NumPy's rules: 1-D operands, batch dimensions that broadcast.
+
+    >>> import trainkit
+    >>> (trainkit.ones(2, 3) @ trainkit.ones(3)).shape
+    trainkit.Size([2])
+    """
+    a, b = promote(input, other)
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul needs two tensors")
+    if a._data.ndim == 0 or b._data.ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{a._data.ndim}D and {b._data.ndim}D")
+    cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (3, 3): Bmm}.get((a._data.ndim, b._data.ndim), Matmul)
+    if cls is Bmm and a._data.shape[0] != b._data.shape[0]:
+        cls = Matmul
+    return cls.apply(a, b)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices (2-D only)."""
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm expects two matrices, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of (b, n, m) and (b, m, p) tensors."""
+    if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(
+            f"bmm expects two 3-D tensors with the same batch size, got shapes {tuple(input.shape)} and "
+            f"{tuple(mat2.shape)}"
+        )
+    return matmul(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return matmul(input, other)

@@ -1,0 +1,140 @@
+"""Tensor's op methods and operators.
+
+They are attached here, after all op modules exist, so that ``tensor.py`` holds only what a tensor *is* and each op
+module stays free of the Tensor class body. Every method is the function of the same name with the tensor first.
+"""
+
+from __future__ import annotations
+
+from ..backend import xp_of
+from ..tensor import Tensor
+from . import activation, copy, linalg, math, reduction, shape
+from .inplace import apply_inplace, arithmetic_inplace, setitem
+
+
+def _reflected(fn):
+    def method(self, other):
+        return fn(other, self)
+
+    return method
+
+
+def _dims_method(fn):
+    """``x.permute(1, 0)`` and ``x.permute((1, 0))`` alike."""
+
+    def method(self, *dims):
+        return fn(self, *dims)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _T(self):
+    if self.ndim <= 2:
+        return shape.t(self)
+    return shape.permute(self, *reversed(range(self.ndim)))
+
+
+def _mT(self):
+    return shape.transpose(self, -2, -1)
+
+
+def _inplace(cls, doc: str):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, cls, *args, **kwargs)
+
+    method.__doc__ = doc
+    return method
+
+
+def _clamp_(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return self.copy_(math.clamp(self, min, max))
+    return apply_inplace(self, math.Clamp, lo=min, hi=max)
+
+
+def _fill_(self, value):
+    return apply_inplace(self, copy.Fill, value)
+
+
+def _copy_(self, src, non_blocking: bool = False):
+    """Copy ``src`` (broadcast and cast as needed, from any device) into self."""
+    if not isinstance(src, Tensor):
+        src = Tensor._make(xp_of(self._data).asarray(src))
+    elif type(src._data) is not type(self._data):
+        src = src.to(self.device)
+    return apply_inplace(self, copy.Copy, src)
+
+
+def _zero_(self):
+    return apply_inplace(self, copy.Fill, 0)
+
+
+_METHODS = {
+    # arithmetic and comparison operators
+    "__add__": math.add, "__radd__": _reflected(math.add),
+    "__sub__": math.sub, "__rsub__": _reflected(math.sub),
+    "__mul__": math.mul, "__rmul__": _reflected(math.mul),
+    "__truediv__": math.div, "__rtruediv__": _reflected(math.div),
+    "__floordiv__": math.floor_divide, "__rfloordiv__": _reflected(math.floor_divide),
+    "__mod__": math.remainder, "__rmod__": _reflected(math.remainder),
+    "__pow__": math.pow, "__rpow__": _reflected(math.pow),
+    "__matmul__": linalg.matmul, "__rmatmul__": _reflected(linalg.matmul),
+    "__neg__": math.neg, "__pos__": lambda self: self, "__abs__": math.abs,
+    "__eq__": math.eq, "__ne__": math.ne, "__lt__": math.lt, "__le__": math.le, "__gt__": math.gt,
+    "__ge__": math.ge, "__and__": math.logical_and, "__or__": math.logical_or, "__xor__": math.logical_xor,
+    "__invert__": math.logical_not,
+    "__getitem__": shape.getitem, "__setitem__": setitem,
+    "__iadd__": lambda self, other: arithmetic_inplace(self, "add", other),
+    "__isub__": lambda self, other: arithmetic_inplace(self, "sub", other),
+    "__imul__": lambda self, other: arithmetic_inplace(self, "mul", other),
+    "__itruediv__": lambda self, other: arithmetic_inplace(self, "div", other),
+    # element-wise math
+    "add": math.add, "sub": math.sub, "subtract": math.sub, "mul": math.mul, "multiply": math.mul,
+    "div": math.div, "divide": math.div, "true_divide": math.div, "neg": math.neg, "negative": math.neg,
+    "pow": math.pow, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "abs": math.abs,
+    "clamp": math.clamp, "clip": math.clamp, "clamp_min": math.clamp_min, "clamp_max": math.clamp_max,
+    "maximum": math.maximum, "minimum": math.minimum, "sign": math.sign, "where": lambda self, cond, other:
+    math.where(cond, self, other),
+    "eq": math.eq, "ne": math.ne, "lt": math.lt, "le": math.le, "gt": math.gt, "ge": math.ge,
+    "logical_not": math.logical_not, "logical_and": math.logical_and, "logical_or": math.logical_or,
+    "isnan": math.isnan, "isfinite": math.isfinite, "equal": math.equal, "allclose": math.allclose,
+    "floor_divide": math.floor_divide, "remainder": math.remainder,
+    # activations
+    "relu": activation.relu, "sigmoid": activation.sigmoid, "tanh": activation.tanh,
+    "softmax": activation.softmax, "log_softmax": activation.log_softmax, "logsumexp": activation.logsumexp,
+    # reductions
+    "sum": reduction.sum, "mean": reduction.mean, "var": reduction.var, "std": reduction.std,
+    "max": reduction.max, "min": reduction.min, "amax": reduction.amax, "amin": reduction.amin,
+    "argmax": reduction.argmax, "argmin": reduction.argmin,
+    # linear algebra
+    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot,
+    # shapes
+    "reshape": shape.reshape, "view": shape.view, "flatten": shape.flatten, "squeeze": shape.squeeze,
+    "unsqueeze": shape.unsqueeze, "transpose": shape.transpose, "swapaxes": shape.transpose,
+    "swapdims": shape.transpose, "t": shape.t, "permute": _dims_method(shape.permute), "expand": shape.expand,
+    "expand_as": shape.expand_as, "unbind": shape.unbind, "split": shape.split, "chunk": shape.chunk,
+    "T": property(_T), "mT": property(_mT),
+    "clone": copy.clone,
+    # in place
+    "add_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "add", other, alpha),
+    "sub_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "sub", other, alpha),
+    "mul_": lambda self, other: arithmetic_inplace(self, "mul", other),
+    "div_": lambda self, other: arithmetic_inplace(self, "div", other),
+    "clamp_": _clamp_, "clip_": _clamp_, "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
+    "neg_": _inplace(math.Neg, "Negate in place."),
+    "exp_": _inplace(math.Exp, "Exponentiate in place."),
+    "log_": _inplace(math.Log, "Natural logarithm in place."),
+    "sqrt_": _inplace(math.Sqrt, "Square root in place."),
+    "abs_": _inplace(math.Abs, "Absolute value in place."),
+    "pow_": lambda self, exponent: apply_inplace(self, math.Pow, p=exponent),
+    "relu_": _inplace(activation.Relu, "ReLU in place."),
+    "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place."),
+    "tanh_": _inplace(activation.Tanh, "tanh in place."),
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)

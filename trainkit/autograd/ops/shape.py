@@ -1,0 +1,434 @@
+"""Ops that move elements without computing on them: reshaping, transposing, expanding, joining, indexing.
+
+Views (reshape, transpose, permute, expand, basic indexing) share their input's storage when NumPy can make them
+without a copy, and then its version counter too, so an in-place change through one is seen by both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import dtype_of, result_type, to_device, xp_of
+from ..engine import sum_to
+from ..function import Op
+from ..tensor import Tensor, _flatten_sizes
+from . import dual
+
+
+class View(Op, name="ViewBackward0"):
+    """out = x with a new shape.   dx = g with x's shape."""
+
+    is_view = True
+
+    def forward(self, x, shape):
+        self.in_shape = x.shape
+        return x.reshape(shape)
+
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+class SqueezeAll(View, name="SqueezeBackward0"):
+    pass
+
+
+class SqueezeDims(View, name="SqueezeBackward1"):
+    pass
+
+
+class Unsqueeze(View, name="UnsqueezeBackward0"):
+    pass
+
+
+class Transpose(Op, name="TransposeBackward0"):
+    """out = x with dimensions d0 and d1 swapped.   dx = g with them swapped back."""
+
+    is_view = True
+
+    def forward(self, x, d0, d1):
+        self.dims = (d0, d1)
+        return x.swapaxes(d0, d1)
+
+    def backward(self, g):
+        return g.swapaxes(*self.dims)
+
+
+class T(Transpose, name="TBackward0"):
+    pass
+
+
+class Permute(Op, name="PermuteBackward0"):
+    """out = x with dimensions reordered by ``dims``.   dx = g with the inverse order."""
+
+    is_view = True
+
+    def forward(self, x, dims):
+        self.inverse = tuple(int(i) for i in np.argsort(dims))
+        return x.transpose(dims)
+
+    def backward(self, g):
+        return dual.permute(g, self.inverse)
+
+
+class Expand(Op, name="ExpandBackward0"):
+    """out = x broadcast to ``shape`` without copying.   dx = g summed over the broadcast dimensions (by the engine)."""
+
+    is_view = True
+
+    def forward(self, x, shape):
+        return xp_of(x).broadcast_to(x, shape)
+
+    def backward(self, g):
+        return g
+
+
+class SumTo(Op, name="SumToBackward0"):
+    """out = x summed down to ``shape`` (undoes broadcasting).   dx = g broadcast back to x's shape."""
+
+    def forward(self, x, shape):
+        self.in_shape = x.shape
+        return sum_to(x, shape)
+
+    def backward(self, g):
+        return dual.broadcast_to(g, self.in_shape)
+
+
+class Cat(Op, name="CatBackward0"):
+    """out = the inputs joined along ``dim``.   dx_i = the slice of g that came from x_i."""
+
+    def forward(self, *xs, dim):
+        self.dim = dim
+        self.sizes = [x.shape[dim] for x in xs]
+        try:
+            return xp_of(xs[0]).concatenate(xs, axis=dim)
+        except ValueError:
+            shapes = ", ".join(str(list(x.shape)) for x in xs)
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {dim}; got shapes {shapes}"
+            ) from None
+
+    def backward(self, g):
+        lead = (slice(None),) * self.dim
+        out, start = [], 0
+        for size in self.sizes:
+            out.append(g[lead + (slice(start, start + size),)])
+            start += size
+        return tuple(out)
+
+
+class Stack(Op, name="StackBackward0"):
+    """out = the inputs stacked along a new ``dim``.   dx_i = g at position i of that dimension."""
+
+    def forward(self, *xs, dim):
+        self.dim = dim
+        shapes = {x.shape for x in xs}
+        if len(shapes) > 1:
+            first = xs[0].shape
+            i, other = next((i, x.shape) for i, x in enumerate(xs) if x.shape != first)
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 and {list(other)} "
+                f"at entry {i}"
+            )
+        return xp_of(xs[0]).stack(xs, axis=dim)
+
+    def backward(self, g):
+        lead = (slice(None),) * self.dim
+        return tuple(g[lead + (i,)] for i in range(g.shape[self.dim]))
+
+
+class Slice(Op, name="SliceBackward0"):
+    """out = x[index] (basic indexing: a view).   dx = g placed at index in zeros."""
+
+    is_view = True
+
+    def forward(self, x, index):
+        self.in_shape, self.index = x.shape, index
+        return x[index]
+
+    def backward(self, g):
+        return dual.index_into_zeros(g, self.in_shape, self.index, False)
+
+
+class Select(Slice, name="SelectBackward0"):
+    pass
+
+
+class Index(Op, name="IndexBackward0"):
+    """out = x[index] (advanced indexing: a copy).   dx = g added at index into zeros (repeats add up)."""
+
+    def forward(self, x, index, accumulate):
+        self.in_shape, self.accumulate = x.shape, accumulate
+        self.extra = index
+        return x[index]
+
+    def backward(self, g):
+        return dual.index_into_zeros(g, self.in_shape, self.extra, self.accumulate)
+
+
+class IndexIntoZeros(Op, name="IndexPutBackward0"):
+    """out = zeros(shape) with g added at index.   dg = gg[index]."""
+
+    def forward(self, g, shape, index, accumulate):
+        self.index = index
+        return dual.index_into_zeros(g, shape, index, accumulate)
+
+    def backward(self, gg):
+        return gg[self.index]
+
+
+class SetItem(Op, name="CopySlices"):
+    """out = x with out[index] = value.   dx = g with zeros at index,  dvalue = g[index]."""
+
+    def forward(self, x, value, index):
+        self.index = index
+        self.value_shape = getattr(value, "shape", ())
+        out = x.copy()
+        out[index] = value
+        return out
+
+    def backward(self, g):
+        index = self.index
+        if isinstance(g, Tensor):
+            keep = xp_of(g._data).ones(g._data.shape, dtype=g._data.dtype)
+            keep[index] = 0
+            gx = g * keep
+        else:
+            gx = g.copy()
+            gx[index] = 0
+        gv = None
+        if self.next_functions[1][0] is not None:
+            gv = g[index]
+            size = int(np.prod(self.value_shape)) if self.value_shape else 1
+            if len(gv.shape) < len(self.value_shape) and size == int(np.prod(gv.shape)):
+                gv = gv.reshape(self.value_shape)
+        return gx, gv
+
+
+# --------------------------------------------------------------------------------------------------- indexing
+def normalize_index(key, data):
+    """A user's index with tensors and lists turned into arrays on ``data``'s device.
+
+    Returns ``(index, kind)``: kind is 'select' (one integer), 'slice' (basic indexing), 'mask' (boolean
+    advanced indexing: no repeats) or 'index' (integer advanced indexing: repeats possible).
+    """
+    parts = key if isinstance(key, tuple) else (key,)
+    out, kind = [], "slice"
+    for k in parts:
+        if isinstance(k, Tensor):
+            k = k._data
+        elif isinstance(k, list) or (isinstance(k, np.ndarray) and xp_of(data) is not np):
+            k = np.asarray(k)
+        if isinstance(k, (bool, np.bool_)):
+            k = np.asarray(k)
+        if hasattr(k, "dtype") and hasattr(k, "ndim"):
+            if k.dtype.kind not in "biu":
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors, got " + str(k.dtype)
+                )
+            k = to_device(k, _device(data))
+            kind = "mask" if k.dtype.kind == "b" and kind != "index" else "index"
+        elif isinstance(k, (int, np.integer)):
+            if kind == "slice":
+                kind = "select"
+            k = int(k)
+        elif not (k is None or k is Ellipsis or isinstance(k, slice)):
+            raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean tensors are valid "
+                             f"indices (got {type(k).__name__})")
+        out.append(k)
+    return (out[0] if len(out) == 1 and not isinstance(key, tuple) else tuple(out)), kind
+
+
+def _device(data):
+    from ..backend import device_of
+
+    return device_of(data)
+
+
+def getitem(input: Tensor, key) -> Tensor:
+    """``input[key]`` with NumPy's indexing rules; basic indexing gives a view."""
+    index, kind = normalize_index(key, input._data)
+    try:
+        if kind == "slice":
+            return Slice.apply(input, index=index)
+        if kind == "select":
+            return Select.apply(input, index=index)
+        return Index.apply(input, index=index, accumulate=kind == "index")
+    except IndexError as err:
+        raise IndexError(f"{err} (indexing a tensor of shape {tuple(input.shape)})") from None
+
+
+# ------------------------------------------------------------------------------------------------- reshaping
+def reshape(input: Tensor, *shape) -> Tensor:
+    """The same elements in a new shape (one dimension may be -1).
+
+    >>> import trainkit
+    >>> trainkit.arange(6).reshape(2, -1).shape
+    trainkit.Size([2, 3])
+    """
+    shape = _flatten_sizes(shape)
+    size = input._data.size
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if shape.count(-1) > 1 or (-1 in shape and (known == 0 or size % known)) or (-1 not in shape and known != size):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
+    if -1 in shape:
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    return View.apply(input, shape=shape)
+
+
+view = reshape
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim`` .. ``end_dim`` into one."""
+    shape = input._data.shape
+    if not shape:
+        return reshape(input, 1)
+    s, e = input._dim(start_dim), input._dim(end_dim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    merged = int(np.prod(shape[s : e + 1]))
+    return reshape(input, shape[:s] + (merged,) + shape[e + 1 :])
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove dimensions of size 1 (only ``dim``, an int or tuple, when given)."""
+    shape = input._data.shape
+    if dim is None:
+        return SqueezeAll.apply(input, shape=tuple(n for n in shape if n != 1))
+    dims = {input._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
+    return SqueezeDims.apply(input, shape=tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1)))
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a dimension of size 1 at ``dim``."""
+    n = input._data.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    dim %= n
+    shape = input._data.shape
+    return Unsqueeze.apply(input, shape=shape[:dim] + (1,) + shape[dim:])
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions."""
+    return Transpose.apply(input, d0=input._dim(dim0), d1=input._dim(dim1))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose a matrix (0-D and 1-D tensors come back as they are)."""
+    if input._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
+    if input._data.ndim < 2:
+        return View.apply(input, shape=input._data.shape)
+    return T.apply(input, d0=0, d1=1)
+
+
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder dimensions: ``permute(2, 0, 1)``."""
+    dims = _flatten_sizes(dims)
+    if len(dims) != input._data.ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {input._data.ndim} is not equal to len(dims) = "
+            f"{len(dims)}"
+        )
+    return Permute.apply(input, dims=tuple(input._dim(d) for d in dims))
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast to ``sizes`` without copying; -1 keeps a dimension as it is."""
+    sizes = _flatten_sizes(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(shape)})"
+        )
+    lead = len(sizes) - len(shape)
+    target = []
+    for i, s in enumerate(sizes):
+        have = shape[i - lead] if i >= lead else None
+        if s == -1:
+            if have is None:
+                raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+            s = have
+        elif have is not None and have != s and have != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({have}) at non-singleton "
+                f"dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}"
+            )
+        target.append(s)
+    return Expand.apply(input, shape=tuple(target))
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, *other.shape)
+
+
+def _check_list(tensors, fn: str) -> list:
+    if isinstance(tensors, Tensor) or not len(tensors):
+        raise (TypeError if isinstance(tensors, Tensor) else RuntimeError)(
+            f"{fn}() expects a non-empty sequence of tensors"
+        )
+    return list(tensors)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along an existing dimension."""
+    tensors = _check_list(tensors, "cat")
+    target = tensors[0]._data.dtype
+    for t in tensors[1:]:
+        if t._data.dtype != target:
+            target = result_type(Tensor._make(xp_of(t._data).empty((1,), target))._data, t._data)
+    tensors = [t if t._data.dtype == target else t.to(dtype_of(target)) for t in tensors]
+    return Cat.apply(*tensors, dim=tensors[0]._dim(dim))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dimension."""
+    tensors = _check_list(tensors, "stack")
+    n = tensors[0]._data.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return Stack.apply(*tensors, dim=dim % n)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """The slices of ``input`` along ``dim``, as a tuple."""
+    d = input._dim(dim)
+    lead = (slice(None),) * d
+    return tuple(getitem(input, lead + (i,)) for i in range(input._data.shape[d]))
+
+
+def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Pieces of ``input`` along ``dim``: of equal size (the last may be smaller), or of the listed sizes."""
+    d = input._dim(dim)
+    n = input._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
+                f"{d}), but got split_sizes={sizes}"
+            )
+    lead = (slice(None),) * d
+    out, start = [], 0
+    for size in sizes:
+        out.append(getitem(input, lead + (slice(start, start + size),)))
+        start += size
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """``chunks`` pieces of (nearly) equal size along ``dim``."""
+    n = input._data.shape[input._dim(dim)]
+    return split(input, max(-(-n // chunks), 1), dim)

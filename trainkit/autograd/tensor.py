@@ -1,0 +1,529 @@
+"""The Tensor: an array (NumPy or CuPy) plus what autograd needs to know about it.
+
+What a tensor carries, and why:
+
+- ``_data``: the array. Every op reads it; in-place ops write it.
+- ``_requires_grad``, ``_grad_fn``, ``_output_nr``: its place in the graph. A tensor is a leaf when it has no
+  ``grad_fn``; only leaves that require grad get ``.grad``.
+- ``_version_counter``: a one-element list shared with ``detach()`` results and views (which share storage), bumped
+  by every in-place op. Saved tensors remember the version they were saved at.
+- ``_hooks`` (leaves only; a non-leaf's hooks live on its ``grad_fn``) and ``_acc``, a weak reference to the leaf's
+  ``AccumulateGrad`` node, so that every op on the leaf reaches the same node without the leaf owning it.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from . import grad_mode
+from .backend import (
+    as_array,
+    device,
+    device_of,
+    dtype,
+    dtype_of,
+    get_default_dtype,
+    is_array,
+    to_device,
+    to_dtype,
+    xp_of,
+)
+from .engine import AccumulateGrad, HookDict, NodeHooks, _add_hook
+
+_new = object.__new__
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead."
+)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``trainkit.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"trainkit.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _flatten_sizes(sizes) -> tuple:
+    """``f(2, 3)`` and ``f((2, 3))`` both mean shape (2, 3), as in PyTorch."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return tuple(int(s) for s in sizes)
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations on it for automatic differentiation.
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    __slots__ = (
+        "_data",
+        "_requires_grad",
+        "_grad_fn",
+        "_output_nr",
+        "_grad",
+        "_version_counter",
+        "_hooks",
+        "_acc",
+        "_base",
+        "__weakref__",
+    )
+    __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
+
+    @staticmethod
+    def _make(data, requires_grad=False, grad_fn=None, output_nr=0, counter=None) -> Tensor:
+        """Wrap an array without copying or checking it: the constructor of every op result."""
+        t = _new(Tensor)
+        t._data = data
+        t._requires_grad = requires_grad
+        t._grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._grad = None
+        t._version_counter = [0] if counter is None else counter
+        t._hooks = None
+        t._acc = None
+        t._base = None
+        return t
+
+    def __init__(self, *args):
+        """``Tensor([1, 2])`` copies data as float32; ``Tensor(2, 3)`` makes an uninitialised 2x3 float tensor."""
+        dt = get_default_dtype().np
+        if len(args) == 1 and not isinstance(args[0], int):
+            data = args[0]
+            if isinstance(data, Tensor):
+                data = data._data
+            array = np.array(data, dtype=dt) if not is_array(data) else data.astype(dt)
+        else:
+            array = np.empty(_flatten_sizes(args), dtype=dt)
+        self._data = array
+        self._requires_grad = False
+        self._grad_fn = None
+        self._output_nr = 0
+        self._grad = None
+        self._version_counter = [0]
+        self._hooks = None
+        self._acc = None
+        self._base = None
+
+    # ----------------------------------------------------------------------------------------------- attributes
+    @property
+    def data(self) -> Tensor:
+        """The same storage, detached, with a version counter of its own: changes through it are not tracked."""
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place on a leaf (the way to freeze or unfreeze it); returns self."""
+        requires_grad = bool(requires_grad)
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients (this one is {self.dtype})"
+            )
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and self._grad is None and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: grad {tuple(value.shape)}, "
+                    f"tensor {tuple(self.shape)}"
+                )
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} vs {self.dtype}")
+            if type(value._data) is not type(self._data):
+                raise RuntimeError(f"assigned grad is on {value.device} but the tensor is on {self.device}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        fn = self._grad_fn
+        if fn is None or fn._hooks is None:
+            return False
+        ref = fn._hooks.retain.get(self._output_nr)
+        return ref is not None and ref() is self
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter[0]
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the length of dimension ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._dim(dim)]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def dtype(self) -> dtype:
+        return dtype_of(self._data.dtype)
+
+    @property
+    def device(self) -> device:
+        return device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def _dim(self, dim: int) -> int:
+        """``dim`` made non-negative, with PyTorch's error when out of range."""
+        n = max(self._data.ndim, 1)
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        return dim % n
+
+    # ------------------------------------------------------------------------------------------------- autograd
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Compute the gradient of this tensor with respect to the graph leaves, into their ``.grad``."""
+        from .api import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def _accumulator(self) -> AccumulateGrad:
+        acc = self._acc() if self._acc is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._acc = weakref.ref(acc)
+        return acc
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in ``.grad`` during backward (a no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is not None:
+            self._grad_fn._hooks_or_new().retain[self._output_nr] = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces the gradient.
+
+        >>> import trainkit
+        >>> x = trainkit.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> x.sum().backward(); x.grad
+        tensor([10., 10.])
+        >>> h.remove()
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = NodeHooks()
+                acc = self._acc() if self._acc is not None else None
+                if acc is not None:
+                    acc._hooks = self._hooks
+            hooks = self._hooks
+            nr = 0
+        else:
+            hooks = self._grad_fn._hooks_or_new()
+            nr = self._output_nr
+        return _add_hook(hooks.tensor.setdefault(nr, HookDict()), hook)
+
+    def detach(self) -> Tensor:
+        """A leaf that shares storage and version counter with this tensor and never requires grad."""
+        return Tensor._make(self._data, False, None, 0, self._version_counter)
+
+    def detach_(self) -> Tensor:
+        """Make this tensor a leaf that does not require grad, in place."""
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead, or clone() the view before detaching it."
+            )
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    # ----------------------------------------------------------------------------------------------- conversion
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array behind a CPU tensor (shared, not copied)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if xp_of(self._data) is not np:
+            if not force:
+                raise TypeError(
+                    f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                    "tensor to host memory first."
+                )
+            return self._data.get()
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``: self when nothing changes.
+
+        >>> import trainkit
+        >>> trainkit.ones(2).to(trainkit.float64).dtype
+        trainkit.float64
+        """
+        dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dev, dt = a.device, a.dtype
+            elif isinstance(a, (device, str)) and not (isinstance(a, str) and a in ("float32", "float64")):
+                dev = a
+            elif a is not None:
+                dt = a
+        dev = None if dev is None else device(dev)
+        dt = None if dt is None else to_dtype(dt)
+        if (dev is None or dev == self.device) and (dt is None or dt.np == self._data.dtype) and not copy:
+            return self
+        from .ops.copy import ToCopy
+
+        return ToCopy.apply(self, dtype=None if dt is None else dt.np, device=dev)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device_index: int | str | None = None) -> Tensor:
+        if isinstance(device_index, (str, device)):
+            return self.to(device_index)
+        return self.to(device("cuda", device_index or 0))
+
+    def float(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.float32)))
+
+    def double(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.float64)))
+
+    def half(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.float16)))
+
+    def long(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.int64)))
+
+    def int(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.int32)))
+
+    def bool(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.bool_)))
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def contiguous(self) -> Tensor:
+        return self
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False) -> Tensor:
+        from .creation import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=self.device, requires_grad=requires_grad)
+
+    def _new_filled(self, fill, sizes, dtype, requires_grad) -> Tensor:
+        xp = xp_of(self._data)
+        dt = self._data.dtype if dtype is None else to_dtype(dtype).np
+        t = Tensor._make(xp.full(_flatten_sizes(sizes), fill, dtype=dt))
+        return t.requires_grad_(requires_grad) if requires_grad else t
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False) -> Tensor:
+        return self._new_filled(0, size, dtype, requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False) -> Tensor:
+        return self._new_filled(1, size, dtype, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False) -> Tensor:
+        return self._new_filled(fill_value, (size,), dtype, requires_grad)
+
+    def new_empty(self, *size, dtype=None, requires_grad=False) -> Tensor:
+        return self._new_filled(0, size, dtype, requires_grad)
+
+    # ------------------------------------------------------------------------------------------ Python protocol
+    def __repr__(self) -> str:
+        return _format(self)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is ambiguous")
+        return bool(self._data.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.item())
+
+    __hash__ = object.__hash__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (np.asarray(to_device(self._data, device("cpu"))), self._requires_grad and self.is_leaf,
+                           str(self.device)))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol; "
+                "deepcopy x.detach() instead."
+            )
+        new = type(self).__new__(type(self))
+        Tensor.__init__(new, 0)
+        new._data = self._data.copy()
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = Tensor._make(self._grad._data.copy())
+        if hasattr(self, "__dict__"):
+            import copy
+
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+
+
+def _rebuild(array, requires_grad: bool, dev: str) -> Tensor:
+    t = Tensor._make(to_device(array, device(dev)))
+    t._requires_grad = requires_grad
+    return t
+
+
+def _format(t: Tensor) -> str:
+    array = np.asarray(to_device(t._data, device("cpu")))
+    options: dict = {}
+    if array.dtype.kind == "f" and array.size:
+        finite = np.abs(array[np.isfinite(array)])
+        nonzero = finite[finite != 0]
+        if nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
+            options["formatter"] = {"float": "{:.4e}".format}
+        elif bool(np.all(finite == np.round(finite))):
+            options["floatmode"] = "unique"
+        else:
+            options.update(floatmode="fixed", precision=4)
+    body = np.array2string(array, separator=", ", prefix="tensor(", **options)
+    extras = []
+    if t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
+    if array.dtype not in (get_default_dtype().np, np.dtype(np.int64), np.dtype(np.bool_)):
+        extras.append(f"dtype={t.dtype}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    if array.size == 0 and array.ndim > 1:
+        extras.insert(0, f"size={tuple(array.shape)}")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def is_tensor(obj) -> bool:
+    """True when ``obj`` is a trainkit Tensor (Parameters included)."""
+    return isinstance(obj, Tensor)
+
+
+def unwrap(value):
+    """The array behind a Tensor, or ``value`` itself."""
+    return value._data if isinstance(value, Tensor) else value
+
+
+__all__ = ["Size", "Tensor", "is_tensor", "as_array", "grad_mode"]
