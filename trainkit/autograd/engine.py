@@ -106,17 +106,19 @@ class Node:
     to the input's shape and casts them to its dtype.
     """
 
-    __slots__ = ("next_functions", "_input_meta", "_seq", "_saved", "extra", "_hooks", "_freed", "__weakref__")
+    # Defaults live on the class so that creating a node costs one allocation; a graph node gets its own
+    # next_functions, _input_meta and _seq when it is connected.
+    next_functions: tuple = ()
+    _input_meta: tuple = ()
+    _seq = 0
+    _saved = None
+    extra = None  # arrays a backward needs that are not tensors (masks, indices); freed with _saved
+    _hooks: NodeHooks | None = None
+    _freed = False
     num_outputs = 1
 
     def __init__(self):
-        self.next_functions: tuple = ()
-        self._input_meta: tuple = ()
         self._seq = _next_seq()
-        self._saved = None
-        self.extra = None  # arrays a backward needs that are not tensors (masks, indices); freed with _saved
-        self._hooks: NodeHooks | None = None
-        self._freed = False
 
     def name(self) -> str:
         """The node's class name, as PyTorch reports it (``MulBackward0``)."""
@@ -135,30 +137,32 @@ class Node:
             if self._freed:
                 raise RuntimeError(FREED_MESSAGE)
             return ()
-        create = _engine.create_graph
+        if not _engine.create_graph:
+            for entry in saved:
+                if entry[3][0] != entry[2]:
+                    self._raise_modified(entry)
+            return tuple(entry[1] for entry in saved)
         out = []
-        for tensor, array, version, counter in saved:
+        for entry in saved:
+            tensor, array, version, counter = entry
             if counter[0] != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], saved by {self.name()}, "
-                    f"is at version {counter[0]}; expected version {version} instead. Hint: the tensor was "
-                    "changed in place after this op used it; change a clone() instead, or make the change "
-                    "out of place."
-                )
-            if not create:
-                out.append(array)
-            elif type(tensor) is SavedOutput:
+                self._raise_modified(entry)
+            if type(tensor) is SavedOutput:
                 # re-attached to this node only now, so that the node never holds its own outputs
                 out.append(_tensor_mod.Tensor._make(array, True, self, tensor.nr, counter))
             else:
                 out.append(tensor)
         return tuple(out)
 
-    def _release(self) -> None:
-        if self._saved is not None or self.extra is not None:
-            self._saved = self.extra = None
-            self._freed = True
+    def _raise_modified(self, entry) -> None:
+        _, array, version, counter = entry
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], saved by {self.name()}, "
+            f"is at version {counter[0]}; expected version {version} instead. Hint: the tensor was "
+            "changed in place after this op used it; change a clone() instead, or make the change "
+            "out of place."
+        )
 
     def _hooks_or_new(self) -> NodeHooks:
         if self._hooks is None:
@@ -179,8 +183,6 @@ class Node:
 
 class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds the incoming gradient into ``variable.grad``."""
-
-    __slots__ = ("variable",)
 
     def __init__(self, variable):
         super().__init__()
@@ -360,9 +362,10 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
 
     prev_mode, prev_create = grad_mode._state.enabled, _engine.create_graph
     grad_mode._state.enabled = _engine.create_graph = create_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
-            fn = heapq.heappop(ready)[1]
+            fn = heappop(ready)[1]
             if needed is not None and fn not in needed and fn not in targets:
                 continue
             buf = buffers.pop(fn, None)
@@ -385,7 +388,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     g = None
                 continue
 
-            if buf is None or all(g is None for g in buf[:n]):
+            if buf is None or (buf[0] is None if n == 1 else all(g is None for g in buf[:n])):
                 grad_inputs = (None,) * len(fn.next_functions)
             else:
                 if fn._freed:
@@ -398,30 +401,38 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     grad_inputs = (grad_inputs,)
                 if fn._hooks is not None and fn._hooks.post:
                     grad_inputs = _run_post_hooks(fn._hooks, grad_inputs, buf[:n], create_graph)
-                if not retain_graph:
-                    fn._release()
+                if not retain_graph and (fn._saved is not None or fn.extra is not None):
+                    fn._saved = fn.extra = None
+                    fn._freed = True
             buf = None
 
             for (nxt, nr), g, meta in zip(fn.next_functions, grad_inputs, fn._input_meta):
                 if nxt is None or (needed is not None and nxt not in needed and nxt not in targets):
                     continue
                 if g is not None:
-                    g = _to_input(g, meta, create_graph)
+                    if g.shape != meta[0] or g.dtype != meta[1]:
+                        g = _to_input(g, meta, create_graph)
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
-                        nbuf = buffers[nxt] = [None] * (2 * nxt.num_outputs)
-                    old = nbuf[nr]
-                    if old is None:
-                        nbuf[nr] = g
-                    elif nbuf[nxt.num_outputs + nr]:
-                        old += g
+                        m = nxt.num_outputs
+                        if m == 1:
+                            buffers[nxt] = [g, False]
+                        else:
+                            nbuf = buffers[nxt] = [None] * (2 * m)
+                            nbuf[nr] = g
                     else:
-                        nbuf[nr] = old + g
-                        nbuf[nxt.num_outputs + nr] = not create_graph
+                        old = nbuf[nr]
+                        if old is None:
+                            nbuf[nr] = g
+                        elif nbuf[nxt.num_outputs + nr]:
+                            old += g
+                        else:
+                            nbuf[nr] = old + g
+                            nbuf[nxt.num_outputs + nr] = not create_graph
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    heapq.heappush(ready, (-nxt._seq, nxt))
+                    heappush(ready, (-nxt._seq, nxt))
             grad_inputs = g = old = None  # hold no grad past its use: a leaf may take it over without a copy
     finally:
         grad_mode._state.enabled, _engine.create_graph = prev_mode, prev_create

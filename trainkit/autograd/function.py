@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import grad_mode
 from .backend import as_array
-from .engine import OUTPUT0, Node, SavedOutput, _engine
+from .engine import OUTPUT0, Node, SavedOutput, _engine, _next_seq
 from .tensor import Tensor
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
@@ -24,6 +24,10 @@ def _device_error(inputs) -> RuntimeError:
         f"Expected all tensors to be on the same device, but found at least two devices, {first} and {other}! "
         "Move them with .to(device) first."
     )
+
+
+_NO_EDGE = (None, 0)
+_new = object.__new__
 
 
 def _connect(node: Node, inputs) -> None:
@@ -77,33 +81,54 @@ class Op(Node):
         for x in inputs:
             if isinstance(x, Tensor):
                 a = x._data
-                if kind is None:
+                if type(a) is not kind:
+                    if kind is not None:
+                        raise _device_error(inputs)
                     kind = type(a)
-                elif type(a) is not kind:
-                    raise _device_error(inputs)
-                requires = requires or x._requires_grad
+                if x._requires_grad:
+                    requires = True
                 arrays.append(a)
             else:
                 arrays.append(x)
-        node = cls()
-        out = as_array(node.forward(*arrays, **params))
+        node = _new(cls)
+        out = node.forward(*arrays, **params)
+        if type(out) is not kind:
+            out = as_array(out)
+        view_of = inputs[0] if cls.is_view and out.base is not None else None
         if not (requires and grad_mode._state.enabled):
             result = Tensor._make(out)
-            if cls.is_view and out.base is not None:
-                result._version_counter = inputs[0]._version_counter
-                result._base = inputs[0]
+            if view_of is not None:
+                result._version_counter = view_of._version_counter
+                result._base = view_of
             return result
-        _connect(node, inputs)
-        if cls.is_view and out.base is not None:
-            result = Tensor._make(out, True, node, 0, inputs[0]._version_counter)
-            result._base = inputs[0]
+
+        node._seq = _next_seq()
+        edges = []
+        meta = []
+        for x in inputs:
+            if isinstance(x, Tensor) and x._requires_grad:
+                fn = x._grad_fn
+                if fn is None:
+                    fn = x._accumulator()
+                edges.append((fn, x._output_nr))
+                a = x._data
+                meta.append((a.shape, a.dtype))
+            else:
+                edges.append(_NO_EDGE)
+                meta.append(None)
+        node.next_functions = tuple(edges)
+        node._input_meta = meta
+        if view_of is not None:
+            result = Tensor._make(out, True, node, 0, view_of._version_counter)
+            result._base = view_of
         else:
             result = Tensor._make(out, True, node)
         if cls.save_inputs or cls.save_output:
             saved = [_saved_entry(inputs[i]) for i in cls.save_inputs]
             if cls.save_output:
-                saved.append((OUTPUT0, out, result._version_counter[0], result._version_counter))
-            node._saved = tuple(saved)
+                counter = result._version_counter
+                saved.append((OUTPUT0, out, counter[0], counter))
+            node._saved = saved
         return result
 
 
@@ -130,6 +155,7 @@ class BackwardCFunction(Node, FunctionCtx):
     """The node of a custom Function call; it is also the ``ctx`` its forward and backward receive."""
 
     _function: type = None  # type: ignore[assignment]
+    needs_input_grad: tuple = ()  # set per call (a plain attribute here, not Node's derived property)
 
     def __init__(self):
         Node.__init__(self)
