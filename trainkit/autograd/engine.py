@@ -124,6 +124,14 @@ class Node:
         """The node's class name, as PyTorch reports it (``MulBackward0``)."""
         return type(self).__name__
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        """A dict of your own to attach information to this node."""
+        return self.__dict__.setdefault("_metadata", {})
+
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """One flag per input: does that input want a gradient?"""
@@ -189,9 +197,6 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._seq = _LAST + self._seq
         self._hooks = variable._hooks  # the leaf's own hooks: they run before accumulation
-
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
 def _fresh_refcount() -> int:
