@@ -99,7 +99,7 @@ class Op(Node):
             result = Tensor._make(out)
             if view_of is not None:
                 result._version_counter = view_of._version_counter
-                result._base = view_of
+                result._view = (view_of, cls, params)
             return result
 
         node._seq = _next_seq()
@@ -120,7 +120,7 @@ class Op(Node):
         node._input_meta = meta
         if view_of is not None:
             result = Tensor._make(out, True, node, 0, view_of._version_counter)
-            result._base = view_of
+            result._view = (view_of, cls, params)
         else:
             result = Tensor._make(out, True, node)
         if cls.save_inputs or cls.save_output:

@@ -7,6 +7,8 @@ What a tensor carries, and why:
   ``grad_fn``; only leaves that require grad get ``.grad``.
 - ``_version_counter``: a one-element list shared with ``detach()`` results and views (which share storage), bumped
   by every in-place op. Saved tensors remember the version they were saved at.
+- ``_view``: for a tensor that shares its storage with another (a view), ``(base, op, params)``: what it is a
+  view of and how to make it again, so that an in-place change through the view can be recorded on the base.
 - ``_hooks`` (leaves only; a non-leaf's hooks live on its ``grad_fn``) and ``_acc``, a weak reference to the leaf's
   ``AccumulateGrad`` node, so that every op on the leaf reaches the same node without the leaf owning it.
 """
@@ -82,7 +84,7 @@ class Tensor:
         "_version_counter",
         "_hooks",
         "_acc",
-        "_base",
+        "_view",
         "__weakref__",
     )
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
@@ -99,7 +101,7 @@ class Tensor:
         t._version_counter = [0] if counter is None else counter
         t._hooks = None
         t._acc = None
-        t._base = None
+        t._view = None
         return t
 
     def __init__(self, *args):
@@ -120,7 +122,7 @@ class Tensor:
         self._version_counter = [0]
         self._hooks = None
         self._acc = None
-        self._base = None
+        self._view = None
 
     # ----------------------------------------------------------------------------------------------- attributes
     @property
@@ -200,6 +202,11 @@ class Tensor:
             return False
         ref = fn._hooks.retain.get(self._output_nr)
         return ref is not None and ref() is self
+
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor this one is a view of (None when it owns its storage)."""
+        return None if self._view is None else self._view[0]
 
     @property
     def _version(self) -> int:
@@ -306,7 +313,7 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad, in place."""
-        if self._base is not None and self._base._requires_grad:
+        if self._view is not None and self._view[0]._requires_grad:
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead, or clone() the view before detaching it."
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import grad_mode
 from ..backend import xp_of
 from ..tensor import Tensor
-from .shape import SetItem, normalize_index
+from .shape import SetItem, WriteView, normalize_index
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -57,17 +57,26 @@ def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
         out = node.forward(self._data, *[o._data if isinstance(o, Tensor) else o for o in others], **params)
         _write(self, xp_of(self._data).asarray(out))
         return self
-    if self._base is not None:
-        raise RuntimeError(
-            "an in-place operation on a view of another tensor cannot be recorded in the graph; write through "
-            "the base instead (base[index] = value) or work on view.clone()."
-        )
+    if self._view is not None:
+        return _inplace_on_view(self, cls, others, params)
     old_data = self._data.copy() if 0 in cls.save_inputs else self._data
     source = Tensor._make(old_data, self._requires_grad, self._grad_fn, self._output_nr)
     result = cls.apply(source, *others, **params)
     _write(self, result._data)
     _rebind(self, result)
     return self
+
+
+def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
+    """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
+    view's new value into it, and the view becomes a fresh view of the updated base."""
+    base, view_cls, view_params = view._view
+    old_data = view._data.copy() if 0 in cls.save_inputs else view._data
+    source = Tensor._make(old_data, view._requires_grad, view._grad_fn, view._output_nr)
+    new_value = cls.apply(source, *others, **params)
+    apply_inplace(base, WriteView, new_value, view_cls=view_cls, view_params=view_params)
+    _rebind(view, view_cls.apply(base, **view_params))
+    return view
 
 
 _UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide"}
