@@ -45,7 +45,7 @@ from .autograd.creation import (  # noqa: E402
     zeros,
     zeros_like,
 )
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.ops.activation import log_softmax, logsumexp, relu, sigmoid, softmax, tanh  # noqa: E402
 from .autograd.ops.copy import clone  # noqa: E402
 from .autograd.ops.linalg import bmm, dot, matmul, mm  # noqa: E402
@@ -53,7 +53,9 @@ from .autograd.ops.math import (  # noqa: E402
     abs,
     absolute,
     add,
+    all,
     allclose,
+    any,
     clamp,
     clamp_max,
     clamp_min,

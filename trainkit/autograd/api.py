@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from .backend import as_array, xp_of
 from .engine import _accumulate, run_backward
 from .tensor import Tensor
@@ -72,6 +74,15 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, creat
     seeds = _seed_grads(tensors, grad_tensors, create_graph)
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph and inputs is None:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+            "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to "
+            "avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters "
+            "to None after use to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=3,
+        )
     if inputs is None:
         run_backward(roots, seeds, retain_graph, create_graph)
         return
@@ -129,7 +140,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
-                    f"One of the differentiated Tensors (input {i}) appears to not have been used in the graph. "
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
             results.append(Tensor._make(xp_of(t._data).zeros_like(t._data)) if materialize_grads else None)

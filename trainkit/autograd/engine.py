@@ -147,11 +147,14 @@ class Node:
             return ()
         if not _engine.create_graph:
             for entry in saved:
-                if entry[3][0] != entry[2]:
+                if entry is not None and entry[3][0] != entry[2]:
                     self._raise_modified(entry)
-            return tuple(entry[1] for entry in saved)
+            return tuple(None if entry is None else entry[1] for entry in saved)
         out = []
         for entry in saved:
+            if entry is None:  # not saved: no wanted gradient needs it
+                out.append(None)
+                continue
             tensor, array, version, counter = entry
             if counter[0] != version:
                 self._raise_modified(entry)

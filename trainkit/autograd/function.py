@@ -56,11 +56,14 @@ class Op(Node):
     """Base of the built-in ops.
 
     Class attributes: ``save_inputs`` lists the inputs ``backward`` reads (saved with their version, checked at
-    backward), ``save_output`` says whether it reads its own output, ``is_view`` that the output shares the
-    input's storage (and so its version counter). A subclass may give PyTorch's node name as ``name=``.
+    backward); ``save_only_for`` names, for a saved input, the one input whose gradient needs it, so that it is
+    not kept (nor checked) when that gradient is not wanted; ``save_output`` says whether it reads its own output,
+    ``is_view`` that the output shares the input's storage (and so its version counter). A subclass may give
+    PyTorch's node name as ``name=``.
     """
 
     save_inputs: tuple[int, ...] = ()
+    save_only_for: dict[int, int] = {}  # saved input -> the input whose gradient alone needs it
     save_output = False
     is_view = False
 
@@ -124,7 +127,11 @@ class Op(Node):
         else:
             result = Tensor._make(out, True, node)
         if cls.save_inputs or cls.save_output:
-            saved = [_saved_entry(inputs[i]) for i in cls.save_inputs]
+            only_for = cls.save_only_for
+            saved = [
+                None if i in only_for and edges[only_for[i]] is _NO_EDGE else _saved_entry(inputs[i])
+                for i in cls.save_inputs
+            ]
             if cls.save_output:
                 counter = result._version_counter
                 saved.append((OUTPUT0, out, counter[0], counter))

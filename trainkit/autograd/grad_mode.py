@@ -50,7 +50,19 @@ class _GradModeGuard:
         return wrapper
 
 
-class no_grad(_GradModeGuard):
+class _BareDecoratorGuard(_GradModeGuard):
+    """A guard that also works as a decorator without parentheses: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        super().__init__()
+
+
+class no_grad(_BareDecoratorGuard):
     """Run code without recording a graph: results do not require grad.
 
     >>> import trainkit
@@ -64,7 +76,7 @@ class no_grad(_GradModeGuard):
     mode = False
 
 
-class enable_grad(_GradModeGuard):
+class enable_grad(_BareDecoratorGuard):
     """Record a graph again inside a ``no_grad`` block.
 
     >>> import trainkit
@@ -74,6 +86,35 @@ class enable_grad(_GradModeGuard):
     """
 
     mode = True
+
+
+class inference_mode(_GradModeGuard):
+    """Run code that will never be differentiated (here: the same as ``no_grad``, or nothing with mode=False).
+
+    >>> import trainkit
+    >>> with trainkit.inference_mode():
+    ...     trainkit.is_grad_enabled()
+    False
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True):
+        super().__init__()
+        self.mode = not mode
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(not mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
 
 
 class set_grad_enabled(_GradModeGuard):

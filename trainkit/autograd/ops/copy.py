@@ -45,7 +45,7 @@ class Copy(Op, name="CopyBackwards"):
         return None, g
 
 
-class Fill(Op, name="FillBackward0"):
+class Fill(Op, name="FillBackward2"):
     """out = value everywhere.   dx = 0, dvalue = sum(g) when the value is a tensor."""
 
     def forward(self, x, value):
@@ -53,6 +53,14 @@ class Fill(Op, name="FillBackward0"):
 
     def backward(self, g):
         return None, g.sum()
+
+
+class FillTensor(Fill, name="FillBackward3"):
+    pass
+
+
+class Zero(Fill, name="ZeroBackward0"):
+    pass
 
 
 def clone(input: Tensor) -> Tensor:

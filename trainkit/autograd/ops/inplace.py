@@ -71,6 +71,11 @@ def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
     """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
     view's new value into it, and the view becomes a fresh view of the updated base."""
     base, view_cls, view_params = view._view
+    root = base
+    while root._view is not None:
+        root = root._view[0]
+    if root._requires_grad and root._grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     old_data = view._data.copy() if 0 in cls.save_inputs else view._data
     source = Tensor._make(old_data, view._requires_grad, view._grad_fn, view._output_nr)
     new_value = cls.apply(source, *others, **params)

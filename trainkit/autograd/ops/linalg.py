@@ -11,6 +11,7 @@ class Matmul(Op, name="UnsafeViewBackward0"):
     """out = x @ y.   dx = g @ y^T,  dy = x^T @ g  (1-D operands are treated as a row / a column)."""
 
     save_inputs = (0, 1)
+    save_only_for = {0: 1, 1: 0}
 
     def forward(self, x, y):
         self.ndims = (x.ndim, y.ndim)
@@ -23,10 +24,10 @@ class Matmul(Op, name="UnsafeViewBackward0"):
         x, y = self.saved_tensors
         xnd, ynd = self.ndims
         if xnd == 1:
-            x = x.reshape((1, -1))
+            x = None if x is None else x.reshape((1, -1))
             g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:])
         if ynd == 1:
-            y = y.reshape((-1, 1))
+            y = None if y is None else y.reshape((-1, 1))
             g = g.reshape(g.shape + (1,))
         (fx, _), (fy, _) = self.next_functions
         gx = g @ y.swapaxes(-1, -2) if fx is not None else None

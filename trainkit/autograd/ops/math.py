@@ -85,6 +85,7 @@ class Mul(Op, name="MulBackward0"):
     """out = x * y.   dx = g * y,  dy = g * x."""
 
     save_inputs = (0, 1)
+    save_only_for = {0: 1, 1: 0}
 
     def forward(self, x, y):
         return x * y
@@ -99,6 +100,7 @@ class Div(Op, name="DivBackward0"):
     """out = x / y.   dx = g / y,  dy = -g * x / y^2."""
 
     save_inputs = (0, 1)
+    save_only_for = {0: 1}
 
     def forward(self, x, y):
         return x / y
@@ -468,6 +470,16 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def logical_not(input) -> Tensor:
     return Tensor._make(xp_of(input._data).logical_not(input._data))
+
+
+def all(input, dim=None, keepdim: bool = False) -> Tensor:
+    """True where every element (over ``dim``, or all of them) is non-zero."""
+    return Tensor._make(xp_of(input._data).asarray(input._data.all(axis=dim, keepdims=keepdim)))
+
+
+def any(input, dim=None, keepdim: bool = False) -> Tensor:
+    """True where some element (over ``dim``, or all of them) is non-zero."""
+    return Tensor._make(xp_of(input._data).asarray(input._data.any(axis=dim, keepdims=keepdim)))
 
 
 def isnan(input) -> Tensor:

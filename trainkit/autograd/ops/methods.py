@@ -57,7 +57,7 @@ def _clamp_(self, min=None, max=None):
 
 
 def _fill_(self, value):
-    return apply_inplace(self, copy.Fill, value)
+    return apply_inplace(self, copy.FillTensor if isinstance(value, Tensor) else copy.Fill, value)
 
 
 def _copy_(self, src, non_blocking: bool = False):
@@ -70,7 +70,7 @@ def _copy_(self, src, non_blocking: bool = False):
 
 
 def _zero_(self):
-    return apply_inplace(self, copy.Fill, 0)
+    return apply_inplace(self, copy.Zero, 0)
 
 
 _METHODS = {
@@ -101,7 +101,8 @@ _METHODS = {
     math.where(cond, self, other),
     "eq": math.eq, "ne": math.ne, "lt": math.lt, "le": math.le, "gt": math.gt, "ge": math.ge,
     "logical_not": math.logical_not, "logical_and": math.logical_and, "logical_or": math.logical_or,
-    "isnan": math.isnan, "isfinite": math.isfinite, "equal": math.equal, "allclose": math.allclose,
+    "all": math.all, "any": math.any, "isnan": math.isnan, "isfinite": math.isfinite, "equal": math.equal,
+    "allclose": math.allclose,
     "floor_divide": math.floor_divide, "remainder": math.remainder,
     # activations
     "relu": activation.relu, "sigmoid": activation.sigmoid, "tanh": activation.tanh,
