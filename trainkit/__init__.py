@@ -84,6 +84,7 @@ from .autograd.ops.math import (  # noqa: E402
     neg,
     negative,
     pow,
+    reciprocal,
     remainder,
     rsub,
     sign,

@@ -264,9 +264,11 @@ def result_type(a, b):
             groups.append((0 if v.ndim else 1, _CATEGORY[v.dtype.kind], v.dtype))
     (ga, ca, da), (gb, cb, db) = sorted(groups, key=lambda g: g[0])
     if ga == gb:
-        if da is not None:
-            return np.promote_types(da, db)
-        return _default_np_for(max(ca, cb))
+        if da is None:
+            return _default_np_for(max(ca, cb))
+        if ca != cb:  # int with float: the float operand's dtype, not NumPy's wider float64
+            return da if ca > cb else db
+        return np.promote_types(da, db)
     if cb <= ca:
         return da
     if db is not None:  # a 0-dim tensor of a higher category keeps its own dtype

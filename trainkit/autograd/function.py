@@ -9,7 +9,7 @@ or casts a gradient: the engine does that once, from the shapes and dtypes recor
 from __future__ import annotations
 
 from . import grad_mode
-from .backend import as_array
+from .backend import as_array, xp_of
 from .engine import OUTPUT0, Node, SavedOutput, _engine, _next_seq
 from .tensor import Tensor
 
@@ -30,20 +30,58 @@ _NO_EDGE = (None, 0)
 _new = object.__new__
 
 
-def _connect(node: Node, inputs) -> None:
+def _connect(node: Node, inputs) -> tuple:
     """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype."""
+    node._seq = _next_seq()
     edges = []
     meta = []
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             fn = x._grad_fn
-            edges.append((fn if fn is not None else x._accumulator(), x._output_nr))
-            meta.append((x._data.shape, x._data.dtype))
+            if fn is None:
+                fn = x._accumulator()
+            edges.append((fn, x._output_nr))
+            a = x._data
+            meta.append((a.shape, a.dtype))
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             meta.append(None)
-    node.next_functions = tuple(edges)
-    node._input_meta = tuple(meta)
+    node.next_functions = edges = tuple(edges)
+    node._input_meta = meta
+    return edges
+
+
+def _wrap_outputs(node: Node, inputs, outs: tuple, record: bool) -> tuple:
+    """The tensors of a multi-output op (unbind, split): views of the first input that may not be changed in place
+    while in a graph, since no single base update describes them."""
+    base = inputs[0]
+    results = tuple(Tensor._make(as_array(o), False, None, 0, base._version_counter) for o in outs)
+    for t in results:
+        t._view = (base, None, None)
+    if record:
+        _connect(node, inputs)
+        node.num_outputs = len(outs)
+        node._output_meta = tuple((t._data.shape, t._data.dtype, xp_of(t._data)) for t in results)
+        for nr, t in enumerate(results):
+            t._requires_grad, t._grad_fn, t._output_nr = True, node, nr
+    return results
+
+
+def _shape_error(cls, arrays, err: ValueError) -> RuntimeError:
+    shapes = [tuple(a.shape) for a in arrays if hasattr(a, "shape")]
+    if len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        n = max(len(a), len(b))
+        for offset in range(1, n + 1):
+            sa = a[-offset] if offset <= len(a) else 1
+            sb = b[-offset] if offset <= len(b) else 1
+            if sa != sb and sa != 1 and sb != 1:
+                return RuntimeError(
+                    f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
+                    f"dimension {n - offset} (shapes {list(a)} and {list(b)})"
+                )
+    listed = " and ".join(str(list(s)) for s in shapes)
+    return RuntimeError(f"{cls.__name__} failed on tensors of shapes {listed}: {err}")
 
 
 def _saved_entry(x):
@@ -66,6 +104,7 @@ class Op(Node):
     save_only_for: dict[int, int] = {}  # saved input -> the input whose gradient alone needs it
     save_output = False
     is_view = False
+    multi_output = False  # forward returns a tuple of arrays: one output tensor each
 
     def __init_subclass__(cls, name: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -94,7 +133,12 @@ class Op(Node):
             else:
                 arrays.append(x)
         node = _new(cls)
-        out = node.forward(*arrays, **params)
+        try:
+            out = node.forward(*arrays, **params)
+        except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
+            raise _shape_error(cls, arrays, err) from None
+        if cls.multi_output:
+            return _wrap_outputs(node, inputs, out, requires and grad_mode._state.enabled)
         if type(out) is not kind:
             out = as_array(out)
         view_of = inputs[0] if cls.is_view and out.base is not None else None
@@ -105,22 +149,7 @@ class Op(Node):
                 result._view = (view_of, cls, params)
             return result
 
-        node._seq = _next_seq()
-        edges = []
-        meta = []
-        for x in inputs:
-            if isinstance(x, Tensor) and x._requires_grad:
-                fn = x._grad_fn
-                if fn is None:
-                    fn = x._accumulator()
-                edges.append((fn, x._output_nr))
-                a = x._data
-                meta.append((a.shape, a.dtype))
-            else:
-                edges.append(_NO_EDGE)
-                meta.append(None)
-        node.next_functions = tuple(edges)
-        node._input_meta = meta
+        edges = _connect(node, inputs)
         if view_of is not None:
             result = Tensor._make(out, True, node, 0, view_of._version_counter)
             result._view = (view_of, cls, params)
@@ -262,7 +291,7 @@ class Function(metaclass=_FunctionMeta):
         _connect(node, args)
         node.num_outputs = len(outs)
         node._output_meta = tuple(
-            (o._data.shape, o._data.dtype, _xp(o._data)) if isinstance(o, Tensor) else ((), None, None)
+            (o._data.shape, o._data.dtype, xp_of(o._data)) if isinstance(o, Tensor) else ((), None, None)
             for o in outs
         )
         results = []
@@ -300,9 +329,3 @@ def _expandable(shape: tuple, to_shape: tuple) -> bool:
     if len(shape) > len(to_shape):
         return False
     return all(a == b or a == 1 for a, b in zip(shape[::-1], to_shape[::-1]))
-
-
-def _xp(array):
-    from .backend import xp_of
-
-    return xp_of(array)

@@ -35,14 +35,14 @@ class ToCopy(Op, name="ToCopyBackward0"):
 
 
 class Copy(Op, name="CopyBackwards"):
-    """out = src broadcast to x's shape and cast to its dtype.   dx = 0,  dsrc = g."""
+    """out = src broadcast to x's shape and cast to its dtype.   dx = 0 (zeros, as PyTorch),  dsrc = g."""
 
     def forward(self, x, src):
         xp = xp_of(x)
         return xp.broadcast_to(to_device(xp.asarray(src), device_of(x)), x.shape).astype(x.dtype)
 
     def backward(self, g):
-        return None, g
+        return g * 0, g
 
 
 class Fill(Op, name="FillBackward2"):
@@ -52,7 +52,7 @@ class Fill(Op, name="FillBackward2"):
         return xp_of(x).full(x.shape, value, dtype=x.dtype)
 
     def backward(self, g):
-        return None, g.sum()
+        return g * 0, g.sum()
 
 
 class FillTensor(Fill, name="FillBackward3"):

@@ -43,6 +43,22 @@ def permute(v, axes: tuple):
     return v.transpose(axes)
 
 
+def stack(values, dim: int):
+    if isinstance(values[0], Tensor):
+        from .shape import stack as tstack
+
+        return tstack(values, dim)
+    return xp_of(values[0]).stack(values, axis=dim)
+
+
+def cat(values, dim: int):
+    if isinstance(values[0], Tensor):
+        from .shape import cat as tcat
+
+        return tcat(values, dim)
+    return xp_of(values[0]).concatenate(values, axis=dim)
+
+
 def where(cond, a, b):
     """``cond`` is a constant boolean array; ``a`` and ``b`` may be arrays, Tensors or numbers."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):

@@ -8,10 +8,12 @@ saved tensors notice the change.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import grad_mode
 from ..backend import xp_of
 from ..tensor import Tensor
-from .shape import SetItem, WriteView, normalize_index
+from .shape import IndexPut, SetItem, WriteView, normalize_index
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -71,6 +73,13 @@ def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
     """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
     view's new value into it, and the view becomes a fresh view of the updated base."""
     base, view_cls, view_params = view._view
+    if view_cls is None:
+        raise RuntimeError(
+            f"Output {view._output_nr} of {view._grad_fn.name() if view._grad_fn else 'a multi-output op'} is a view "
+            "and is being modified inplace. This view is the output of a function that returns multiple views. "
+            "Such functions do not allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one."
+        )
     root = base
     while root._view is not None:
         root = root._view[0]
@@ -110,22 +119,24 @@ def arithmetic_inplace(self: Tensor, name: str, other, alpha=1) -> Tensor:
             f"result type of {name}_ can't be cast to the desired output type {data.dtype}"
         ) from None
     except ValueError:
-        if not getattr(data, "flags", None) or not data.flags.writeable:
+        if not getattr(data.flags, "writeable", True):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation."
             ) from None
-        raise RuntimeError(
-            f"output with shape {list(data.shape)} doesn't match the broadcast shape "
-            f"{list(xp.broadcast_shapes(data.shape, getattr(value, 'shape', ())))}"
-        ) from None
+        other_shape = tuple(getattr(value, "shape", ()))
+        try:
+            message = f"the broadcast shape {list(np.broadcast_shapes(data.shape, other_shape))}"
+        except ValueError:
+            message = f"the other operand's shape {list(other_shape)}: they do not broadcast"
+        raise RuntimeError(f"output with shape {list(data.shape)} doesn't match {message}") from None
     self._version_counter[0] += 1
     return self
 
 
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: an in-place op, recorded as ``CopySlices`` when a graph is involved."""
-    index, _ = normalize_index(key, self._data)
+    index, kind = normalize_index(key, self._data)
     if not isinstance(value, (Tensor, bool, int, float)):
         value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
     if isinstance(value, Tensor) and type(value._data) is not type(self._data):
@@ -133,7 +144,7 @@ def setitem(self: Tensor, key, value) -> None:
 
         raise _device_error((self, value))
     if _in_graph(self, (value,)):
-        apply_inplace(self, SetItem, value, index=index)
+        apply_inplace(self, IndexPut if kind in ("mask", "index") else SetItem, value, index=index)
         return
     self._data[index] = value._data if isinstance(value, Tensor) else value
     self._version_counter[0] += 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..function import Op
 from ..tensor import Tensor
-from .math import promote
 
 
 class Matmul(Op, name="UnsafeViewBackward0"):
@@ -55,6 +54,10 @@ class Bmm(Matmul, name="BmmBackward0"):
     pass
 
 
+class VecMat(Matmul, name="SqueezeBackward4"):
+    pass
+
+
 def _shape_error(a: tuple, b: tuple) -> str:
     def fmt(s):
         return "x".join(str(n) for n in s)
@@ -69,15 +72,22 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> (trainkit.ones(2, 3) @ trainkit.ones(3)).shape
     trainkit.Size([2])
     """
-    a, b = promote(input, other)
+    a, b = input, other
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
     if a._data.ndim == 0 or b._data.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
                            f"{a._data.ndim}D and {b._data.ndim}D")
-    cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (3, 3): Bmm}.get((a._data.ndim, b._data.ndim), Matmul)
-    if cls is Bmm and a._data.shape[0] != b._data.shape[0]:
-        cls = Matmul
+    return _product(a, b)
+
+
+def _product(a: Tensor, b: Tensor, cls=None) -> Tensor:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {a._data.dtype} != {b._data.dtype}"
+        )
+    if cls is None:
+        cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (1, 2): VecMat}.get((a._data.ndim, b._data.ndim), Matmul)
     return cls.apply(a, b)
 
 
@@ -95,7 +105,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"bmm expects two 3-D tensors with the same batch size, got shapes {tuple(input.shape)} and "
             f"{tuple(mat2.shape)}"
         )
-    return matmul(input, mat2)
+    return _product(input, mat2, Bmm)
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:

@@ -81,6 +81,29 @@ class Sub(Op, name="SubBackward0"):
         return g, -g if self.next_functions[1][0] is not None else None
 
 
+class Rsub(Op, name="RsubBackward1"):
+    """out = other - x for a number other.   dx = -g."""
+
+    def forward(self, x, other):
+        return other - x
+
+    def backward(self, g):
+        return -g
+
+
+class Reciprocal(Op, name="ReciprocalBackward0"):
+    """out = 1 / x.   dx = -g * out^2."""
+
+    save_output = True
+
+    def forward(self, x):
+        return 1 / x
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return -g * out * out
+
+
 class Mul(Op, name="MulBackward0"):
     """out = x * y.   dx = g * y,  dy = g * x."""
 
@@ -244,6 +267,31 @@ class Clamp(Op, name="ClampBackward1"):
         return dual.where(inside, g, 0)
 
 
+class ClampMin(Clamp, name="ClampMinBackward0"):
+    pass
+
+
+class ClampMax(Clamp, name="ClampMaxBackward0"):
+    pass
+
+
+class ClampTensor(Op, name="ClampBackward0"):
+    """out = min(max(x, lo), hi) for tensors lo, hi.   dx = g where lo <= x <= hi,  dlo = g where x < lo,
+    dhi = g where x > hi (and not below lo)."""
+
+    save_inputs = (0, 1, 2)
+
+    def forward(self, x, lo, hi):
+        xp = xp_of(x)
+        return xp.minimum(xp.maximum(x, lo), hi)
+
+    def backward(self, g):
+        x, lo, hi = (dual.data(v) for v in self.saved_tensors)
+        below = x < lo
+        above = (x > hi) & ~below
+        return dual.where(~(below | above), g, 0), dual.where(below, g, 0), dual.where(above, g, 0)
+
+
 class Where(Op, name="WhereBackward0"):
     """out = x where cond else y.   dx = g where cond,  dy = g where not cond."""
 
@@ -270,7 +318,7 @@ class Maximum(Op, name="MaximumBackward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
-        share = _share(dual.data(x), dual.data(y), g.dtype)
+        share = _share(dual.data(x), dual.data(y), dual.data(g).dtype)
         return g * share, g * (1 - share)
 
 
@@ -284,7 +332,7 @@ class Minimum(Op, name="MinimumBackward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
-        share = _share(dual.data(y), dual.data(x), g.dtype)
+        share = _share(dual.data(y), dual.data(x), dual.data(g).dtype)
         return g * share, g * (1 - share)
 
 
@@ -317,7 +365,17 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     if alpha != 1:
         input = mul(input, alpha)
+    if isinstance(other, _NUMBERS):
+        x, other = promote(input, other)
+        return Rsub.apply(x, other=other)
     return _binary(Sub, other, input)
+
+
+def reciprocal(input) -> Tensor:
+    """1 / x element-wise (integers give floats)."""
+    if input._data.dtype.kind != "f":
+        input = _cast(input, get_default_dtype().np)
+    return Reciprocal.apply(input)
 
 
 def mul(input, other) -> Tensor:
@@ -328,6 +386,8 @@ def mul(input, other) -> Tensor:
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds and has no gradient."""
     if rounding_mode is None:
+        if isinstance(other, Tensor) and isinstance(input, _NUMBERS):
+            return mul(reciprocal(other), input)  # as PyTorch: number / x is reciprocal(x) * number
         return _binary(Div, input, other, true_divide=True)
     a, b = promote(input, other)
     da, db = getattr(a, "_data", a), getattr(b, "_data", b)
@@ -390,12 +450,10 @@ def clamp(input, min=None, max=None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        inf = float("inf")
+        lo = min if isinstance(min, Tensor) else _as_tensor_like(-inf if min is None else min, input)
+        hi = max if isinstance(max, Tensor) else _as_tensor_like(inf if max is None else max, input)
+        return ClampTensor.apply(input, lo, hi)
     return Clamp.apply(input, lo=min, hi=max)
 
 
@@ -403,11 +461,17 @@ clip = clamp
 
 
 def clamp_min(input, min) -> Tensor:
-    return clamp(input, min=min)
+    """max(x, min) element-wise."""
+    if isinstance(min, Tensor):
+        return clamp(input, min=min)
+    return ClampMin.apply(input, lo=min, hi=None)
 
 
 def clamp_max(input, max) -> Tensor:
-    return clamp(input, max=max)
+    """min(x, max) element-wise."""
+    if isinstance(max, Tensor):
+        return clamp(input, max=max)
+    return ClampMax.apply(input, lo=None, hi=max)
 
 
 def where(condition, input=None, other=None) -> Tensor:

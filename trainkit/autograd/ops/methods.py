@@ -31,8 +31,6 @@ def _dims_method(fn):
 
 
 def _T(self):
-    if self.ndim <= 2:
-        return shape.t(self)
     return shape.permute(self, *reversed(range(self.ndim)))
 
 
@@ -76,7 +74,7 @@ def _zero_(self):
 _METHODS = {
     # arithmetic and comparison operators
     "__add__": math.add, "__radd__": _reflected(math.add),
-    "__sub__": math.sub, "__rsub__": _reflected(math.sub),
+    "__sub__": math.sub, "__rsub__": math.rsub,
     "__mul__": math.mul, "__rmul__": _reflected(math.mul),
     "__truediv__": math.div, "__rtruediv__": _reflected(math.div),
     "__floordiv__": math.floor_divide, "__rfloordiv__": _reflected(math.floor_divide),
@@ -95,7 +93,8 @@ _METHODS = {
     # element-wise math
     "add": math.add, "sub": math.sub, "subtract": math.sub, "mul": math.mul, "multiply": math.mul,
     "div": math.div, "divide": math.div, "true_divide": math.div, "neg": math.neg, "negative": math.neg,
-    "pow": math.pow, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "abs": math.abs,
+    "pow": math.pow, "reciprocal": math.reciprocal, "exp": math.exp, "log": math.log, "sqrt": math.sqrt,
+    "abs": math.abs,
     "clamp": math.clamp, "clip": math.clamp, "clamp_min": math.clamp_min, "clamp_max": math.clamp_max,
     "maximum": math.maximum, "minimum": math.minimum, "sign": math.sign, "where": lambda self, cond, other:
     math.where(cond, self, other),

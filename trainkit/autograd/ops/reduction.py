@@ -78,7 +78,8 @@ class Var(Op, name="VarBackward0"):
     def backward(self, g):
         (x,) = self.saved_tensors
         centred = x - x.mean(axis=self.axes, keepdims=True)
-        scale = 2.0 / builtins.max(self.n - self.correction, 0)
+        dof = self.n - self.correction
+        scale = 2.0 / dof if dof > 0 else float("inf")  # no degrees of freedom: nan gradients, as PyTorch
         return dual.keep_dims(g, self.in_shape, self.axes, self.keepdim) * centred * scale
 
 

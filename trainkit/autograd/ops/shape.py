@@ -28,6 +28,12 @@ class View(Op, name="ViewBackward0"):
         return g.reshape(self.in_shape)
 
 
+class UnsafeView(View, name="UnsafeViewBackward0"):
+    """A reshape that had to copy (the input's layout allowed no view)."""
+
+    is_view = False
+
+
 class SqueezeAll(View, name="SqueezeBackward0"):
     pass
 
@@ -136,6 +142,39 @@ class Stack(Op, name="StackBackward0"):
         return tuple(g[lead + (i,)] for i in range(g.shape[self.dim]))
 
 
+class Unbind(Op, name="UnbindBackward0"):
+    """outs = the slices of x along ``dim``.   dx = the grads of the slices stacked back along ``dim``."""
+
+    multi_output = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        lead = (slice(None),) * dim
+        return tuple(x[lead + (i,)] for i in range(x.shape[dim]))
+
+    def backward(self, *grads):
+        return dual.stack(grads, self.dim)
+
+
+class Split(Op, name="SplitBackward0"):
+    """outs = consecutive pieces of x along ``dim`` of the given sizes.   dx = the pieces' grads joined back."""
+
+    multi_output = True
+
+    def forward(self, x, dim, sizes):
+        self.dim = dim
+        lead = (slice(None),) * dim
+        starts = np.cumsum([0] + list(sizes[:-1]))
+        return tuple(x[lead + (slice(int(s), int(s) + n),)] for s, n in zip(starts, sizes))
+
+    def backward(self, *grads):
+        return dual.cat(grads, self.dim)
+
+
+class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
+    pass
+
+
 class Slice(Op, name="SliceBackward0"):
     """out = x[index] (basic indexing: a view).   dx = g placed at index in zeros."""
 
@@ -228,6 +267,10 @@ class WriteView(Op, name="CopySlices"):
         return gb, self._select(g)
 
 
+class IndexPut(SetItem, name="IndexPutBackward0"):
+    """``x[index] = value`` with tensor (advanced) indices."""
+
+
 # --------------------------------------------------------------------------------------------------- indexing
 def normalize_index(key, data):
     """A user's index with tensors and lists turned into arrays on ``data``'s device.
@@ -244,6 +287,8 @@ def normalize_index(key, data):
             k = np.asarray(k)
         if isinstance(k, (bool, np.bool_)):
             k = np.asarray(k)
+        if hasattr(k, "dtype") and hasattr(k, "ndim") and k.ndim == 0 and k.dtype.kind in "iu":
+            k = int(k)  # a 0-dim integer tensor selects, as a Python int does
         if hasattr(k, "dtype") and hasattr(k, "ndim"):
             if k.dtype.kind not in "biu":
                 raise IndexError(
@@ -262,6 +307,12 @@ def normalize_index(key, data):
     return (out[0] if len(out) == 1 and not isinstance(key, tuple) else tuple(out)), kind
 
 
+def _only_new_axis(index) -> bool:
+    """True for ``x[None]``, ``x[:, None]``: one new axis among full slices, which PyTorch records as unsqueeze."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return parts.count(None) == 1 and all(p is None or p == slice(None) for p in parts)
+
+
 def _device(data):
     from ..backend import device_of
 
@@ -271,6 +322,9 @@ def _device(data):
 def getitem(input: Tensor, key) -> Tensor:
     """``input[key]`` with NumPy's indexing rules; basic indexing gives a view."""
     index, kind = normalize_index(key, input._data)
+    if kind == "slice" and _only_new_axis(index):
+        parts = index if isinstance(index, tuple) else (index,)
+        return unsqueeze(input, parts.index(None))
     try:
         if kind == "slice":
             return Slice.apply(input, index=index)
@@ -296,7 +350,8 @@ def reshape(input: Tensor, *shape) -> Tensor:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
     if -1 in shape:
         shape = tuple(size // known if s == -1 else s for s in shape)
-    return View.apply(input, shape=shape)
+    cls = View if input._data.flags.c_contiguous else UnsafeView
+    return cls.apply(input, shape=shape)
 
 
 view = reshape
@@ -425,31 +480,26 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The slices of ``input`` along ``dim``, as a tuple."""
-    d = input._dim(dim)
-    lead = (slice(None),) * d
-    return tuple(getitem(input, lead + (i,)) for i in range(input._data.shape[d]))
+    return Unbind.apply(input, dim=input._dim(dim))
 
 
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Pieces of ``input`` along ``dim``: of equal size (the last may be smaller), or of the listed sizes."""
     d = input._dim(dim)
     n = input._data.shape[d]
+    cls = Split
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
     else:
+        cls = SplitWithSizes
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
                 f"{d}), but got split_sizes={sizes}"
             )
-    lead = (slice(None),) * d
-    out, start = [], 0
-    for size in sizes:
-        out.append(getitem(input, lead + (slice(start, start + size),)))
-        start += size
-    return tuple(out)
+    return cls.apply(input, dim=d, sizes=tuple(sizes))
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
