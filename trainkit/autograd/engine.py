@@ -254,6 +254,11 @@ def _call_tensor_hooks(hooks: dict, g, create: bool):
                     f"hook '{getattr(fn, '__name__', fn)}' has changed the size of value: "
                     f"expected {tuple(g.shape)}, got {tuple(result.shape)}"
                 )
+            if result.dtype != (g.dtype if create else _tensor_mod.dtype_of(g.dtype)):
+                raise RuntimeError(
+                    f"hook '{getattr(fn, '__name__', fn)}' has changed the type of value "
+                    f"(was {g.dtype}, got {result.dtype}); return a gradient of the tensor's own dtype"
+                )
             g = result if create else result._data
     return g
 
@@ -448,8 +453,9 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
 
 
 def _materialize(fn: Node, grads: list, create: bool) -> list:
-    """Multi-output nodes get zeros for outputs that received no gradient (as PyTorch's Functions do)."""
-    if all(g is not None for g in grads):
+    """Multi-output nodes get zeros for outputs that received no gradient (as PyTorch's Functions do, unless they
+    called ``ctx.set_materialize_grads(False)``)."""
+    if all(g is not None for g in grads) or not getattr(fn, "_materialize", True):
         return grads
     shapes = fn._output_meta
     out = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import grad_mode
 from .backend import as_array, xp_of
-from .engine import OUTPUT0, Node, SavedOutput, _engine, _next_seq
+from .engine import FREED_MESSAGE, OUTPUT0, Node, SavedOutput, _engine, _next_seq
 from .tensor import Tensor
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
@@ -201,19 +201,25 @@ class BackwardCFunction(Node, FunctionCtx):
         self.needs_input_grad = ()
         self._output_meta = ()
         self._saved_nones = ()
+        self._tensor_positions = ()  # which forward arguments were tensors: next_functions lists only those
 
     @property
     def saved_tensors(self) -> tuple:
+        """The saved tensors themselves (as PyTorch unpacks them), checked against in-place changes."""
         if self._saved is None and not self._freed and self._to_save:
-            # read inside forward, before the graph records the node
-            return tuple(self._to_save)
-        values = list(Node.saved_tensors.fget(self))
-        out = []
-        for is_none in self._saved_nones:
-            out.append(None if is_none else values.pop(0))
-        if not _engine.create_graph:
-            out = [v if v is None or isinstance(v, Tensor) else Tensor._make(v) for v in out]
-        return tuple(out)
+            return tuple(self._to_save)  # read inside forward, before the graph records the node
+        if self._saved is None and self._freed:
+            raise RuntimeError(FREED_MESSAGE)
+        values = []
+        for entry in self._saved or ():
+            tensor, array, version, counter = entry
+            if counter[0] != version:
+                self._raise_modified(entry)
+            if type(tensor) is SavedOutput:
+                values.append(Tensor._make(array, True, self, tensor.nr, counter))
+            else:
+                values.append(tensor)
+        return tuple(None if is_none else values.pop(0) for is_none in self._saved_nones)
 
     def backward(self, *grad_outputs):
         create = _engine.create_graph
@@ -221,14 +227,14 @@ class BackwardCFunction(Node, FunctionCtx):
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        n_inputs = len(self.next_functions)
-        if len(result) < n_inputs:
+        n_args = len(self.needs_input_grad)
+        if len(result) < n_args or any(g is not None for g in result[n_args:]):
             raise RuntimeError(
-                f"function {self.name()} returned an incorrect number of gradients (expected {n_inputs}, "
+                f"function {self.name()} returned an incorrect number of gradients (expected {n_args}, "
                 f"got {len(result)})"
             )
         out = []
-        for i, g in enumerate(result[:n_inputs]):
+        for i, g in enumerate(result[p] for p in self._tensor_positions):
             if g is not None and not isinstance(g, Tensor):
                 raise TypeError(f"{self.name()}.backward must return Tensors or None, got {type(g).__name__}")
             meta = self._input_meta[i]
@@ -288,7 +294,8 @@ class Function(metaclass=_FunctionMeta):
         requires = grad_mode._state.enabled and any(t._requires_grad for t in tensor_args)
         if not requires:
             return outputs
-        _connect(node, args)
+        node._tensor_positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        _connect(node, tensor_args)
         node.num_outputs = len(outs)
         node._output_meta = tuple(
             (o._data.shape, o._data.dtype, xp_of(o._data)) if isinstance(o, Tensor) else ((), None, None)

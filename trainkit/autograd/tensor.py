@@ -301,10 +301,9 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:
             if self._hooks is None:
-                self._hooks = NodeHooks()
+                # share the hooks of a live AccumulateGrad, which may already hold pre-hooks of its own
                 acc = self._acc() if self._acc is not None else None
-                if acc is not None:
-                    acc._hooks = self._hooks
+                self._hooks = acc._hooks_or_new() if acc is not None else NodeHooks()
             hooks = self._hooks
             nr = 0
         else:

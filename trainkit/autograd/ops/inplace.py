@@ -144,6 +144,11 @@ def setitem(self: Tensor, key, value) -> None:
 
         raise _device_error((self, value))
     if _in_graph(self, (value,)):
+        parts = index if isinstance(index, tuple) else (index,)
+        if all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts):
+            # the whole tensor: PyTorch records a copy_
+            self.copy_(value if isinstance(value, Tensor) else Tensor._make(xp_of(self._data).asarray(value)))
+            return
         apply_inplace(self, IndexPut if kind in ("mask", "index") else SetItem, value, index=index)
         return
     self._data[index] = value._data if isinstance(value, Tensor) else value

@@ -182,7 +182,10 @@ class Slice(Op, name="SliceBackward0"):
 
     def forward(self, x, index):
         self.in_shape, self.index = x.shape, index
-        return x[index]
+        out = x[index]
+        if type(out) is not type(x):  # NumPy returns a scalar copy for x[i] on a vector: ask for a 0-d view
+            out = x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
+        return out
 
     def backward(self, g):
         return dual.index_into_zeros(g, self.in_shape, self.index, False)
