@@ -6,38 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import to_numpy
+from conftest import assert_same_error, run_both, to_numpy
 
 import trainkit
 
 CUDA = trainkit.cuda.is_available()
 
 # ------------------------------------------------------------------------------------------------------ helpers
-
-
-def run_both(torch, fn, device="cpu"):
-    """``fn(lib, dev)`` on trainkit (on ``device``) and on torch (on the CPU)."""
-    return fn(trainkit, device), fn(torch, "cpu")
-
-
-def error_of(fn, lib, dev="cpu"):
-    try:
-        fn(lib, dev)
-    except Exception as err:  # noqa: BLE001  (the type is compared below)
-        return err
-    return None
-
-
-def assert_same_error(torch, fn, *words, device="cpu"):
-    expected = error_of(fn, torch)
-    got = error_of(fn, trainkit, device)
-    assert expected is not None, "the reference raised nothing: the snippet does not test an error"
-    assert got is not None, f"trainkit raised nothing; torch raised {type(expected).__name__}: {expected}"
-    names = {cls.__name__ for cls in type(got).__mro__}
-    assert type(expected).__name__ in names, f"trainkit raised {type(got).__name__}: {got}; torch: {expected!r}"
-    for word in words:
-        assert word.lower() in str(expected).lower(), f"torch's message lacks {word!r}: {expected}"
-        assert word.lower() in str(got).lower(), f"trainkit's message lacks {word!r}: {got}"
 
 
 def dtype_name(t) -> str:
