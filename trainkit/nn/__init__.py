@@ -1,0 +1,3 @@
+"""``trainkit.nn``: PyTorch's name for ``trainkit.layers`` (modules, layers, losses)."""
+
+from ..layers import *  # noqa: F403
