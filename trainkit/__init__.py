@@ -132,3 +132,7 @@ def is_floating_point(input: Tensor) -> bool:  # noqa: A002
 def numel(input: Tensor) -> int:  # noqa: A002
     """The number of elements of ``input``."""
     return input.numel()
+
+
+from . import layers, nn  # noqa: E402
+from .layers.summary import summary  # noqa: E402
