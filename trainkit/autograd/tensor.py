@@ -75,33 +75,28 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = (
-        "_data",
-        "_requires_grad",
-        "_grad_fn",
-        "_output_nr",
-        "_grad",
-        "_version_counter",
-        "_hooks",
-        "_acc",
-        "_view",
-        "__weakref__",
-    )
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
+
+    # Defaults on the class: an op result sets only what differs, which is most of the cost of making one.
+    _requires_grad = False
+    _grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _hooks = None
+    _acc = None
+    _view = None
 
     @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, counter=None) -> Tensor:
         """Wrap an array without copying or checking it: the constructor of every op result."""
         t = _new(Tensor)
         t._data = data
-        t._requires_grad = requires_grad
-        t._grad_fn = grad_fn
-        t._output_nr = output_nr
-        t._grad = None
         t._version_counter = [0] if counter is None else counter
-        t._hooks = None
-        t._acc = None
-        t._view = None
+        if requires_grad:
+            t._requires_grad = True
+            t._grad_fn = grad_fn
+            if output_nr:
+                t._output_nr = output_nr
         return t
 
     def __init__(self, *args):
