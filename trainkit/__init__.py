@@ -134,5 +134,5 @@ def numel(input: Tensor) -> int:  # noqa: A002
     return input.numel()
 
 
-from . import layers, nn  # noqa: E402
+from . import layers, nn, optim  # noqa: E402
 from .layers.summary import summary  # noqa: E402

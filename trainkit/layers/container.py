@@ -63,6 +63,9 @@ class Sequential(Module):
         return self
 
     def insert(self, index: int, module: Module) -> Sequential:
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
         items = list(self._modules.values())
         items.insert(index, module)
         self._modules.clear()
@@ -130,6 +133,26 @@ class ModuleList(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it in your own forward")
+
+    def __repr__(self) -> str:
+        """Runs of identical layers print once, as ``(0-2): 3 x Linear(...)``, as in PyTorch."""
+        if not self._modules:
+            return "ModuleList()"
+        groups: list = []  # [first index, last index, repr]
+        for i, module in enumerate(self._modules.values()):
+            text = repr(module)
+            if groups and groups[-1][2] == text:
+                groups[-1][1] = i
+            else:
+                groups.append([i, i, text])
+        lines = []
+        for first, last, text in groups:
+            text = text.replace("\n", "\n  ")
+            if first == last:
+                lines.append(f"({first}): {text}")
+            else:
+                lines.append(f"({first}-{last}): {last - first + 1} x {text}")
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

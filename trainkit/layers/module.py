@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from ..autograd import grad_mode
 from ..autograd.backend import device as device_cls
 from ..autograd.backend import to_dtype
+from ..autograd.creation import zeros_like
 from ..autograd.engine import HookDict, RemovableHandle, _add_hook
 from ..autograd.function import Function
 from ..autograd.tensor import Tensor
@@ -73,7 +74,7 @@ class Module:
         params, modules, buffers = d.get("_parameters"), d.get("_modules"), d.get("_buffers")
         if isinstance(value, Parameter):
             self._check_init("parameters")
-            self._forget(name)
+            self._forget(name, keep="_parameters")  # a reassigned parameter keeps its place in the order
             params[name] = value
         elif params is not None and name in params:
             if value is not None:
@@ -84,7 +85,7 @@ class Module:
             params[name] = None
         elif isinstance(value, Module):
             self._check_init("child modules")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -101,11 +102,12 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Remove ``name`` from wherever it was registered, before it is registered anew."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Remove ``name`` from the other places it may be registered, before it is registered in ``keep``."""
         self.__dict__.pop(name, None)
         for registry in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[registry].pop(name, None)
+            if registry != keep:
+                self.__dict__[registry].pop(name, None)
         self._non_persistent_buffers.discard(name)
 
     def __getattr__(self, name: str):
@@ -357,7 +359,7 @@ class Module:
         """
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        unexpected = self._unexpected_keys(state_dict)
         problems = []
         for key, value in state_dict.items():
             if key in own:
@@ -388,6 +390,19 @@ class Module:
                 else:
                     target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
+
+    def _unexpected_keys(self, state_dict) -> list:
+        """Keys no module claims, listed module by module from the root, as PyTorch reports them."""
+        unexpected = []
+        for prefix, module in self.named_modules():
+            prefix = prefix + "." if prefix else ""
+            local = set(module._parameters) | {b for b in module._buffers if b not in module._non_persistent_buffers}
+            for key in state_dict:
+                if key.startswith(prefix):
+                    first = key[len(prefix):].split(".", 1)[0]
+                    if first not in module._modules and (first not in local or "." in key[len(prefix):]):
+                        unexpected.append(key)
+        return unexpected
 
     # ------------------------------------------------------------------------------------------------- calling
     def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
@@ -423,15 +438,23 @@ class Module:
         module_ref = weakref.ref(self)
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
 
-        def call_hooks(grad_input: tuple):
+        def call_hooks(grads: tuple):
+            """Run the hooks with one grad_input slot per positional argument, as PyTorch: the grads of the
+            inputs that require one, zeros for other tensors, None for non-tensors (all None when no input
+            requires grad)."""
             module = module_ref()
             if module is None:
                 return None
+            wanted = dict(zip(positions, grads))
+            grad_input = tuple(
+                wanted[i] if i in wanted else (zeros_like(a) if positions and isinstance(a, Tensor) else None)
+                for i, a in enumerate(args)
+            )
             for hook in tuple(module._backward_hooks.values()):
                 result = hook(module, grad_input, grad_output[0])
                 if result is not None:
                     grad_input = tuple(result)
-            return grad_input
+            return tuple(grad_input[i] for i in positions)
 
         if positions:
             wrapped = BackwardHookFunction.apply(*(args[i] for i in positions))
@@ -453,8 +476,8 @@ class Module:
 
         def store_grad_output(grads: tuple):
             grad_output[0] = grads
-            if not positions:  # no input wants a gradient: the hooks run now, with grad_input all None
-                call_hooks((None,) * len(args))
+            if not positions:  # no input wants a gradient: the hooks run now
+                call_hooks(())
             return None
 
         wrapped_out[0].grad_fn.register_prehook(store_grad_output)

@@ -42,13 +42,14 @@ def summary(model: Module, input_shape, *, batch_size: int = 1, dtype=None, devi
         handles.append(module.register_forward_hook(record))
     shapes = input_shape if input_shape and isinstance(input_shape[0], (tuple, list)) else [input_shape]
     inputs = [zeros((batch_size, *shape), dtype=dtype, device=device) for shape in shapes]
-    was_training = model.training
+    modes = [(m, m.training) for m in model.modules()]
     model.eval()
     try:
         with grad_mode.no_grad():
             model(*inputs)
     finally:
-        model.train(was_training)
+        for m, mode in modes:
+            object.__setattr__(m, "training", mode)
         for handle in handles:
             handle.remove()
 
