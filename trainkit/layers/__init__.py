@@ -1,8 +1,30 @@
 """trainkit.layers (also ``trainkit.nn``): Module, Parameter, layers and losses."""
 
+from . import functional, init
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
+from .dropout import Dropout
+from .linear import Flatten, Identity, Linear
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d
 from .parameter import Buffer, Parameter
+from .sparse import Embedding
 from .summary import summary
 
-__all__ = ["Buffer", "Module", "ModuleDict", "ModuleList", "Parameter", "Sequential", "summary"]
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Buffer",
+    "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "HuberLoss", "Identity", "L1Loss",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss",
+    "Parameter", "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "functional", "init", "summary",
+]

@@ -1,4 +1,5 @@
-"""``trainkit.nn``: PyTorch's name for ``trainkit.layers`` (modules, layers, losses)."""
+"""``trainkit.nn``: PyTorch's name for ``trainkit.layers`` (modules, layers, losses), with ``functional``,
+``init`` and ``utils``."""
 
 from ..layers import *  # noqa: F403
-from . import utils  # noqa: E402,F401
+from . import functional, init, utils  # noqa: F401

@@ -1,0 +1,194 @@
+"""Convolution and pooling layers: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, as in ``torch.nn``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.creation import empty
+from ..autograd.ops import conv as F
+from ..autograd.tensor import Tensor
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _pair(value) -> tuple[int, int]:
+    if isinstance(value, (tuple, list)):
+        return (int(value[0]), int(value[-1]))
+    return (int(value), int(value))
+
+
+def _edge_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Which input position fills each position of a padded axis, for the non-zero padding modes."""
+    pos = np.arange(-before, n + after)
+    if mode == "reflect":  # mirror without repeating the edge: -1 -> 1, n -> n - 2
+        period = 2 * (n - 1)
+        pos = np.abs(pos) % period if period else np.zeros_like(pos)
+        return np.where(pos >= n, period - pos, pos)
+    if mode == "replicate":
+        return np.clip(pos, 0, n - 1)
+    return pos % n  # circular
+
+
+class Conv2d(Module):
+    """2-D convolution over (N, C, H, W) or (C, H, W) inputs, as ``torch.nn.Conv2d``.
+
+    ``weight`` is (out_channels, in_channels / groups, KH, KW), ``bias`` (out_channels,). Both start uniform in
+    [-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups * KH * KW (PyTorch's kaiming_uniform_ with
+    a = sqrt(5)). ``padding_mode`` other than 'zeros' pads by reflecting, replicating or wrapping the input.
+
+    >>> import trainkit
+    >>> conv = Conv2d(3, 8, 3, padding=1)
+    >>> conv(trainkit.ones(2, 3, 5, 5)).shape
+    trainkit.Size([2, 8, 5, 5])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.kernel_size, self.stride, self.dilation = _pair(kernel_size), _pair(stride), _pair(dilation)
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _pair(padding)
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"padding_mode must be one of {set(_PADDING_MODES)}, but got padding_mode='{padding_mode}'"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.padding_mode = padding_mode
+        self.transposed, self.output_padding = False, (0, 0)
+        shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's seeded stream."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # gain sqrt(1/3) * sqrt(3 / fan_in) = 1 / sqrt(fan_in)
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _edge_pads(self) -> tuple[int, int, int, int]:
+        """(top, bottom, left, right) for padding modes other than zeros."""
+        if self.padding == "valid":
+            return (0, 0, 0, 0)
+        if self.padding == "same":
+            th, tw = (d * (k - 1) for d, k in zip(self.dilation, self.kernel_size))
+            return (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+        ph, pw = self.padding
+        return (ph, ph, pw, pw)
+
+    def _pad_edges(self, x: Tensor) -> Tensor:
+        t, b, l, r = self._edge_pads()
+        h, w = x.shape[-2:]
+        rows = _edge_index(h, t, b, self.padding_mode)
+        cols = _edge_index(w, l, r, self.padding_mode)
+        return x[..., rows[:, None], cols[None, :]]
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.padding_mode != "zeros":
+            return F.conv2d(self._pad_edges(input), self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class MaxPool2d(Module):
+    """2-D max pooling, as ``torch.nn.MaxPool2d`` (``stride`` defaults to ``kernel_size``).
+
+    >>> import trainkit
+    >>> MaxPool2d(2)(trainkit.ones(1, 4, 4)).shape
+    trainkit.Size([1, 2, 2])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input: Tensor):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """2-D average pooling, as ``torch.nn.AvgPool2d`` (``stride`` defaults to ``kernel_size``).
+
+    >>> import trainkit
+    >>> AvgPool2d(2)(trainkit.ones(1, 4, 4))
+    tensor([[[1., 1.],
+             [1., 1.]]])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed output size, as ``torch.nn.AdaptiveAvgPool2d`` (None keeps that input size).
+
+    >>> import trainkit
+    >>> AdaptiveAvgPool2d((1, None))(trainkit.ones(2, 3, 5, 4)).shape
+    trainkit.Size([2, 3, 1, 4])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

@@ -1,0 +1,169 @@
+"""Parameter initialisation, as ``torch.nn.init``: each function fills a tensor in place, unrecorded (under no_grad),
+drawing from the seeded default generator of the tensor's device (or ``generator``), and returns the tensor.
+
+The scaled schemes keep the variance of activations (Glorot/Xavier) or of forward signals through rectifiers
+(He/Kaiming) roughly constant from layer to layer:
+    xavier:  std = gain * sqrt(2 / (fan_in + fan_out))
+    kaiming: std = gain / sqrt(fan),  gain = calculate_gain(nonlinearity, a)
+and a uniform draw in [-b, b] has std b / sqrt(3).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..autograd.backend import on_device
+from ..autograd.grad_mode import no_grad
+from ..autograd.random import Generator, generator_for
+from ..autograd.tensor import Tensor
+
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity: 1 for linear and sigmoid, 5/3 for tanh, sqrt(2) for relu,
+    sqrt(2 / (1 + a^2)) for leaky_relu with slope ``param`` (default 0.01), 3/4 for selu.
+
+    >>> calculate_gain('relu') == math.sqrt(2)
+    True
+    """
+    if nonlinearity in _LINEAR or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif not isinstance(param, bool) and isinstance(param, (int, float)):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel): in * prod(kernel) and out * prod(kernel).
+
+    >>> import trainkit
+    >>> _calculate_fan_in_and_fan_out(trainkit.empty(8, 3, 5, 5))
+    (75, 200)
+    """
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _fill(tensor: Tensor, draw, generator: Generator | None) -> Tensor:
+    """Write ``draw(rng, shape, dtype)`` into ``tensor``, drawing on its device in its dtype (float32 for halves)."""
+    data = tensor._data
+    dtype = np.float64 if data.dtype == np.float64 else np.float32
+    with on_device(tensor.device):
+        values = draw(generator_for(tensor.device, generator).rng, data.shape, dtype)
+    with no_grad():
+        tensor.copy_(Tensor._make(values.astype(data.dtype, copy=False)))
+    return tensor
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Fill with values drawn uniformly from [a, b).
+
+    >>> import trainkit
+    >>> w = uniform_(trainkit.empty(1000), -2.0, 2.0)
+    >>> bool((w >= -2).all() and (w < 2).all())
+    True
+    """
+    return _fill(tensor, lambda rng, shape, dt: rng.random(shape, dtype=dt) * (b - a) + a, generator)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Fill with values drawn from the normal distribution N(mean, std^2)."""
+    return _fill(tensor, lambda rng, shape, dt: rng.standard_normal(shape, dtype=dt) * std + mean, generator)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with ``val``.
+
+    >>> import trainkit
+    >>> constant_(trainkit.empty(2), 0.5)
+    tensor([0.5000, 0.5000])
+    """
+    with no_grad():
+        tensor.fill_(val)
+    return tensor
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
+    with no_grad():
+        tensor.zero_()
+    return tensor
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Glorot uniform: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float | None:
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return None
+    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a) and fan the
+    fan_in (preserves forward variance) or fan_out (backward) per ``mode``.
+
+    >>> import trainkit
+    >>> w = kaiming_uniform_(trainkit.empty(64, 100), a=math.sqrt(5))  # Linear's default: b = 1 / sqrt(fan_in)
+    >>> bool(w.abs().max() <= 0.1)
+    True
+    """
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
+        return tensor
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
+        return tensor
+    return normal_(tensor, 0.0, std, generator)

@@ -1,0 +1,83 @@
+"""Linear (a fully connected layer), Identity and Flatten."""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.creation import empty
+from ..autograd.ops import nn as F
+from ..autograd.ops.shape import flatten
+from ..autograd.tensor import Tensor
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+class Identity(Module):
+    """Returns its input; takes (and ignores) any constructor arguments, as PyTorch's does."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    """y = x @ weight^T + bias, for x of shape (*, in_features).
+
+    ``weight`` (out_features, in_features) starts as kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)),
+    and ``bias`` (out_features) as U(-1/sqrt(in), 1/sqrt(in)), as in PyTorch.
+
+    >>> import trainkit
+    >>> layer = Linear(3, 2)
+    >>> layer
+    Linear(in_features=3, out_features=2, bias=True)
+    >>> layer(trainkit.ones(5, 3)).shape
+    trainkit.Size([5, 2])
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias anew from the default distributions."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Flatten(Module):
+    """Merge dimensions ``start_dim`` .. ``end_dim`` into one (by default all but the batch dimension).
+
+    >>> import trainkit
+    >>> Flatten()(trainkit.zeros(2, 3, 4)).shape
+    trainkit.Size([2, 12])
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
