@@ -4,7 +4,10 @@ Model: Conv2d 1->16 3x3 pad 1, ReLU, MaxPool 2, Conv2d 16->32 3x3 pad 1, ReLU, M
 Linear 1568->10; batch 64 of 1x28x28; cross-entropy; SGD with momentum 0.9. A step is zero_grad, forward, loss,
 backward and the optimizer update. Reports the median step time of each and their ratio.
 
-    python benchmarks/cnn_step.py [--steps 20] [--batch 64]
+    python benchmarks/cnn_step.py [--steps 20] [--batch 64] [--keep-freed-memory]
+
+``--keep-freed-memory`` applies ``trainkit.process.keep_freed_memory()`` first (glibc keeps freed blocks for
+reuse; it applies to PyTorch's allocations too), as the ``trainkit`` command does for its own process.
 """
 
 from __future__ import annotations
@@ -52,9 +55,14 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--keep-freed-memory", action="store_true")
     args = parser.parse_args(argv)
 
     import trainkit
+    from trainkit.process import keep_freed_memory
+
+    if args.keep_freed_memory and not keep_freed_memory():
+        print("note: no glibc here; --keep-freed-memory changed nothing")
 
     rng = np.random.default_rng(0)
     xa = rng.standard_normal((args.batch, 1, 28, 28)).astype(np.float32)
@@ -70,7 +78,8 @@ def main(argv=None) -> dict:
         results["torch"] = time_steps(torch, th_model, torch.tensor(xa), torch.tensor(ya), args.steps)
     except ImportError:
         pass
-    print(f"one SGD step of the small CNN, batch {args.batch} (median of {args.steps})")
+    tuned = ", freed memory kept" if args.keep_freed_memory else ""
+    print(f"one SGD step of the small CNN, batch {args.batch} (median of {args.steps}{tuned})")
     for name, (seconds, loss) in results.items():
         ratio = f"  {seconds / results['torch'][0]:.2f}x torch" if "torch" in results else ""
         print(f"{name:9s} {seconds * 1e3:8.1f} ms  final loss {loss:.4f}{ratio}")

@@ -18,7 +18,7 @@ class Relu(Op, name="ReluBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return dual.where(dual.data(out) > 0, g, 0)
+        return dual.keep(g, dual.data(out) > 0)
 
 
 class Sigmoid(Op, name="SigmoidBackward0"):

@@ -6,6 +6,8 @@ mean the same on both. What they do not share is here; each costs one type check
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import xp_of
 from ..tensor import Tensor
 
@@ -67,6 +69,21 @@ def where(cond, a, b):
 
         return twhere(T._make(cond), a, b)
     return xp_of(cond).where(cond, a, b)
+
+
+def keep(g, mask):
+    """``g`` where ``mask`` holds, else 0 (the backward of ReLU, clamp, where, max).
+
+    On NumPy a multiply is about ten times faster than ``where`` on an irregular mask; it differs only where a
+    dropped gradient is inf or nan (``inf * 0`` is nan), so that case, and only it, falls back to ``where``.
+    """
+    if isinstance(g, Tensor) or xp_of(g) is not np:
+        return where(mask, g, 0)
+    with np.errstate(invalid="ignore"):
+        out = g * mask
+    if np.isfinite(out).all():
+        return out
+    return np.where(mask, g, 0)
 
 
 def index_into_zeros(g, shape: tuple, index, accumulate: bool):

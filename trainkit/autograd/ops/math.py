@@ -264,7 +264,7 @@ class Clamp(Op, name="ClampBackward1"):
         inside = xd >= self.lo if self.lo is not None else None
         if self.hi is not None:
             inside = xd <= self.hi if inside is None else inside & (xd <= self.hi)
-        return dual.where(inside, g, 0)
+        return dual.keep(g, inside)
 
 
 class ClampMin(Clamp, name="ClampMinBackward0"):
@@ -289,7 +289,7 @@ class ClampTensor(Op, name="ClampBackward0"):
         x, lo, hi = (dual.data(v) for v in self.saved_tensors)
         below = x < lo
         above = (x > hi) & ~below
-        return dual.where(~(below | above), g, 0), dual.where(below, g, 0), dual.where(above, g, 0)
+        return dual.keep(g, ~(below | above)), dual.keep(g, below), dual.keep(g, above)
 
 
 class Where(Op, name="WhereBackward0"):
@@ -303,8 +303,8 @@ class Where(Op, name="WhereBackward0"):
         cond = self.extra
         (fx, _), (fy, _) = self.next_functions
         return (
-            dual.where(cond, g, 0) if fx is not None else None,
-            dual.where(cond, 0, g) if fy is not None else None,
+            dual.keep(g, cond) if fx is not None else None,
+            dual.keep(g, ~cond) if fy is not None else None,
         )
 
 

@@ -151,7 +151,7 @@ class MaxDim(Op, name="MaxBackward0"):
         positions = xp.arange(n).reshape((n,) + (1,) * (len(self.in_shape) - self.dim - 1))
         hit = positions == index
         g = dual.keep_dims(g, self.in_shape, (self.dim,), self.keepdim)
-        return dual.where(hit, g, 0)
+        return dual.keep(g, hit)
 
 
 class MinDim(MaxDim, name="MinBackward0"):
