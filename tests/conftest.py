@@ -63,3 +63,11 @@ def assert_same_error(torch, fn, *words, device="cpu"):
         assert word.lower() in str(expected).lower(), f"torch's message lacks {word!r}: {expected}"
         assert word.lower() in str(got).lower(), f"trainkit's message lacks {word!r}: {got}"
     return got, expected
+
+
+def require_reference(torch, version: str, why: str) -> None:
+    """Skip when the reference PyTorch is older than ``version`` (GPU machines may carry an older one)."""
+    have = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    want = tuple(int(p) for p in version.split(".")[:2])
+    if have < want:
+        pytest.skip(f"the reference torch {torch.__version__} predates {version}: {why}")
