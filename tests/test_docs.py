@@ -6,8 +6,8 @@ runs through ``doctest`` and must print exactly the output written under each li
 ELLIPSIS on; the block stops at its first failing line); any other block is executed as a script and must not
 raise. A section stops at its first failing block, and the test fails with that block's text and the error.
 
-Docstrings: ``doctest`` runs the examples in every module of trainkit/autograd and trainkit/autograd/ops (the
-packages' ``__init__`` included), one test per module, with the same option flags.
+Docstrings: ``doctest`` runs the examples in every module of trainkit (each package's ``__init__`` included), one
+test per module, with the same option flags.
 """
 
 from __future__ import annotations
@@ -108,12 +108,9 @@ def test_docs_section(title: str, blocks: list[Block]):
 
 
 def _modules() -> list[str]:
-    names = []
-    for package in (trainkit.autograd, trainkit.autograd.ops):
-        names.append(package.__name__)
-        names.extend(
-            f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__) if not info.ispkg
-        )
+    names = [trainkit.__name__]
+    for info in pkgutil.walk_packages(trainkit.__path__, trainkit.__name__ + "."):
+        names.append(info.name)
     return names
 
 
@@ -132,3 +129,12 @@ def test_module_doctests(module_name: str):
     if runner.failures:
         pytest.fail(f"{runner.failures} of {runner.tries} docstring examples failed in {module_name}:\n"
                     f"{out.getvalue()}", pytrace=False)
+
+
+def test_readme_examples_run(capsys):  # capsys keeps the printed summary out of the report
+    """Each ```python block of README.md runs as a script without raising."""
+    text = (DOCS.parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README.md has no python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
