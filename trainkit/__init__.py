@@ -134,5 +134,6 @@ def numel(input: Tensor) -> int:  # noqa: A002
     return input.numel()
 
 
-from . import layers, nn, optim  # noqa: E402
+from . import data, layers, nn, optim, utils  # noqa: E402
 from .layers.summary import summary  # noqa: E402
+from .trainer import Trainer  # noqa: E402

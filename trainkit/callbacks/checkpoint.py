@@ -1,0 +1,128 @@
+"""``ModelCheckpoint``: ``last.npz`` after every epoch, ``best.npz`` whenever the monitored value improves."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .base import Callback, Logs, check_mode, improved, monitored, plain
+
+
+class ModelCheckpoint(Callback):
+    """Saves checkpoints through ``trainer.save_checkpoint`` (model, optimizer, scheduler, RNG and callback state,
+    written atomically, so a crash mid-write leaves the previous file whole).
+
+    - ``save_last``: ``dirpath/last.npz`` after every epoch, the point a run resumes from.
+    - ``save_best``: ``dirpath/best.npz`` after each epoch whose ``monitor`` value beats the best so far
+      (lower in ``'min'`` mode, higher in ``'max'``).
+
+    ``dirpath=None`` uses the trainer's ``run_dir / "checkpoints"``. An epoch whose loss is not finite, or that
+    left a parameter with a NaN or Inf, saves nothing: the last good checkpoint stays as it was. Checkpoints are
+    written after the other callbacks have handled the epoch (``order``), so the callback state inside is that of
+    the epoch's end.
+
+    >>> import tempfile
+    >>> class Trainer:
+    ...     model = None
+    ...     saved = []
+    ...     def save_checkpoint(self, path):
+    ...         self.saved.append(path.name)
+    >>> ckpt = ModelCheckpoint(tempfile.mkdtemp())
+    >>> ckpt.set_trainer(Trainer())
+    >>> ckpt.on_train_begin()
+    >>> for epoch, val_loss in enumerate([1.0, 0.8, 0.9]):
+    ...     ckpt.on_epoch_end(epoch, {"loss": 1.0, "val_loss": val_loss})
+    >>> ckpt.trainer.saved, ckpt.best, ckpt.best_epoch
+    (['best.npz', 'last.npz', 'best.npz', 'last.npz', 'last.npz'], 0.8, 1)
+    """
+
+    order = Callback.CHECKPOINT
+
+    def __init__(
+        self,
+        dirpath: str | os.PathLike | None = None,
+        monitor: str = "val_loss",
+        mode: str = "min",
+        save_best: bool = True,
+        save_last: bool = True,
+    ) -> None:
+        super().__init__()
+        self.dirpath = dirpath
+        self.monitor = monitor
+        self.mode = check_mode(mode)
+        self.save_best = save_best
+        self.save_last = save_last
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.best_path: Path | None = None
+        self.last_path: Path | None = None
+        self._warned_missing = False
+
+    @property
+    def directory(self) -> Path:
+        if self.dirpath is not None:
+            return Path(self.dirpath)
+        run_dir = getattr(self.trainer, "run_dir", None)
+        if run_dir is None:
+            raise ValueError("ModelCheckpoint needs a dirpath, or a trainer with a run_dir, to know where to write")
+        return Path(run_dir) / "checkpoints"
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        if not self._healthy(epoch, logs):
+            return
+        if self.save_best:
+            current = monitored(logs, self.monitor)
+            if current is None:
+                self._warn_missing(logs)
+            elif improved(current, self.best, self.mode):
+                # update first: the checkpoint holds this callback's state, which must already know the new best
+                self.best, self.best_epoch = current, epoch
+                self.best_path = self.directory / "best.npz"
+                self.trainer.save_checkpoint(self.best_path)
+        if self.save_last:
+            self.last_path = self.directory / "last.npz"
+            self.trainer.save_checkpoint(self.last_path)
+
+    def _healthy(self, epoch: int, logs: Logs | None) -> bool:
+        """False, with a warning, when the epoch's weights must not replace a good checkpoint."""
+        loss = plain((logs or {}).get("loss"))
+        bad = isinstance(loss, float) and not math.isfinite(loss)
+        model = getattr(self.trainer, "model", None)
+        if not bad and model is not None:
+            bad = any(not bool(p.isfinite().all()) for p in model.parameters())
+        if bad:
+            warnings.warn(
+                f"ModelCheckpoint: epoch {epoch} ended with a non-finite loss or weights; no checkpoint written, "
+                "the last good one is kept",
+                stacklevel=3,
+            )
+        return not bad
+
+    def _warn_missing(self, logs: Logs | None) -> None:
+        if not self._warned_missing:
+            available = ", ".join(sorted(logs or {})) or "none"
+            warnings.warn(
+                f"ModelCheckpoint monitors '{self.monitor}', which the epoch logs lack (available: {available}); "
+                "best.npz is not written",
+                stacklevel=3,
+            )
+            self._warned_missing = True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "best_epoch": self.best_epoch}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best = state.get("best")
+        self.best_epoch = state.get("best_epoch")
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelCheckpoint(dirpath={None if self.dirpath is None else str(self.dirpath)!r}, "
+            f"monitor={self.monitor!r}, mode={self.mode!r}, save_best={self.save_best}, save_last={self.save_last})"
+        )

@@ -1,0 +1,109 @@
+"""``EarlyStopping``: stop when a monitored value has stopped improving."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from .base import Callback, Logs, check_mode, improved, monitored
+
+
+class EarlyStopping(Callback):
+    """Stops training once ``monitor`` has not improved by more than ``min_delta`` for ``patience`` epochs.
+
+    An epoch improves when its value beats the best so far by more than ``min_delta`` (below it in ``'min'``
+    mode, above in ``'max'``). After ``patience`` epochs in a row without improvement (as in Keras),
+    ``trainer.stop_training`` is set; ``patience=0`` and ``patience=1`` stop at the first epoch that does not
+    improve.
+
+    ``restore_best_weights=True`` keeps a copy of the weights of the best epoch (one extra copy of the model's
+    parameters and buffers, replaced at each improvement) and loads it into the model at train end.
+
+    ``state_dict()`` carries the counters (best value, best epoch, epochs waited), so a resumed run keeps
+    counting; the copy of the best weights is not part of it (``ModelCheckpoint``'s ``best.npz`` holds them).
+
+    >>> stopper = EarlyStopping(patience=1)
+    >>> class Trainer:
+    ...     stop_training = False
+    >>> stopper.set_trainer(Trainer())
+    >>> for epoch, val_loss in enumerate([1.0, 0.8, 0.9]):
+    ...     stopper.on_epoch_end(epoch, {"val_loss": val_loss})
+    >>> stopper.trainer.stop_training, stopper.best, stopper.stopped_epoch
+    (True, 0.8, 2)
+    """
+
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        min_delta: float = 0,
+        patience: int = 0,
+        mode: str = "min",
+        restore_best_weights: bool = False,
+    ) -> None:
+        super().__init__()
+        self.monitor = monitor
+        self.min_delta = abs(min_delta)
+        self.patience = patience
+        self.mode = check_mode(mode)
+        self.restore_best_weights = restore_best_weights
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.wait = 0
+        self.stopped_epoch: int | None = None
+        self.best_weights: dict[str, Any] | None = None
+        self._warned_missing = False
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        current = monitored(logs, self.monitor)
+        if current is None:
+            if not self._warned_missing:
+                available = ", ".join(sorted(logs or {})) or "none"
+                warnings.warn(
+                    f"EarlyStopping monitors '{self.monitor}', which the epoch logs lack (available: {available})",
+                    stacklevel=2,
+                )
+                self._warned_missing = True
+            return
+        if improved(current, self.best, self.mode, self.min_delta):
+            self.best, self.best_epoch, self.wait = current, epoch, 0
+            if self.restore_best_weights:
+                # clone: state_dict() shares storage with the live parameters, which the optimizer changes
+                self.best_weights = {k: v.clone() for k, v in self.trainer.model.state_dict().items()}
+            return
+        self.wait += 1
+        if self.wait >= self.patience:
+            self.stopped_epoch = epoch
+            self.trainer.stop_training = True
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        if not self.restore_best_weights:
+            return
+        if self.best_weights is None:
+            if self.best_epoch is not None:
+                warnings.warn(
+                    f"EarlyStopping cannot restore the weights of epoch {self.best_epoch}: they were seen before "
+                    "the run was resumed (load best.npz from ModelCheckpoint instead)",
+                    stacklevel=2,
+                )
+            return
+        self.trainer.model.load_state_dict(self.best_weights)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "best": self.best,
+            "best_epoch": self.best_epoch,
+            "wait": self.wait,
+            "stopped_epoch": self.stopped_epoch,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best = state.get("best")
+        self.best_epoch = state.get("best_epoch")
+        self.wait = state.get("wait", 0)
+        self.stopped_epoch = state.get("stopped_epoch")
+
+    def __repr__(self) -> str:
+        return (
+            f"EarlyStopping(monitor={self.monitor!r}, min_delta={self.min_delta}, patience={self.patience}, "
+            f"mode={self.mode!r}, restore_best_weights={self.restore_best_weights})"
+        )

@@ -1,0 +1,83 @@
+"""``LRSchedulerCallback``: step a learning-rate scheduler once per epoch or once per optimizer step."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..optim.lr_scheduler import ReduceLROnPlateau
+from .base import Callback, Logs, jsonable, monitored
+
+
+class LRSchedulerCallback(Callback):
+    """Calls ``scheduler.step()`` at each epoch end (``interval='epoch'``) or after each optimizer step
+    (``interval='step'``, at batch end).
+
+    ``ReduceLROnPlateau`` gets the monitored value: ``scheduler.step(logs[monitor])``, ``monitor`` defaulting to
+    ``'val_loss'``; an epoch whose logs lack it does not step the scheduler (with a warning, once). The epoch
+    logs get ``'lr'`` (the first group's rate after the step) when the trainer has not put one there.
+
+    Give a scheduler either to the trainer or to this callback, not both: each would step it. When it is not the
+    trainer's, its state travels in this callback's ``state_dict()``.
+
+    >>> import trainkit
+    >>> from trainkit.optim import SGD
+    >>> from trainkit.optim.lr_scheduler import StepLR
+    >>> opt = SGD([trainkit.zeros(1, requires_grad=True)], lr=1.0)
+    >>> cb = LRSchedulerCallback(StepLR(opt, step_size=1, gamma=0.5))
+    >>> opt.step()
+    >>> logs = {}
+    >>> cb.on_epoch_end(0, logs); logs
+    {'lr': 0.5}
+    """
+
+    def __init__(self, scheduler: Any, interval: str = "epoch", monitor: str | None = None) -> None:
+        super().__init__()
+        if interval not in ("epoch", "step"):
+            raise ValueError(f"interval must be 'epoch' or 'step', got {interval!r}")
+        self.scheduler = scheduler
+        self.interval = interval
+        self.plateau = isinstance(scheduler, ReduceLROnPlateau)
+        self.monitor = monitor if monitor is not None or not self.plateau else "val_loss"
+        self._warned_missing = False
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        if self.interval == "step":
+            self._step(logs)
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        if self.interval == "epoch":
+            self._step(logs)
+        if logs is not None and "lr" not in logs:
+            logs["lr"] = float(self.scheduler.optimizer.param_groups[0]["lr"])
+
+    def _step(self, logs: Logs | None) -> None:
+        if not self.plateau:
+            self.scheduler.step()
+            return
+        value = monitored(logs, self.monitor)
+        if value is None:
+            if not self._warned_missing:
+                warnings.warn(
+                    f"LRSchedulerCallback: ReduceLROnPlateau monitors '{self.monitor}', which the logs lack; "
+                    "the scheduler is not stepped",
+                    stacklevel=3,
+                )
+                self._warned_missing = True
+            return
+        self.scheduler.step(value)
+
+    def _owned_by_trainer(self) -> bool:
+        return self.trainer is not None and getattr(self.trainer, "scheduler", None) is self.scheduler
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._owned_by_trainer():
+            return {}  # the trainer's checkpoint already holds it
+        return {"scheduler": jsonable(self.scheduler.state_dict())}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "scheduler" in state and not self._owned_by_trainer():
+            self.scheduler.load_state_dict(state["scheduler"])
+
+    def __repr__(self) -> str:
+        return f"LRSchedulerCallback({type(self.scheduler).__name__}, interval={self.interval!r})"

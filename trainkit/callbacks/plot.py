@@ -1,0 +1,117 @@
+"""``PlotCallback``: loss, metric and gradient-norm curves as an image at train end (needs matplotlib)."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+from .base import Callback, Logs, plain
+from .csv_logger import resolve
+
+NO_MATPLOTLIB = (
+    "PlotCallback: matplotlib is not installed, so no curves are drawn (training goes on); "
+    "`pip install matplotlib` to get them"
+)
+
+
+def _matplotlib_figure() -> Any:
+    """matplotlib's ``Figure`` class, or None without matplotlib. ``Figure`` needs no GUI backend or pyplot."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure
+
+
+class PlotCallback(Callback):
+    """Draws the epoch curves into ``filename`` (relative to the trainer's ``run_dir`` when it has one) at
+    train end: one panel per quantity, ``loss`` with ``val_loss``, each metric with its ``val_`` twin, ``lr``, and
+    the ``grad_norm/...`` curves of ``GradientMonitor`` together on a log scale when present.
+
+    matplotlib is optional: without it, a warning at train begin says so, once, and nothing is drawn.
+
+    >>> import tempfile, pathlib, warnings
+    >>> plot = PlotCallback(pathlib.Path(tempfile.mkdtemp()) / "curves.png")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     plot.on_train_begin()
+    ...     plot.on_epoch_end(0, {"loss": 1.0, "val_loss": 1.2})
+    ...     plot.on_train_end()
+    >>> plot.panels()
+    [('loss', ['loss', 'val_loss'])]
+    """
+
+    order = Callback.RECORD
+
+    def __init__(self, filename: str | os.PathLike = "curves.png") -> None:
+        super().__init__()
+        self.filename = filename
+        self.records: dict[str, list[Any]] = {"epoch": []}
+        self.path = None
+        self._warned = False
+
+    def _available(self) -> bool:
+        if _matplotlib_figure() is not None:
+            return True
+        if not self._warned:
+            warnings.warn(NO_MATPLOTLIB, stacklevel=3)
+            self._warned = True
+        return False
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self._available()
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        n = len(self.records["epoch"])
+        self.records["epoch"].append(epoch)
+        for key, value in (logs or {}).items():
+            value = plain(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.records.setdefault(key, [None] * n).append(float(value))
+        for values in self.records.values():
+            if len(values) < n + 1:
+                values.append(None)
+
+    def panels(self) -> list[tuple[str, list[str]]]:
+        """``(title, keys)`` of each panel, in drawing order."""
+        keys = [k for k in self.records if k != "epoch"]
+        grads = [k for k in keys if k.startswith("grad_norm/")]
+        out = []
+        for key in keys:
+            if "/" in key or key.startswith("val_"):
+                continue
+            twin = f"val_{key}"
+            out.append((key, [key, twin] if twin in self.records else [key]))
+        out += [(k, [k]) for k in keys if k.startswith("val_") and "/" not in k and k[4:] not in self.records]
+        if grads:
+            out.append(("gradient norm", grads))
+        return out
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        if not self.records["epoch"] or not self._available():
+            return
+        figure_class = _matplotlib_figure()
+        panels = self.panels()
+        cols = min(len(panels), 3)
+        rows = math.ceil(len(panels) / cols)
+        fig = figure_class(figsize=(5 * cols, 3.5 * rows), layout="constrained")
+        epochs = [e + 1 for e in self.records["epoch"]]
+        for i, (title, keys) in enumerate(panels):
+            ax = fig.add_subplot(rows, cols, i + 1)
+            for key in keys:
+                points = [(e, v) for e, v in zip(epochs, self.records[key]) if v is not None]
+                if points:
+                    ax.plot(*zip(*points), marker="o" if len(points) < 30 else None, label=key)
+            if title in ("gradient norm", "lr"):
+                ax.set_yscale("log")
+            ax.set_title(title)
+            ax.set_xlabel("epoch")
+            ax.legend(fontsize="small")
+        self.path = resolve(self.filename, self.trainer)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(self.path)
+
+    def __repr__(self) -> str:
+        return f"PlotCallback({str(self.filename)!r})"

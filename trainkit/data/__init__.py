@@ -1,0 +1,18 @@
+"""Datasets and batching, as ``torch.utils.data``, plus file loaders and small generated datasets.
+
+>>> import trainkit
+>>> from trainkit.data import DataLoader, regression_curve
+>>> loader = DataLoader(regression_curve(10, seed=0), batch_size=4, shuffle=True)
+>>> [len(x) for x, y in loader]
+[4, 4, 2]
+"""
+
+from .dataloader import BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler, default_collate
+from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .files import load_csv, load_npz
+from .synthetic import regression_curve
+
+__all__ = [
+    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "RandomSampler", "Sampler", "SequentialSampler",
+    "Subset", "TensorDataset", "default_collate", "load_csv", "load_npz", "random_split", "regression_curve",
+]

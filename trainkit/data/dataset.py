@@ -1,0 +1,140 @@
+"""Map-style datasets, as ``torch.utils.data``: samples looked up by index, joined, subset and split."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..autograd.creation import randperm
+from ..autograd.random import Generator
+from ..autograd.tensor import Tensor
+
+
+class Dataset:
+    """A collection of samples looked up by index: subclasses define ``__getitem__`` and ``__len__``.
+
+    >>> class Squares(Dataset):
+    ...     def __getitem__(self, i): return i * i
+    ...     def __len__(self): return 4
+    >>> [Squares()[i] for i in range(4)], len(Squares() + Squares())
+    ([0, 1, 4, 9], 8)
+    """
+
+    def __getitem__(self, index) -> Any:
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __len__(self) -> int:
+        raise NotImplementedError("Subclasses of Dataset should implement __len__.")
+
+    def __add__(self, other: Dataset) -> ConcatDataset:
+        return ConcatDataset([self, other])
+
+
+class TensorDataset(Dataset):
+    """Samples are the rows of tensors that share their first dimension: ``dataset[i] == (x[i], y[i])``.
+
+    >>> import trainkit
+    >>> ds = TensorDataset(trainkit.arange(6).reshape(3, 2), trainkit.tensor([0, 1, 0]))
+    >>> len(ds), ds[1]
+    (3, (tensor([2, 3]), tensor(1)))
+    """
+
+    def __init__(self, *tensors: Tensor):
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        sizes = [t.size(0) for t in tensors]
+        if any(s != sizes[0] for s in sizes):
+            # AssertionError as torch raises, with the sizes so the culprit is easy to spot
+            raise AssertionError(f"Size mismatch between tensors: first dimensions {sizes}")
+        self.tensors = tensors
+
+    def __getitem__(self, index) -> tuple[Tensor, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].size(0)
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    >>> Subset(range(10), [7, 2])[1]
+    2
+    """
+
+    def __init__(self, dataset, indices: Sequence[int]):
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, index):
+        if isinstance(index, list):
+            return self.dataset[[self.indices[i] for i in index]]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Several datasets one after another.
+
+    >>> ds = ConcatDataset([range(3), range(10, 12)])
+    >>> len(ds), ds[3], ds[-1]
+    (5, 10, 11)
+    """
+
+    def __init__(self, datasets: Iterable):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int):
+        if index < 0:
+            if -index > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
+
+
+def _lengths_from_fractions(lengths: Sequence[float], n: int) -> list[int]:
+    """floor(fraction * n) each, then the remainder handed out one by one from the first split (as torch)."""
+    sizes = []
+    for i, frac in enumerate(lengths):
+        if frac < 0 or frac > 1:
+            raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+        sizes.append(math.floor(n * frac))
+    for i in range(n - sum(sizes)):
+        sizes[i % len(sizes)] += 1
+    for i, size in enumerate(sizes):
+        if size == 0:
+            warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=3)
+    return sizes
+
+
+def random_split(dataset, lengths: Sequence[int | float], generator: Generator | None = None) -> list[Subset]:
+    """Split ``dataset`` into non-overlapping random subsets of the given lengths, or fractions summing to 1.
+
+    The permutation comes from ``generator``, else from the global stream (``trainkit.manual_seed``).
+
+    >>> import trainkit
+    >>> train, val = random_split(range(10), [0.75, 0.25], generator=trainkit.Generator().manual_seed(0))
+    >>> len(train), len(val)
+    (8, 2)
+    """
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        lengths = _lengths_from_fractions(lengths, len(dataset))
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = randperm(sum(lengths), generator=generator).tolist()
+    ends = itertools.accumulate(lengths)
+    return [Subset(dataset, indices[end - length:end]) for end, length in zip(ends, lengths)]

@@ -1,0 +1,116 @@
+"""Metrics for the Trainer: accumulated over batches without building graphs, then computed once per epoch."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .autograd import grad_mode
+from .autograd.backend import xp_of
+from .autograd.tensor import Tensor
+
+
+class Metric:
+    """Accumulates a sum and a count over batches; ``compute()`` gives the epoch's value.
+
+    >>> import trainkit
+    >>> m = MeanAbsoluteError()
+    >>> m.update(trainkit.tensor([1.0, 2.0]), trainkit.tensor([0.0, 2.0])); m.compute()
+    0.5
+    """
+
+    name = "metric"
+
+    def __init__(self):
+        self.total = 0.0
+        self.count = 0
+
+    def reset(self) -> None:
+        self.total, self.count = 0.0, 0
+
+    def update(self, output: Tensor, target: Tensor) -> None:
+        with grad_mode.no_grad():
+            total, count = self.batch(output.detach(), target.detach())
+        self.total += float(total)
+        self.count += int(count)
+
+    def batch(self, output: Tensor, target: Tensor) -> tuple[float, int]:
+        raise NotImplementedError
+
+    def compute(self) -> float:
+        return self.total / self.count if self.count else float("nan")
+
+
+def _check_same_shape(name: str, output: Tensor, target: Tensor) -> None:
+    if tuple(output.shape) != tuple(target.shape):
+        raise ValueError(f"{name}: output shape {tuple(output.shape)} and target shape {tuple(target.shape)} differ")
+
+
+class MeanAbsoluteError(Metric):
+    name = "mae"
+
+    def batch(self, output, target):
+        _check_same_shape(self.name, output, target)
+        return (output - target).abs().sum().item(), output.numel()
+
+
+class MeanSquaredError(Metric):
+    name = "mse"
+
+    def batch(self, output, target):
+        _check_same_shape(self.name, output, target)
+        return ((output - target) ** 2).sum().item(), output.numel()
+
+
+class RootMeanSquaredError(MeanSquaredError):
+    name = "rmse"
+
+    def compute(self) -> float:
+        return math.sqrt(super().compute())
+
+
+class Accuracy(Metric):
+    """Share of samples whose top class (argmax over dim 1; for one output column, output > 0) is the target."""
+
+    name = "accuracy"
+
+    def batch(self, output, target):
+        if output.ndim >= 2 and output.shape[1] > 1:
+            predicted = output.argmax(dim=1)
+        else:
+            predicted = (output.reshape(target.shape) > 0).long()
+        return (predicted == target.long()).sum().item(), target.numel()
+
+
+class TopKAccuracy(Metric):
+    """Share of samples whose target is among the ``k`` highest scores (over dim 1)."""
+
+    def __init__(self, k: int = 5):
+        super().__init__()
+        self.k = k
+        self.name = f"top{k}_accuracy"
+
+    def batch(self, output, target):
+        k = min(self.k, output.shape[1])
+        data = output._data
+        top = xp_of(data).argpartition(-data, k - 1, axis=1)[:, :k]
+        hit = (top == target._data.reshape(-1, 1)).any(axis=1)
+        return float(hit.sum()), target.numel()
+
+
+_BY_NAME = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": Accuracy,
+            "acc": Accuracy}
+
+
+def get_metric(spec) -> Metric:
+    """A metric from its name ('mae', 'mse', 'rmse', 'accuracy', 'top5_accuracy') or a Metric instance."""
+    if isinstance(spec, Metric):
+        return spec
+    if isinstance(spec, str):
+        found = re.fullmatch(r"top_?(\d+)_accuracy", spec)
+        if found:
+            return TopKAccuracy(int(found.group(1)))
+        if spec in _BY_NAME:
+            return _BY_NAME[spec]()
+    known = ", ".join(sorted(_BY_NAME) + ["topK_accuracy"])
+    raise ValueError(f"unknown metric {spec!r}: use one of {known} or a Metric instance")
