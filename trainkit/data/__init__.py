@@ -9,10 +9,11 @@
 
 from .dataloader import BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler, default_collate
 from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .digits import digits
 from .files import load_csv, load_npz
 from .synthetic import regression_curve
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "RandomSampler", "Sampler", "SequentialSampler",
-    "Subset", "TensorDataset", "default_collate", "load_csv", "load_npz", "random_split", "regression_curve",
+    "Subset", "TensorDataset", "default_collate", "digits", "load_csv", "load_npz", "random_split", "regression_curve",
 ]
