@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import trainkit
 
 CUDA = trainkit.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no usable GPU"))]
+# TRAINKIT_TEST_DEVICES=cpu (or cuda, or cpu,cuda) picks the devices; by default the GPU joins when usable.
+_CHOSEN = [d.strip() for d in os.environ.get("TRAINKIT_TEST_DEVICES", "cpu,cuda").split(",") if d.strip()]
+DEVICES = [d for d in ("cpu",) if d in _CHOSEN] + [
+    pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no usable GPU")) for d in ("cuda",) if d in _CHOSEN
+]
 
 
 @pytest.fixture(params=DEVICES)
