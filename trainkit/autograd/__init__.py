@@ -4,11 +4,11 @@ The public names follow ``torch.autograd``: ``grad``, ``backward``, ``Function``
 guards.
 """
 
-from . import ops  # noqa: F401  (gives Tensor its op methods)
+from . import functional, ops  # noqa: F401  (ops gives Tensor its op methods)
 from .api import backward, grad
 from .engine import AccumulateGrad, Node, RemovableHandle
-from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .tensor import Tensor
 
@@ -21,6 +21,9 @@ __all__ = [
     "RemovableHandle",
     "Tensor",
     "backward",
+    "detect_anomaly",
+    "functional",
+    "once_differentiable",
     "enable_grad",
     "grad",
     "gradcheck",

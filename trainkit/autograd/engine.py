@@ -30,6 +30,7 @@ _LAST = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
 
 class _EngineState(threading.local):
     create_graph = False
+    detect_anomaly = False
 
 
 _engine = _EngineState()
@@ -399,6 +400,10 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     buf = None
                     _accumulate(fn.variable, g, create_graph)
                     g = None
+                    post = fn.variable._post_accumulate_hooks
+                    if post:
+                        for hook in tuple(post.values()):
+                            hook(fn.variable)
                 continue
 
             if buf is None or (buf[0] is None if n == 1 else all(g is None for g in buf[:n])):
@@ -412,6 +417,8 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     grad_inputs = fn.backward(*_materialize(fn, buf[:n], create_graph))
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)
+                if _engine.detect_anomaly:
+                    _check_finite(fn, grad_inputs)
                 if fn._hooks is not None and fn._hooks.post:
                     grad_inputs = _run_post_hooks(fn._hooks, grad_inputs, buf[:n], create_graph)
                 if not retain_graph and (fn._saved is not None or fn.extra is not None):
@@ -450,6 +457,16 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     finally:
         grad_mode._state.enabled, _engine.create_graph = prev_mode, prev_create
     return captured
+
+
+def _check_finite(fn: Node, grads: tuple) -> None:
+    """Under ``detect_anomaly``: name the node whose backward produced NaN, as PyTorch does."""
+    for i, g in enumerate(grads):
+        if g is None:
+            continue
+        data = g._data if isinstance(g, _tensor_mod.Tensor) else g
+        if bool(xp_of(data).isnan(data).any()):
+            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 
 def _materialize(fn: Node, grads: list, create: bool) -> list:

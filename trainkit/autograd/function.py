@@ -8,6 +8,8 @@ or casts a gradient: the engine does that once, from the shapes and dtypes recor
 
 from __future__ import annotations
 
+import functools
+
 from . import grad_mode
 from .backend import as_array, xp_of
 from .engine import FREED_MESSAGE, OUTPUT0, Node, SavedOutput, _engine, _next_seq
@@ -245,6 +247,18 @@ class BackwardCFunction(Node, FunctionCtx):
                 )
             out.append(None if g is None else (g if create else g._data))
         return tuple(out)
+
+
+def once_differentiable(backward):
+    """Mark a Function's backward as not differentiable itself: it runs without recording a graph, and a
+    ``create_graph`` pass through it gives gradients that do not require grad."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with grad_mode.no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper
 
 
 class _FunctionMeta(type):

@@ -117,6 +117,35 @@ class inference_mode(_GradModeGuard):
         return wrapper
 
 
+class detect_anomaly:
+    """Check every backward step for NaN and name the node that produced it (slower: for debugging).
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([0.0, 1.0], requires_grad=True)
+    >>> with detect_anomaly():
+    ...     try:
+    ...         (x / x).sum().backward()
+    ...     except RuntimeError as err:
+    ...         print(err)
+    Function 'DivBackward0' returned nan values in its 1th output.
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+        self.prev = False
+
+    def __enter__(self):
+        from .engine import _engine
+
+        self.prev = _engine.detect_anomaly
+        _engine.detect_anomaly = self.check_nan
+
+    def __exit__(self, *exc):
+        from .engine import _engine
+
+        _engine.detect_anomaly = self.prev
+
+
 class set_grad_enabled(_GradModeGuard):
     """Set grad mode to ``mode`` at once (as a call) or for a block (as a context manager).
 

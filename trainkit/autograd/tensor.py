@@ -85,6 +85,7 @@ class Tensor:
     _hooks = None
     _acc = None
     _view = None
+    _post_accumulate_hooks = None
 
     @staticmethod
     def _make(data, requires_grad=False, grad_fn=None, output_nr=0, counter=None) -> Tensor:
@@ -306,6 +307,16 @@ class Tensor:
             nr = self._output_nr
         return _add_hook(hooks.tensor.setdefault(nr, HookDict()), hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated (optimizer-in-backward style)."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = HookDict()
+        return _add_hook(self._post_accumulate_hooks, hook)
+
     def detach(self) -> Tensor:
         """A leaf that shares storage and version counter with this tensor and never requires grad."""
         return Tensor._make(self._data, False, None, 0, self._version_counter)
@@ -400,6 +411,19 @@ class Tensor:
 
     def bool(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.bool_)))
+
+    def type(self, dtype=None):
+        """Without an argument, the type name ('trainkit.FloatTensor'); with one, this tensor in that dtype."""
+        if dtype is None:
+            names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                     "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+            prefix = "trainkit.cuda." if self.is_cuda else "trainkit."
+            return f"{prefix}{names[self.dtype.name]}Tensor"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            names = {"Float": "float32", "Double": "float64", "Half": "float16", "Long": "int64", "Int": "int32",
+                     "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+            dtype = names[dtype.rsplit(".", 1)[-1][: -len("Tensor")]]
+        return self.to(to_dtype(dtype))
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
