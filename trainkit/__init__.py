@@ -135,5 +135,35 @@ def numel(input: Tensor) -> int:  # noqa: A002
 
 
 from . import data, layers, nn, optim, utils  # noqa: E402
+from .autograd.ops.elementwise import (  # noqa: E402
+    acos,
+    addcdiv,
+    addcmul,
+    asin,
+    atan,
+    atan2,
+    ceil,
+    cos,
+    cosh,
+    erf,
+    exp2,
+    expm1,
+    floor,
+    fmod,
+    frac,
+    isclose,
+    isinf,
+    lerp,
+    log1p,
+    log2,
+    log10,
+    round,
+    rsqrt,
+    sin,
+    sinh,
+    square,
+    tan,
+    trunc,
+)
 from .layers.summary import summary  # noqa: E402
 from .trainer import Trainer  # noqa: E402

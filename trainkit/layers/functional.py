@@ -2,6 +2,7 @@
 
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
 from ..autograd.ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, fold, max_pool2d, unfold
+from ..autograd.ops.elementwise import softplus
 from ..autograd.ops.nn import (
     batch_norm,
     binary_cross_entropy,
@@ -26,5 +27,5 @@ __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "conv2d", "cross_entropy", "dropout", "embedding", "fold", "gelu", "huber_loss", "l1_loss", "leaky_relu",
     "linear", "log_softmax", "logsumexp", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid",
-    "smooth_l1_loss", "softmax", "tanh", "unfold",
+    "smooth_l1_loss", "softmax", "softplus", "tanh", "unfold",
 ]

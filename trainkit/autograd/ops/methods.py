@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..backend import xp_of
 from ..tensor import Tensor
-from . import activation, copy, linalg, math, reduction, shape
+from . import activation, copy, elementwise, linalg, math, reduction, shape
 from .inplace import apply_inplace, arithmetic_inplace, setitem
 
 
@@ -135,6 +135,9 @@ _METHODS = {
     "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place."),
     "tanh_": _inplace(activation.Tanh, "tanh in place."),
 }
+
+# the wider element-wise family: each function is also a method (softplus lives only in nn.functional)
+_METHODS.update({name: getattr(elementwise, name) for name in elementwise.__all__ if name != "softplus"})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

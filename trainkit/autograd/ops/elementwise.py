@@ -1,0 +1,660 @@
+"""More element-wise math: trigonometric and hyperbolic functions, exp/log variants, erf, softplus, lerp, addcmul,
+addcdiv, fmod, the rounding ops and a few tests of values. Each op states its derivative in its docstring.
+
+``g`` is the gradient of the output; a backward returns one gradient per input (None where none is wanted) and
+works on arrays and on Tensors alike (``create_graph``). Integer inputs of the floating functions are computed in
+the default float dtype, as in PyTorch; binary ops broadcast and promote as ``math.promote`` does.
+"""
+
+from __future__ import annotations
+
+import math as _math
+
+from ..backend import get_default_dtype, xp_of
+from ..function import Op
+from ..tensor import Tensor
+from . import dual
+from . import math as _m
+
+__all__ = [
+    "acos",
+    "addcdiv",
+    "addcmul",
+    "asin",
+    "atan",
+    "atan2",
+    "ceil",
+    "cos",
+    "cosh",
+    "erf",
+    "exp2",
+    "expm1",
+    "floor",
+    "fmod",
+    "frac",
+    "isclose",
+    "isinf",
+    "lerp",
+    "log10",
+    "log1p",
+    "log2",
+    "round",
+    "rsqrt",
+    "sin",
+    "sinh",
+    "softplus",
+    "square",
+    "tan",
+    "trunc",
+]
+
+_LN2 = _math.log(2.0)
+_LN10 = _math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
+
+
+def _call(name: str, v):
+    """``name(v)`` on an array (NumPy/CuPy) or on a Tensor (recorded, for ``create_graph``)."""
+    if isinstance(v, Tensor):
+        return _TENSOR_FNS[name](v)
+    if name == "sigmoid":
+        return _array_sigmoid(v)
+    return getattr(xp_of(v), name)(v)
+
+
+def _floating(t: Tensor) -> Tensor:
+    """``t`` itself when it is floating, else cast to the default float dtype."""
+    if t._data.dtype.kind in "fc":
+        return t
+    return _m._cast(t, get_default_dtype().np)
+
+
+def _promote_all(*values, floating: bool = False) -> list:
+    """Cast the tensor operands to one dtype by PyTorch's promotion (numbers stay numbers)."""
+    first, rest = values[0], list(values[1:])
+    for i, v in enumerate(rest):
+        first, rest[i] = _m.promote(first, v, floating)
+    for i, v in enumerate(rest):
+        first, rest[i] = _m.promote(first, v, floating)
+    return [first, *rest]
+
+
+# ---------------------------------------------------------------------------------------------- unary ops
+class Sin(Op, name="SinBackward0"):
+    """out = sin x.   dx = g * cos x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).sin(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * _call("cos", x)
+
+
+class Cos(Op, name="CosBackward0"):
+    """out = cos x.   dx = -g * sin x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).cos(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return -g * _call("sin", x)
+
+
+class Tan(Op, name="TanBackward0"):
+    """out = tan x.   dx = g * (1 + out^2)."""
+
+    save_output = True
+
+    def forward(self, x):
+        return xp_of(x).tan(x)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return g * (1 + out * out)
+
+
+class Asin(Op, name="AsinBackward0"):
+    """out = asin x.   dx = g / sqrt(1 - x^2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).arcsin(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / _call("sqrt", 1 - x * x)
+
+
+class Acos(Op, name="AcosBackward0"):
+    """out = acos x.   dx = -g / sqrt(1 - x^2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).arccos(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return -g / _call("sqrt", 1 - x * x)
+
+
+class Atan(Op, name="AtanBackward0"):
+    """out = atan x.   dx = g / (1 + x^2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).arctan(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (1 + x * x)
+
+
+class Sinh(Op, name="SinhBackward0"):
+    """out = sinh x.   dx = g * cosh x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).sinh(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * _call("cosh", x)
+
+
+class Cosh(Op, name="CoshBackward0"):
+    """out = cosh x.   dx = g * sinh x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).cosh(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * _call("sinh", x)
+
+
+class Exp2(Op, name="Exp2Backward0"):
+    """out = 2^x.   dx = g * out * ln 2."""
+
+    save_output = True
+
+    def forward(self, x):
+        return xp_of(x).exp2(x)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return g * out * _LN2
+
+
+class Expm1(Op, name="Expm1Backward0"):
+    """out = e^x - 1.   dx = g * (out + 1)."""
+
+    save_output = True
+
+    def forward(self, x):
+        return xp_of(x).expm1(x)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return g * (out + 1)
+
+
+class Log2(Op, name="Log2Backward0"):
+    """out = log2 x.   dx = g / (x ln 2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).log2(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (x * _LN2)
+
+
+class Log10(Op, name="Log10Backward0"):
+    """out = log10 x.   dx = g / (x ln 10)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).log10(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (x * _LN10)
+
+
+class Log1p(Op, name="Log1PBackward0"):
+    """out = ln(1 + x).   dx = g / (1 + x)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        return xp_of(x).log1p(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (1 + x)
+
+
+class Rsqrt(Op, name="RsqrtBackward0"):
+    """out = 1 / sqrt(x).   dx = -g * out^3 / 2."""
+
+    save_output = True
+
+    def forward(self, x):
+        return 1 / xp_of(x).sqrt(x)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return -0.5 * g * out * out * out
+
+
+class Erf(Op, name="ErfBackward0"):
+    """out = erf x.   dx = g * 2 / sqrt(pi) * e^(-x^2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        from .nn import erf as _erf
+
+        return _erf(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * (_TWO_OVER_SQRT_PI * dual.exp(-(x * x)))
+
+
+class Softplus(Op, name="SoftplusBackward0"):
+    """out = log(1 + e^(beta x)) / beta, or x where beta x > threshold.
+    dx = g * sigmoid(beta x), or g where beta x > threshold."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, beta, threshold):
+        self.beta, self.threshold = beta, threshold
+        xp = xp_of(x)
+        bx = x * beta
+        return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        bx = x * self.beta
+        linear = dual.data(bx) > self.threshold
+        return dual.where(linear, g, g * _call("sigmoid", bx))
+
+
+class Frac(Op, name="FracBackward0"):
+    """out = x - trunc x.   dx = g."""
+
+    def forward(self, x):
+        return x - xp_of(x).trunc(x)
+
+    def backward(self, g):
+        return g
+
+
+class _Rounding(Op):
+    """A step function: its gradient is zero wherever it is defined (PyTorch gives zero everywhere)."""
+
+    def backward(self, g):
+        return g * 0
+
+
+class Floor(_Rounding, name="FloorBackward0"):
+    """out = floor x.   dx = 0."""
+
+    def forward(self, x):
+        return xp_of(x).floor(x)
+
+
+class Ceil(_Rounding, name="CeilBackward0"):
+    """out = ceil x.   dx = 0."""
+
+    def forward(self, x):
+        return xp_of(x).ceil(x)
+
+
+class Trunc(_Rounding, name="TruncBackward0"):
+    """out = trunc x.   dx = 0."""
+
+    def forward(self, x):
+        return xp_of(x).trunc(x)
+
+
+class Round(_Rounding, name="RoundBackward0"):
+    """out = x rounded half to even.   dx = 0."""
+
+    def forward(self, x):
+        return xp_of(x).rint(x)
+
+
+class RoundDecimals(_Rounding, name="RoundBackward1"):
+    """out = x rounded half to even to ``decimals`` digits.   dx = 0."""
+
+    def forward(self, x, decimals):
+        return xp_of(x).round(x, decimals)
+
+
+# --------------------------------------------------------------------------------------------- binary ops
+class Atan2(Op, name="Atan2Backward0"):
+    """out = atan2(y, x).   dy = g * x / (x^2 + y^2),  dx = -g * y / (x^2 + y^2)."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, y, x):
+        return xp_of(y).arctan2(y, x)
+
+    def backward(self, g):
+        y, x = self.saved_tensors
+        scaled = g / (x * x + y * y)
+        (fy, _), (fx, _) = self.next_functions
+        return (scaled * x if fy is not None else None, -scaled * y if fx is not None else None)
+
+
+class Fmod(Op, name="FmodBackward0"):
+    """out = fmod(x, c) for a number c (the sign of x).   dx = g."""
+
+    def forward(self, x, other):
+        return xp_of(x).fmod(x, other)
+
+    def backward(self, g):
+        return g
+
+
+class FmodTensor(Op, name="FmodBackward1"):
+    """out = fmod(x, y) = x - trunc(x / y) y.   dx = g,  dy = -g * trunc(x / y)."""
+
+    save_inputs = (0, 1)
+    save_only_for = {0: 1, 1: 1}
+
+    def forward(self, x, y):
+        return xp_of(x).fmod(x, y)
+
+    def backward(self, g):
+        (fx, _), (fy, _) = self.next_functions
+        gy = None
+        if fy is not None:
+            x, y = (dual.data(v) for v in self.saved_tensors)
+            gy = -g * xp_of(x).trunc(x / y)
+        return (g if fx is not None else None), gy
+
+
+class Lerp(Op, name="LerpBackward0"):
+    """out = x + w (end - x) for a number w.   dx = g (1 - w),  dend = g w."""
+
+    def forward(self, x, end, weight):
+        self.weight = weight
+        return x + weight * (end - x)
+
+    def backward(self, g):
+        w = self.weight
+        (fx, _), (fe, _) = self.next_functions
+        return (g * (1 - w) if fx is not None else None, g * w if fe is not None else None)
+
+
+class LerpTensor(Op, name="LerpBackward1"):
+    """out = x + w (end - x).   dx = g (1 - w),  dend = g w,  dw = g (end - x)."""
+
+    save_inputs = (0, 1, 2)
+    save_only_for = {0: 2, 1: 2}
+
+    def forward(self, x, end, weight):
+        return x + weight * (end - x)
+
+    def backward(self, g):
+        (fx, _), (fe, _), (fw, _) = self.next_functions
+        saved = self.saved_tensors
+        w = saved[2]
+        gw = g * (saved[1] - saved[0]) if fw is not None else None
+        return (g * (1 - w) if fx is not None else None, g * w if fe is not None else None, gw)
+
+
+class Addcmul(Op, name="AddcmulBackward0"):
+    """out = x + v t1 t2.   dx = g,  dt1 = g v t2,  dt2 = g v t1."""
+
+    save_inputs = (1, 2)
+    save_only_for = {1: 2, 2: 1}
+
+    def forward(self, x, t1, t2, value):
+        self.value = value
+        return x + value * (t1 * t2)
+
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        (fx, _), (f1, _), (f2, _) = self.next_functions
+        v = self.value
+        return (
+            g if fx is not None else None,
+            g * v * t2 if f1 is not None else None,
+            g * v * t1 if f2 is not None else None,
+        )
+
+
+class Addcdiv(Op, name="AddcdivBackward0"):
+    """out = x + v t1 / t2.   dx = g,  dt1 = g v / t2,  dt2 = -g v t1 / t2^2."""
+
+    save_inputs = (1, 2)
+    save_only_for = {1: 2}
+
+    def forward(self, x, t1, t2, value):
+        self.value = value
+        return x + value * (t1 / t2)
+
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        (fx, _), (f1, _), (f2, _) = self.next_functions
+        g1 = g * self.value / t2
+        return (
+            g if fx is not None else None,
+            g1 if f1 is not None else None,
+            -g1 * t1 / t2 if f2 is not None else None,
+        )
+
+
+# --------------------------------------------------------------------------------------------------- functions
+def sin(input) -> Tensor:
+    """sin x element-wise.
+
+    >>> import trainkit
+    >>> from trainkit.autograd.ops.elementwise import sin
+    >>> sin(trainkit.zeros(2))
+    tensor([0., 0.])
+    """
+    return Sin.apply(_floating(input))
+
+
+def cos(input) -> Tensor:
+    return Cos.apply(_floating(input))
+
+
+def tan(input) -> Tensor:
+    return Tan.apply(_floating(input))
+
+
+def asin(input) -> Tensor:
+    return Asin.apply(_floating(input))
+
+
+def acos(input) -> Tensor:
+    return Acos.apply(_floating(input))
+
+
+def atan(input) -> Tensor:
+    return Atan.apply(_floating(input))
+
+
+def sinh(input) -> Tensor:
+    return Sinh.apply(_floating(input))
+
+
+def cosh(input) -> Tensor:
+    return Cosh.apply(_floating(input))
+
+
+def exp2(input) -> Tensor:
+    """2^x element-wise."""
+    return Exp2.apply(_floating(input))
+
+
+def expm1(input) -> Tensor:
+    """e^x - 1, accurate near 0."""
+    return Expm1.apply(_floating(input))
+
+
+def log2(input) -> Tensor:
+    return Log2.apply(_floating(input))
+
+
+def log10(input) -> Tensor:
+    return Log10.apply(_floating(input))
+
+
+def log1p(input) -> Tensor:
+    """ln(1 + x), accurate near 0."""
+    return Log1p.apply(_floating(input))
+
+
+def rsqrt(input) -> Tensor:
+    """1 / sqrt(x) element-wise."""
+    return Rsqrt.apply(_floating(input))
+
+
+def erf(input) -> Tensor:
+    """The error function, element-wise."""
+    return Erf.apply(_floating(input))
+
+
+def square(input) -> Tensor:
+    """x * x (as ``x ** 2``: integers stay integers)."""
+    return _m.pow(input, 2)
+
+
+def softplus(input, beta=1, threshold=20) -> Tensor:
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
+    return Softplus.apply(_floating(input), beta=beta, threshold=threshold)
+
+
+def _exact(input) -> bool:
+    return input._data.dtype.kind in "biu"
+
+
+def floor(input) -> Tensor:
+    """The largest integer not above x (integer tensors are returned as a copy); the gradient is zero."""
+    return Tensor._make(input._data.copy()) if _exact(input) else Floor.apply(input)
+
+
+def ceil(input) -> Tensor:
+    """The smallest integer not below x; the gradient is zero."""
+    return Tensor._make(input._data.copy()) if _exact(input) else Ceil.apply(input)
+
+
+def trunc(input) -> Tensor:
+    """x rounded toward zero; the gradient is zero."""
+    return Tensor._make(input._data.copy()) if _exact(input) else Trunc.apply(input)
+
+
+fix = trunc
+
+
+def round(input, *, decimals: int = 0) -> Tensor:
+    """x rounded half to even, to ``decimals`` decimal digits; the gradient is zero.
+
+    >>> import trainkit
+    >>> from trainkit.autograd.ops.elementwise import round
+    >>> round(trainkit.tensor([0.5, 1.5, 1.2345]), decimals=0)
+    tensor([0., 2., 1.])
+    """
+    if _exact(input) and decimals == 0:
+        return Tensor._make(input._data.copy())
+    if decimals == 0:
+        return Round.apply(input)
+    return RoundDecimals.apply(_floating(input), decimals=decimals)
+
+
+def frac(input) -> Tensor:
+    """x - trunc x (the sign of x); the gradient passes through unchanged."""
+    if _exact(input):
+        raise NotImplementedError(f'"frac" not implemented for \'{str(input.dtype).rsplit(".", 1)[-1]}\'')
+    return Frac.apply(input)
+
+
+def atan2(input, other) -> Tensor:
+    """The angle of the point (other, input): atan(input / other) in the right quadrant."""
+    return _m._binary(Atan2, input, other, true_divide=True)
+
+
+def fmod(input, other) -> Tensor:
+    """The C remainder ``input - trunc(input / other) * other``: it has the sign of ``input``."""
+    if isinstance(other, Tensor):
+        return _m._binary(FmodTensor, input, other)
+    x, other = _m.promote(input, other)
+    return Fmod.apply(x, other=_m._operand(other))
+
+
+def lerp(input, end, weight) -> Tensor:
+    """``input + weight * (end - input)``; ``weight`` is a number or a tensor."""
+    if isinstance(weight, Tensor):
+        x, e, w = _promote_all(input, end, weight)
+        return LerpTensor.apply(x, e, w)
+    x, e = _m.promote(input, end)
+    return Lerp.apply(x, e, weight=weight)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    x, t1, t2 = _promote_all(input, tensor1, tensor2)
+    return Addcmul.apply(x, t1, t2, value=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2``."""
+    if _exact(tensor1) and _exact(tensor2):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    x, t1, t2 = _promote_all(input, tensor1, tensor2)
+    return Addcdiv.apply(x, t1, t2, value=value)
+
+
+def isinf(input) -> Tensor:
+    """True where an element is +inf or -inf (no gradient)."""
+    return Tensor._make(xp_of(input._data).isinf(input._data))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
+    """True where ``|input - other| <= atol + rtol * |other|`` element-wise (no gradient)."""
+    a, b = _m.promote(input, other)
+    da, db = getattr(a, "_data", a), getattr(b, "_data", b)
+    xp = xp_of(da if isinstance(a, Tensor) else db)
+    return Tensor._make(xp.asarray(xp.isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def _sigmoid(v):
+    from .activation import sigmoid as _tsigmoid
+
+    return _tsigmoid(v)
+
+
+def _array_sigmoid(v):
+    xp = xp_of(v)
+    return xp.exp(-xp.logaddexp(0, -v))
+
+
+_TENSOR_FNS = {"cos": cos, "sin": sin, "cosh": cosh, "sinh": sinh, "sqrt": _m.sqrt, "sigmoid": _sigmoid}
