@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..backend import xp_of
 from ..tensor import Tensor
-from . import activation, copy, elementwise, linalg, math, reduction, shape
+from . import activation, copy, elementwise, indexing, linalg, math, reduction, shape
 from .inplace import apply_inplace, arithmetic_inplace, setitem
 
 
@@ -138,6 +138,7 @@ _METHODS = {
 
 # the wider element-wise family: each function is also a method (softplus lives only in nn.functional)
 _METHODS.update({name: getattr(elementwise, name) for name in elementwise.__all__ if name != "softplus"})
+_METHODS.update({name: getattr(indexing, name) for name in indexing.__all__ if name != "einsum"})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
