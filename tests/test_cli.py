@@ -161,3 +161,11 @@ def test_digits_classification_config(tmp_path):
         assert "matplotlib" in result.stderr  # the plot is skipped with a message; training went on
     else:
         assert (tmp_path / "digits" / "curves.png").is_file()
+
+
+def test_graph_command_prints_the_tree_and_writes_dot(tmp_path):
+    result = trainkit("graph", CONFIG, "--set", f"output_dir={tmp_path}", "--format", "dot")
+    assert result.returncode == 0, result.stderr
+    assert "MseLossBackward0" in result.stdout and "AccumulateGrad" in result.stdout
+    assert "total saved" in result.stdout
+    assert (tmp_path / "regression" / "graph.dot").read_text().startswith("digraph")

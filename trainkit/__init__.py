@@ -196,4 +196,5 @@ from .autograd.ops.indexing import (  # noqa: E402
     triu,
 )
 from .layers.summary import summary  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .trainer import Trainer  # noqa: E402

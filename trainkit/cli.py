@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainkit", description="Train models described by a YAML config.")
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check}")
+    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph}")
     train = commands.add_parser("train", help="train the model a config describes")
     train.add_argument("config")
     train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -32,6 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", required=True)
     evaluate.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
     evaluate.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    graph = commands.add_parser("graph", help="draw the backward graph of the model's loss for one batch")
+    graph.add_argument("config")
+    graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"))
+    graph.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    graph.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     check = commands.add_parser("check", help="check a config without training")
     check.add_argument("config")
     check.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
@@ -94,6 +99,31 @@ def _check(args) -> int:
     return 0
 
 
+def _graph(args) -> int:
+    from trainkit import config as cfg
+    from trainkit.autograd.graph import graph
+    from trainkit.run import build
+
+    config = cfg.load(args.config, args.set)
+    config["trainer"]["verbose"] = False
+    run = build(config)
+    trainer = run.trainer
+    batch = next(iter(trainer._loader(run.dataset, None, run.fit_args["batch_size"], False)))
+    x, y = trainer._batch(batch)
+    loss = trainer.loss_fn(trainer.model(x), y)
+    g = graph(loss)
+    print(g.text())
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    target = run.run_dir / f"graph.{args.format}"
+    try:
+        written = g.render(target)
+    except RuntimeError as err:  # no Graphviz: the DOT file is still there
+        print(f"{err}", file=sys.stderr)
+        return 0
+    print(f"wrote {written}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``trainkit`` command.
 
@@ -107,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from trainkit.config import ConfigError
 
-    handler = {"train": _train, "evaluate": _evaluate, "check": _check}[args.command]
+    handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph}[args.command]
     try:
         return handler(args)
     except ConfigError as err:

@@ -10,6 +10,7 @@ from .engine import AccumulateGrad, Node, RemovableHandle
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .graph import Graph, graph
 from .tensor import Tensor
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Function",
     "FunctionCtx",
     "GradcheckError",
+    "Graph",
     "Node",
     "RemovableHandle",
     "Tensor",
@@ -28,6 +30,7 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "graph",
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",

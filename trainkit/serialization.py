@@ -1,0 +1,205 @@
+"""``save`` and ``load`` in the manner of ``torch.save`` / ``torch.load``, without pickle.
+
+What can be saved: tensors, NumPy arrays, numbers, strings, ``None`` and bools, in dicts (string or int keys),
+lists and tuples nested to any depth: state dicts of models, optimizers and schedulers, and your own bundles of
+them. The file is a checkpoint archive (see :mod:`trainkit.checkpoint`): arrays in a ``.npz`` plus one JSON
+document for the structure, written atomically. Loading reads only arrays and JSON, so a file can never run code.
+
+Anything else (a whole ``Module``, an arbitrary object) raises ``TypeError``: save ``model.state_dict()`` and load
+it into a freshly built model instead.
+
+>>> import io, trainkit
+>>> buffer = io.BytesIO()
+>>> save({"w": trainkit.ones(2), "step": (3, "adam")}, buffer)
+>>> _ = buffer.seek(0)
+>>> load(buffer)
+{'w': tensor([1., 1.]), 'step': (3, 'adam')}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from .autograd.backend import CPU, device, to_device
+from .autograd.tensor import Tensor
+from .checkpoint import _ARRAY, _META, _TENSOR
+
+__all__ = ["load", "save"]
+
+_TUPLE = "__tuple__"
+_ORDERED = "__ordered__"
+
+
+def _where(path: str) -> str:
+    return path or "the top level"
+
+
+def _encode(value, path: str, arrays: list):
+    """``value`` as JSON-ready data, its arrays appended to ``arrays`` and replaced by markers."""
+    if isinstance(value, Tensor):
+        arrays.append(np.asarray(to_device(value.detach()._data, CPU)))
+        out = {_TENSOR: len(arrays) - 1}
+        if value.requires_grad and value.is_leaf:
+            out["requires_grad"] = True
+        if _is_parameter(value):
+            out["parameter"] = True
+        return out
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError(f"cannot save a NumPy array of Python objects (at {_where(path)}): it needs pickle")
+        arrays.append(value)
+        return {_ARRAY: len(arrays) - 1}
+    if isinstance(value, dict):
+        items = {}
+        for key, item in value.items():
+            if isinstance(key, bool) or not isinstance(key, (str, int)):
+                raise TypeError(
+                    f"cannot save a dict key of type {type(key).__name__} ({key!r} at {_where(path)}): "
+                    "keys must be strings or ints"
+                )
+            items[("i:" if isinstance(key, int) else "s:") + str(key)] = _encode(item, f"{path}[{key!r}]", arrays)
+        return {_ORDERED: items} if isinstance(value, OrderedDict) else items
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return {_TUPLE: [_encode(item, f"{path}[{i}]", arrays) for i, item in enumerate(value)]}
+    if isinstance(value, list):
+        return [_encode(item, f"{path}[{i}]", arrays) for i, item in enumerate(value)]
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    hint = (
+        "save model.state_dict() instead, and load it with model.load_state_dict(trainkit.load(path))"
+        if hasattr(value, "state_dict")
+        else "save its state as tensors, arrays, numbers and strings in dicts and lists instead (for a model: "
+        "save model.state_dict())"
+    )
+    raise TypeError(f"cannot save an object of type {kind} (at {_where(path)}): {hint}")
+
+
+def _is_parameter(t: Tensor) -> bool:
+    from .layers.parameter import Parameter
+
+    return isinstance(t, Parameter)
+
+
+def _decode(value, arrays, dev):
+    if isinstance(value, dict):
+        if _TENSOR in value:
+            t = Tensor._make(np.array(arrays[f"a{value[_TENSOR]}"]))
+            if dev is not None and dev != CPU:
+                t = t.to(dev)
+            if value.get("parameter"):
+                from .layers.parameter import Parameter
+
+                return Parameter(t, requires_grad=bool(value.get("requires_grad", False)))
+            if value.get("requires_grad"):
+                t.requires_grad_(True)
+            return t
+        if _ARRAY in value:
+            return np.array(arrays[f"a{value[_ARRAY]}"])
+        if _TUPLE in value:
+            return tuple(_decode(v, arrays, dev) for v in value[_TUPLE])
+        if _ORDERED in value:
+            return OrderedDict(_decode_items(value[_ORDERED], arrays, dev))
+        return dict(_decode_items(value, arrays, dev))
+    if isinstance(value, list):
+        return [_decode(v, arrays, dev) for v in value]
+    return value
+
+
+def _decode_items(items: dict, arrays, dev):
+    for k, v in items.items():
+        yield (int(k[2:]) if k.startswith("i:") else k[2:]), _decode(v, arrays, dev)
+
+
+def _write(f, meta, arrays) -> None:
+    np.savez(f, **{_META: np.array(json.dumps(meta))}, **{f"a{i}": a for i, a in enumerate(arrays)})
+
+
+def save(obj, f) -> None:
+    """Save ``obj`` (a state dict, or nested dicts/lists/tuples of tensors, arrays, numbers and strings) to ``f``.
+
+    ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object.
+    Tensors are saved with their values and dtype (from any device), and whether a leaf requires grad.
+
+    >>> import tempfile, trainkit
+    >>> model = trainkit.nn.Linear(3, 2)
+    >>> path = Path(tempfile.mkdtemp()) / "model.pt"
+    >>> save(model.state_dict(), path)
+    >>> model.load_state_dict(load(path))
+    IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+    >>> save(model, path)
+    Traceback (most recent call last):
+    ...
+    TypeError: cannot save an object of type trainkit.layers.linear.Linear (at the top level): save ...
+    """
+    arrays: list = []
+    meta = _encode(obj, "", arrays)
+    if hasattr(f, "write"):
+        _write(f, meta, arrays)
+        return
+    path = Path(f)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _write(out, meta, arrays)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(f, weights_only: bool = True, map_location=None):
+    """Load what ``save`` (or :func:`trainkit.checkpoint.save`) wrote to ``f``, a path or a binary file object.
+
+    Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
+    ``"cpu"`` or ``"cuda:0"``) when given. Nothing is unpickled, so ``weights_only=True`` is the only mode:
+    ``weights_only=False`` raises ``ValueError``.
+
+    >>> import io, trainkit
+    >>> buffer = io.BytesIO()
+    >>> save([trainkit.arange(3), {"lr": 0.1}], buffer)
+    >>> _ = buffer.seek(0)
+    >>> load(buffer, map_location="cpu")
+    [tensor([0, 1, 2]), {'lr': 0.1}]
+    """
+    if weights_only is not True:
+        raise ValueError(
+            "trainkit.load does not support weights_only=False: it never loads pickled objects, since unpickling "
+            "can run arbitrary code. Files hold only tensors, arrays, numbers, strings, dicts, lists and tuples; "
+            "call load(f) (weights_only=True) and rebuild other objects from their state dicts."
+        )
+    dev = None
+    if map_location is not None:
+        if not isinstance(map_location, (str, device)):
+            raise TypeError(
+                f"map_location must be a device or a string such as 'cpu' or 'cuda:0', got "
+                f"{type(map_location).__name__}"
+            )
+        dev = device(map_location) if isinstance(map_location, str) else map_location
+    if not hasattr(f, "read"):
+        path = Path(f)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+    try:
+        archive = np.load(f, allow_pickle=False)
+    except ValueError as err:
+        raise ValueError(f"{f} is not a file written by trainkit.save ({err})") from err
+    if not hasattr(archive, "files"):
+        raise ValueError(f"{f} is not a file written by trainkit.save (it holds a single array)")
+    with archive:
+        if _META not in archive.files:
+            raise ValueError(f"{f} is not a file written by trainkit.save (no {_META} entry)")
+        meta = json.loads(str(archive[_META]))
+        arrays = {name: archive[name] for name in archive.files if name != _META}
+    return _decode(meta, arrays, dev)
