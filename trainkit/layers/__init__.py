@@ -5,7 +5,7 @@ from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tan
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 from .dropout import Dropout
-from .linear import Flatten, Identity, Linear
+from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -26,5 +26,6 @@ __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Buffer",
     "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "HuberLoss", "Identity", "L1Loss",
     "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss",
-    "Parameter", "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "functional", "init", "summary",
+    "Parameter", "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Unflatten", "functional", "init",
+    "summary",
 ]

@@ -63,6 +63,28 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Unflatten(Module):
+    """Split dimension ``dim`` into ``unflattened_size``: the inverse of Flatten.
+
+    >>> import trainkit
+    >>> Unflatten(1, (2, 3))(trainkit.ones(4, 6)).shape
+    trainkit.Size([4, 2, 3])
+    """
+
+    def __init__(self, dim: int, unflattened_size: tuple) -> None:
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, input: Tensor) -> Tensor:
+        d = input._dim(self.dim)
+        shape = tuple(input.shape)
+        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1 :])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 class Flatten(Module):
     """Merge dimensions ``start_dim`` .. ``end_dim`` into one (by default all but the batch dimension).
 

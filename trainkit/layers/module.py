@@ -336,6 +336,9 @@ class Module:
     def double(self) -> Module:
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
+    def half(self) -> Module:
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
     # ----------------------------------------------------------------------------------------------------- state
     def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name (detached, sharing storage, unless ``keep_vars``)."""
