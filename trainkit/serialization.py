@@ -2,7 +2,7 @@
 
 What can be saved: tensors, NumPy arrays, numbers, strings, ``None`` and bools, in dicts (string or int keys),
 lists and tuples nested to any depth: state dicts of models, optimizers and schedulers, and your own bundles of
-them. The file is a checkpoint archive (see :mod:`trainkit.checkpoint`): arrays in a ``.npz`` plus one JSON
+them. The file is an archive (also used by :mod:`trainkit.checkpoint`): arrays in a ``.npz`` plus one JSON
 document for the structure, written atomically. Loading reads only arrays and JSON, so a file can never run code.
 
 Anything else (a whole ``Module``, an arbitrary object) raises ``TypeError``: save ``model.state_dict()`` and load
@@ -28,10 +28,13 @@ import numpy as np
 
 from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
-from .checkpoint import _ARRAY, _META, _TENSOR
 
 __all__ = ["load", "save"]
 
+# Markers in the JSON document where a value is not plain JSON.
+_META = "__meta__"  # the archive entry holding the JSON document
+_ARRAY = "__array__"
+_TENSOR = "__tensor__"
 _TUPLE = "__tuple__"
 _ORDERED = "__ordered__"
 
@@ -160,7 +163,7 @@ def save(obj, f) -> None:
 
 
 def load(f, weights_only: bool = True, map_location=None):
-    """Load what ``save`` (or :func:`trainkit.checkpoint.save`) wrote to ``f``, a path or a binary file object.
+    """Load what ``save`` wrote to ``f``, a path or a binary file object.
 
     Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
     ``"cpu"`` or ``"cuda:0"``) when given. Nothing is unpickled, so ``weights_only=True`` is the only mode:
