@@ -55,8 +55,10 @@ def _train(args) -> int:
         return 0
     keep_freed_memory()  # this process is ours: keep freed blocks for reuse (about 2x faster steps)
     run = build(config)
-    run.run_dir.mkdir(parents=True, exist_ok=True)
-    (run.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.saved_form(config), sort_keys=False))
+    lead = run.trainer.rank == 0  # in data-parallel runs, only rank 0 writes and prints
+    if lead:
+        run.run_dir.mkdir(parents=True, exist_ok=True)
+        (run.run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.saved_form(config), sort_keys=False))
     resume = None
     if args.resume:
         resume = Path(args.resume) / "checkpoints" / "last.npz"
@@ -65,9 +67,13 @@ def _train(args) -> int:
     try:
         history = run.trainer.fit(run.dataset, resume_from=resume, **run.fit_args)
     except KeyboardInterrupt:
-        saved = run.trainer.save_checkpoint(run.run_dir / "checkpoints" / "interrupted.npz")
-        print(f"\ninterrupted: saved {saved}; the last finished epoch is in checkpoints/last.npz", file=sys.stderr)
+        if lead:
+            saved = run.trainer.save_checkpoint(run.run_dir / "checkpoints" / "interrupted.npz")
+            print(f"\ninterrupted: saved {saved}; the last finished epoch is in checkpoints/last.npz",
+                  file=sys.stderr)
         return 130
+    if not lead:
+        return 0
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
     shown = ", ".join(f"{k} {v:.6g}" for k, v in final.items() if isinstance(v, float))
     print(f"done: {len(history.history.get('loss', []))} epochs, {shown}; run folder {run.run_dir}")
@@ -83,6 +89,8 @@ def _evaluate(args) -> int:
     run = build(config)
     run.trainer.load_checkpoint(args.checkpoint)
     results = run.trainer.evaluate(run.dataset, batch_size=run.fit_args["batch_size"])
+    if run.trainer.rank:
+        return 0
     print(", ".join(f"{k} {v:.6g}" for k, v in results.items()))
     return 0
 
@@ -140,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph}[args.command]
     try:
         return handler(args)
-    except ConfigError as err:
-        print(f"trainkit: config error: {err}", file=sys.stderr)
+    except ConfigError as err:  # the same on every rank of a data-parallel run: one message is enough
+        if _rank() == 0:
+            print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
@@ -149,8 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001  (one line for users; --debug shows everything)
         if args.debug:
             raise
+        if _world_size() > 1:  # the other ranks may be waiting for this one in a collective
+            from trainkit.distributed import world
+
+            world().abort(f"error: {type(err).__name__}: {err}")
         print(f"trainkit: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
+
+
+def _rank() -> int:
+    from trainkit.distributed import comm
+
+    return comm._world.rank if comm._world is not None else 0
+
+
+def _world_size() -> int:
+    from trainkit.distributed import comm
+
+    return comm._world.size if comm._world is not None else 1
 
 
 if __name__ == "__main__":

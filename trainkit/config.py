@@ -37,12 +37,14 @@ SCHEMA: dict = {
     "metrics": (list,),
     "trainer": {
         "epochs": (int,), "batch_size": (int,), "device": (str,), "seed": (int,), "grad_clip_norm": (int, float),
-        "accumulate_steps": (int,), "shuffle": (bool,), "verbose": (bool,),
+        "accumulate_steps": (int,), "shuffle": (bool,), "verbose": (bool,), "strategy": (str,),
+        "bucket_cap_mb": (int, float),
     },
     "freeze": (list,),
     "callbacks": (list,),
 }
 
+STRATEGIES = ("auto", "ddp", "single_device")
 DATA_KINDS = ("regression_curve", "npz", "csv", "class_path")
 OPTIMIZERS = ("SGD", "Adam", "AdamW", "RMSprop")
 SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "ReduceLROnPlateau")
@@ -132,6 +134,11 @@ def load(path: str | Path, overrides: list[str] = ()) -> dict:
     for key, low in (("epochs", 1), ("batch_size", 1), ("accumulate_steps", 1)):
         if key in trainer and trainer[key] < low:
             raise ConfigError(f"{file}: 'trainer.{key}' must be at least {low}, got {trainer[key]}")
+    if trainer.get("strategy", "auto") not in STRATEGIES:
+        raise ConfigError(f"{file}: 'trainer.strategy' must be one of {', '.join(STRATEGIES)}, "
+                          f"got {trainer['strategy']!r}")
+    if "bucket_cap_mb" in trainer and trainer["bucket_cap_mb"] <= 0:
+        raise ConfigError(f"{file}: 'trainer.bucket_cap_mb' must be positive, got {trainer['bucket_cap_mb']}")
     if "scheduler" in config and config["scheduler"].get("name") not in SCHEDULERS:
         raise ConfigError(f"{file}: 'scheduler.name' must be one of {', '.join(SCHEDULERS)}")
     for i, cb in enumerate(config.get("callbacks", [])):

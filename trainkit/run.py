@@ -130,7 +130,8 @@ def build(config: dict) -> Run:
         trainer = Trainer(model, optimizer, loss, config.get("metrics", []), callbacks, device=device, seed=seed,
                           scheduler=scheduler, grad_clip_norm=settings.get("grad_clip_norm"),
                           accumulate_steps=settings.get("accumulate_steps", 1), freeze=config.get("freeze", []),
-                          run_dir=run_dir, verbose=verbose)
+                          run_dir=run_dir, verbose=verbose, strategy=settings.get("strategy", "auto"),
+                          bucket_cap_mb=settings.get("bucket_cap_mb", 25.0))
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
     fit_args = {"epochs": settings.get("epochs", 1), "batch_size": settings.get("batch_size", 32),

@@ -3,6 +3,11 @@
 One optimizer step is: forward, loss, ``backward`` (scaled by ``1 / accumulate_steps``), the ``on_after_backward``
 hooks, clipping, ``on_before_optimizer_step``, ``optimizer.step()``, ``zero_grad``. Evaluation and prediction run
 under ``no_grad`` with the model in eval mode, and put it back as it was.
+
+With ``strategy="ddp"`` (the default ``"auto"`` picks it when an MPI launcher started several processes), each
+rank starts from rank 0's weights, trains on its share of every batch, and averages the gradients over the ranks
+before each step (``trainkit.distributed``); losses and metrics are reduced over the ranks before anyone sees them,
+and only rank 0 prints, writes checkpoints and runs the ``rank_zero_only`` callbacks.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from .autograd import grad_mode
 from .autograd.random import Generator, default_generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.history import History
+from .distributed import GradientReducer, ReduceOp, ShardedBatchSampler, broadcast_tensors, launched_size, world
 from .layers import loss as losses
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
@@ -58,9 +64,18 @@ class Trainer:
 
     def __init__(self, model: Module, optimizer=None, loss="mse", metrics=(), callbacks=(), *, device="cpu",
                  seed: int | None = None, scheduler=None, grad_clip_norm: float | None = None,
-                 accumulate_steps: int = 1, freeze=(), run_dir: str | Path | None = None, verbose: bool = True):
+                 accumulate_steps: int = 1, freeze=(), run_dir: str | Path | None = None, verbose: bool = True,
+                 strategy: str = "auto", bucket_cap_mb: float = 25.0):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
+        if strategy not in ("auto", "ddp", "single_device"):
+            raise ValueError(f"strategy must be 'auto', 'ddp' or 'single_device', got {strategy!r}")
+        if strategy == "auto":
+            strategy = "ddp" if launched_size() > 1 else "single_device"
+        self.strategy = strategy
+        self.world = world() if strategy == "ddp" else None
+        self.rank = self.world.rank if self.world is not None else 0
+        self.world_size = self.world.size if self.world is not None else 1
         if seed is not None:
             manual_seed(seed)
         self.seed = seed
@@ -83,7 +98,7 @@ class Trainer:
         self.grad_clip_norm = grad_clip_norm
         self.accumulate_steps = accumulate_steps
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        self.verbose = verbose
+        self.verbose = verbose and self.rank == 0
         self.stop_training = False
         self.epoch = 0
         self.global_step = 0
@@ -91,25 +106,47 @@ class Trainer:
         self.epochs = 0
         self._epoch_logs: dict | None = None
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
+        self.reducer = None
+        self._rank_rng_states: list | None = None
+        if self.world_size > 1:
+            broadcast_tensors(list(self.model.parameters()) + [b for b in self.model.buffers() if b is not None])
+            # every rank draws its own dropout masks; rank 0 keeps the stream a single process would have
+            if self.rank:
+                manual_seed((default_generator.initial_seed() if seed is None else seed) + self.rank)
+            self.reducer = GradientReducer(self.model.parameters(), bucket_cap_mb, self.world)
         from .callbacks.base import CallbackList
 
+        if self.rank:
+            callbacks = [cb for cb in callbacks if not getattr(cb, "rank_zero_only", False)]
         self.callbacks = CallbackList(list(callbacks))
         self.callbacks.set_trainer(self)
 
     # ----------------------------------------------------------------------------------------------------- data
-    def _loader(self, data, y, batch_size: int, shuffle: bool):
-        """A loader from a DataLoader (as is), a Dataset, or tensors/arrays ``x`` (and ``y``)."""
+    def _loader(self, data, y, batch_size: int, shuffle: bool, shard: bool = True):
+        """A loader from a DataLoader (as is), a Dataset, or tensors/arrays ``x`` (and ``y``); in data-parallel
+        training (and with ``shard``), one that yields this rank's share of each of its batches."""
         from .data import DataLoader, Dataset, TensorDataset
 
         if isinstance(data, DataLoader):
-            return data
-        if isinstance(data, Dataset):
-            return DataLoader(data, batch_size=batch_size, shuffle=shuffle, generator=self.loader_generator)
-        if data is None:
+            loader = data
+        elif isinstance(data, Dataset):
+            loader = DataLoader(data, batch_size=batch_size, shuffle=shuffle, generator=self.loader_generator)
+        elif data is None:
             raise ValueError("no data: pass a DataLoader, a Dataset, or x and y")
-        tensors = [t if isinstance(t, Tensor) else Tensor._make(np.asarray(t)) for t in (data, y) if t is not None]
-        return DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle,
-                          generator=self.loader_generator)
+        else:
+            tensors = [t if isinstance(t, Tensor) else Tensor._make(np.asarray(t)) for t in (data, y)
+                       if t is not None]
+            loader = DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle,
+                                generator=self.loader_generator)
+        if not shard or self.world_size == 1:
+            return loader
+        if loader.batch_sampler is None:
+            raise ValueError("data-parallel training needs batches: give the DataLoader a batch_size")
+        from .data.dataloader import default_collate
+
+        return DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
+                                                                            self.world_size),
+                          collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)
 
     def _batch(self, batch):
         """(inputs, target) on the trainer's device; a batch without a target gives target None."""
@@ -160,11 +197,13 @@ class Trainer:
                     logs.update(val_logs)
                 logs["lr"] = self.optimizer.param_groups[0]["lr"]
                 self._step_scheduler(logs)
+                if self.world_size > 1:  # every rank's random stream, for a resume that repeats this run
+                    self._rank_rng_states = self.world.gather_object(default_generator.get_state())
                 self._epoch_logs = logs  # checkpoints written by callbacks now must include this epoch
                 self.callbacks.on_epoch_end(epoch, logs)
                 self._epoch_logs = None
                 _append(self.history, logs)
-                if self.run_dir is not None and math.isfinite(logs["loss"]):
+                if self.run_dir is not None and self.rank == 0 and math.isfinite(logs["loss"]):
                     # the resume point; after a non-finite epoch the last good one stays
                     self.save_checkpoint(self.run_dir / "checkpoints" / "last.npz")
                 if self.stop_training:
@@ -172,6 +211,9 @@ class Trainer:
             self.callbacks.on_train_end(logs)
         except BaseException as exc:
             self.callbacks.on_exception(exc)
+            if self.world_size > 1 and not isinstance(exc, KeyboardInterrupt):
+                # the other ranks may be waiting in a collective for this one: end them all rather than hang
+                self.world.abort(f"training failed with {type(exc).__name__}: {exc}")
             raise
         result = History()
         result.history = self.history
@@ -192,34 +234,83 @@ class Trainer:
             m.reset()
         total, count = 0.0, 0
         n_batches = len(loader) if hasattr(loader, "__len__") else None
+        sharded = self.world_size > 1
         self.optimizer.zero_grad()
         for index, batch in enumerate(loader):
             x, y = self._batch(batch)
+            size = len(x) if isinstance(x, Tensor) and x.ndim else 1
+            if sharded:
+                if index == 0:
+                    self._check_same_batches(loader.batch_sampler)
+                size, global_size = loader.batch_sampler.last_sizes
             self.callbacks.on_train_batch_begin(index, {})
-            output = self.model(x)
-            loss = self.loss_fn(output, y)
-            (loss / self.accumulate_steps if self.accumulate_steps > 1 else loss).backward()
-            self.callbacks.on_after_backward()
+            value = 0.0
+            if size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
+                output = self.model(x)
+                loss = self.loss_fn(output, y)
+                scaled = loss / self.accumulate_steps if self.accumulate_steps > 1 else loss
+                if sharded and size * self.world_size != global_size:
+                    scaled = scaled * (size * self.world_size / global_size)  # unequal shares: weigh by share
+                scaled.backward()
+                value = loss.item()
             last = n_batches is not None and index + 1 == n_batches
-            if (index + 1) % self.accumulate_steps == 0 or last:
+            step_now = (index + 1) % self.accumulate_steps == 0 or last
+            if step_now and self.reducer is not None:
+                self.reducer.reduce()
+            self.callbacks.on_after_backward()
+            if step_now:
                 if self.grad_clip_norm is not None:
                     clip_grad_norm_([p for p in self.model.parameters() if p.grad is not None], self.grad_clip_norm)
                 self.callbacks.on_before_optimizer_step(self.optimizer)
                 self.optimizer.step()
                 self.optimizer.zero_grad()
                 self.global_step += 1
-            value = loss.item()
-            size = len(x) if isinstance(x, Tensor) and x.ndim else 1
+            if size:
+                for m in self.metrics:
+                    m.update(output, y)
+            value, size = self._batch_loss(value, size)
             total += value * size
             count += size
-            for m in self.metrics:
-                m.update(output, y)
             self.callbacks.on_train_batch_end(index, {"loss": value, "step": self.global_step})
-            if self.stop_training:
+            if self._agree_to_stop():
                 break
+        self._reduce_metrics(self.metrics)
         logs = {"loss": total / count if count else math.nan}
         logs.update({m.name: m.compute() for m in self.metrics})
         return logs
+
+    # -------------------------------------------------------------------------------------- data-parallel
+    def _batch_loss(self, value: float, size: int) -> tuple[float, int]:
+        """The mean loss over the whole batch and its size (this rank's own without data parallelism)."""
+        if self.world_size == 1:
+            return value, size
+        sums = self.world.allreduce(np.array([value * size, size], dtype=np.float64))
+        return (float(sums[0] / sums[1]) if sums[1] else 0.0), int(sums[1])
+
+    def _agree_to_stop(self) -> bool:
+        """Whether any rank asked to stop; all ranks then stop together rather than leave others waiting."""
+        if self.world_size > 1:
+            self.stop_training = bool(self.world.allreduce(np.array([self.stop_training], np.int32),
+                                                           ReduceOp.MAX)[0])
+        return self.stop_training
+
+    def _reduce_metrics(self, metrics: list[Metric]) -> None:
+        """Sum every metric's running total and count over the ranks, so that ``compute()`` covers all data."""
+        if self.world_size == 1 or not metrics:
+            return
+        sums = self.world.allreduce(np.array([v for m in metrics for v in (m.total, m.count)], np.float64))
+        for i, m in enumerate(metrics):
+            m.total, m.count = float(sums[2 * i]), int(sums[2 * i + 1])
+
+    def _check_same_batches(self, sampler: ShardedBatchSampler) -> None:
+        """Fail at once if the ranks drew different global batches (each would then train on data of its own)."""
+        first = sampler.first_batch or []
+        mark = float(sum((i + 1) * (k + 1) for k, i in enumerate(first)))
+        marks = self.world.allreduce(np.array([mark, -mark]), ReduceOp.MAX)
+        if marks[0] != -marks[1]:
+            raise RuntimeError("the ranks drew different batches: give the DataLoader a generator seeded alike on "
+                               "every rank (trainkit.Generator().manual_seed(seed)), or pass a Dataset and let "
+                               "the Trainer make the loader")
 
     def _step_scheduler(self, logs: dict) -> None:
         if self.scheduler is None:
@@ -243,8 +334,12 @@ class Trainer:
             with grad_mode.no_grad():
                 for batch in loader:
                     inputs, target = self._batch(batch)
-                    output = self.model(inputs)
                     size = len(inputs) if isinstance(inputs, Tensor) and inputs.ndim else 1
+                    if self.world_size > 1:
+                        size = loader.batch_sampler.last_sizes[0]
+                    if not size:
+                        continue
+                    output = self.model(inputs)
                     total += self.loss_fn(output, target).item() * size
                     count += size
                     for m in metrics:
@@ -252,6 +347,10 @@ class Trainer:
         finally:
             for module, mode in was_training:
                 object.__setattr__(module, "training", mode)
+        if self.world_size > 1:
+            sums = self.world.allreduce(np.array([total, count], np.float64))
+            total, count = float(sums[0]), int(sums[1])
+            self._reduce_metrics(metrics)
         logs = {"loss": total / count if count else math.nan}
         logs.update({m.name: m.compute() for m in metrics})
         return logs
@@ -260,7 +359,7 @@ class Trainer:
         """The model's outputs for ``x`` (a tensor, array, dataset or loader), concatenated, without graphs."""
         from .autograd.ops.shape import cat
 
-        loader = self._loader(x, None, batch_size, False)
+        loader = self._loader(x, None, batch_size, False, shard=False)  # every rank predicts everything
         outputs = []
         was_training = [(m, m.training) for m in self.model.modules()]
         self.model.eval()
@@ -281,7 +380,9 @@ class Trainer:
             "model": dict(self.model.state_dict()),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
-            "rng": {"global": default_generator.get_state(), "loader": self.loader_generator.get_state()},
+            "rng": {"global": default_generator.get_state(), "loader": self.loader_generator.get_state(),
+                    "ranks": self._rank_rng_states or [default_generator.get_state()]},
+            "world_size": self.world_size,
             "callbacks": self.callbacks.state_dict(),
             "epoch": self.epoch,
             "global_step": self.global_step,
@@ -296,11 +397,16 @@ class Trainer:
     def load_checkpoint(self, path: str | Path) -> int:
         """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written after."""
         state = ckpt.load(path)
+        saved_size = int(state.get("world_size", 1))
+        if saved_size != self.world_size:
+            raise RuntimeError(f"{path}: written by a run of {saved_size} process(es); resume it with the same "
+                               f"number (this run has {self.world_size})")
         self.model.load_state_dict({k: v.to(self.device) for k, v in state["model"].items()})
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state.get("scheduler") is not None:
             self.scheduler.load_state_dict(state["scheduler"])
-        default_generator.set_state(state["rng"]["global"])
+        ranks = state["rng"].get("ranks")
+        default_generator.set_state(ranks[self.rank] if ranks and len(ranks) > self.rank else state["rng"]["global"])
         self.loader_generator.set_state(state["rng"]["loader"])
         self.callbacks.load_state_dict(state.get("callbacks", []))
         self.global_step = int(state["global_step"])

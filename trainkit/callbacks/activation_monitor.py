@@ -46,6 +46,8 @@ class ActivationGradientMonitor(Callback):
     >>> monitor.on_train_end()
     """
 
+    rank_zero_only = True
+
     def __init__(self, layers: Iterable[str], log_every: int = 1, verbose: bool = True) -> None:
         super().__init__()
         self.layers = list(layers)

@@ -34,6 +34,10 @@ class Callback:
     next (``RECORD``), and those that write checkpoints last (``CHECKPOINT``), so that a checkpoint holds every
     other callback's state after the epoch and the recorders see every key.
 
+    In data-parallel training every rank runs the callbacks, with the same (reduced) logs, except those with
+    ``rank_zero_only = True`` (those that print, write files or watch this process's own gradients), which run
+    on rank 0 alone.
+
     >>> class PrintLoss(Callback):
     ...     def on_epoch_end(self, epoch, logs=None):
     ...         print(f"epoch {epoch}: {logs['loss']:.3f}")
@@ -44,6 +48,7 @@ class Callback:
     RECORD = 10
     CHECKPOINT = 20
     order: int = 0
+    rank_zero_only: bool = False
     trainer: Any = None  # on the class too, for subclasses whose __init__ does not call super().__init__()
 
     def __init__(self) -> None:

@@ -39,6 +39,8 @@ class ModelCheckpoint(Callback):
     (['best.npz', 'last.npz', 'best.npz', 'last.npz', 'last.npz'], 0.8, 1)
     """
 
+    rank_zero_only = True
+
     order = Callback.CHECKPOINT
 
     def __init__(

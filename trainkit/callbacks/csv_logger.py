@@ -41,6 +41,8 @@ class CSVLogger(Callback):
     1,0.5,0.7
     """
 
+    rank_zero_only = True
+
     order = Callback.RECORD
 
     def __init__(self, filename: str | os.PathLike, append: bool = False) -> None:

@@ -57,6 +57,8 @@ class GradientMonitor(Callback):
     0
     """
 
+    rank_zero_only = True
+
     def __init__(
         self, log_every: int = 1, vanishing: float = 1e-7, exploding: float = 1e3, file: TextIO | None = None
     ) -> None:

@@ -43,6 +43,8 @@ class PlotCallback(Callback):
     [('loss', ['loss', 'val_loss'])]
     """
 
+    rank_zero_only = True
+
     order = Callback.RECORD
 
     def __init__(self, filename: str | os.PathLike = "curves.png") -> None:

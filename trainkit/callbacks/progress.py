@@ -38,6 +38,8 @@ class ProgressBar(Callback):
     ('Epoch 1', ['loss: 0.5', 'val_loss: 0.625\\n'])
     """
 
+    rank_zero_only = True
+
     order = Callback.RECORD
 
     def __init__(self, file: TextIO | None = None) -> None:

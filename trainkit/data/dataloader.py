@@ -184,7 +184,10 @@ class DataLoader:
     """Iterate over ``dataset`` in batches; with ``shuffle=True`` the order is new on every pass.
 
     Batches of a ``TensorDataset`` (also behind ``random_split``'s subsets) are cut from the whole tensors with
-    one index array, rather than stacked sample by sample.
+    one index array, rather than stacked sample by sample. ``batch_sampler`` replaces batch_size, shuffle, sampler
+    and drop_last with a source of index lists. ``num_workers``, ``pin_memory`` and the other worker options are
+    accepted (and checked as torch checks them) so that torch code ports unchanged, but batches are always loaded
+    in the calling process.
 
     >>> import trainkit
     >>> ds = TensorDataset(trainkit.arange(5.0).unsqueeze(1), trainkit.arange(5))
@@ -193,13 +196,30 @@ class DataLoader:
     (3, [[0, 1], [2, 3], [4]])
     """
 
-    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False, drop_last: bool = False,
-                 generator: Generator | None = None, collate_fn: Callable[[list], Any] | None = None,
-                 sampler: Iterable[int] | None = None):
+    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler: Iterable[int] | None = None, batch_sampler: Iterable[list[int]] | None = None,
+                 num_workers: int = 0, collate_fn: Callable[[list], Any] | None = None, pin_memory: bool = False,
+                 drop_last: bool = False, timeout: float = 0, worker_init_fn: Callable | None = None,
+                 multiprocessing_context=None, generator: Generator | None = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False, pin_memory_device: str = "",
+                 in_order: bool = True):
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_size is None and drop_last:
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                                 "drop_last")
+            batch_size = None
+        elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                             "multiprocessing.")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers == 0 and persistent_workers:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         if sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         self.dataset = dataset
@@ -207,7 +227,17 @@ class DataLoader:
         self.drop_last = drop_last
         self.generator = generator
         self.sampler = sampler
-        self.batch_sampler = None if batch_size is None else BatchSampler(sampler, batch_size, drop_last)
+        # Samples are loaded in this process whatever num_workers says: NumPy slicing of in-memory data is faster
+        # than shipping batches between processes. The options are kept so that torch code ports unchanged.
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        if batch_sampler is None and batch_size is not None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
         self._fast = _tensors_behind(dataset) if collate_fn is None else None
 

@@ -1,0 +1,174 @@
+"""The group of processes a job runs as: rank, size and the collectives, over MPI (mpi4py) or alone.
+
+A process started by ``mpiexec`` (or ``srun``) finds its launcher's variables in the environment and joins the MPI
+world; anything else is a world of one, where every collective returns its input and mpi4py is never imported.
+Arrays go through MPI from host memory; CuPy arrays go through NCCL when CuPy has it, else through the host.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+
+import numpy as np
+
+from ..autograd.backend import xp_of
+
+# what MPICH's hydra, Open MPI, PMIx and Slurm set in each process they start
+_LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS", "MPI_LOCALNRANKS")
+
+
+class ReduceOp(Enum):
+    """How ``all_reduce`` combines the ranks' values (``trainkit.distributed.ReduceOp.SUM``, as in torch)."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PRODUCT = "prod"
+
+
+def launched_size() -> int:
+    """The number of processes the launcher started, from its environment; 1 when there is no launcher.
+
+    >>> launched_size() >= 1
+    True
+    """
+    for name in _LAUNCHER_SIZE_VARIABLES:
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+class World:
+    """The processes of one job. ``World()`` joins MPI's world when a launcher started more than one process.
+
+    >>> w = World()
+    >>> w.rank, w.size, w.allreduce(np.ones(2)).tolist()
+    (0, 1, [1.0, 1.0])
+    """
+
+    def __init__(self) -> None:
+        self.comm = None
+        self.rank, self.size = 0, 1
+        self._nccl = None
+        if launched_size() > 1:
+            try:
+                from mpi4py import MPI
+            except ImportError:
+                raise RuntimeError(
+                    f"this process was started by an MPI launcher with {launched_size()} processes, but mpi4py is "
+                    "not installed: pip install 'trainkit[distributed]'") from None
+            self._mpi = MPI
+            self.comm = MPI.COMM_WORLD
+            self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def __repr__(self) -> str:
+        return f"World(rank={self.rank}, size={self.size}, backend={'mpi' if self.comm is not None else 'none'})"
+
+    # ----------------------------------------------------------------------------------------- collectives
+    def allreduce(self, array, op: ReduceOp = ReduceOp.SUM):
+        """Combine ``array`` (NumPy or CuPy, contiguous) over all ranks, in place; returns it."""
+        if self.comm is None:
+            return array
+        if xp_of(array) is not np:
+            return self._allreduce_device(array, op)
+        self.comm.Allreduce(self._mpi.IN_PLACE, array, op=self._mpi_op(op))
+        return array
+
+    def broadcast(self, array, src: int = 0):
+        """Overwrite ``array`` on every rank with rank ``src``'s, in place; returns it."""
+        if self.comm is None:
+            return array
+        if xp_of(array) is not np:
+            nccl = self._nccl_comm()
+            if nccl is not None:
+                nccl.bcast(array.data.ptr, array.size, _nccl_dtype(array.dtype), src,
+                           xp_of(array).cuda.get_current_stream().ptr)
+                return array
+            host = array.get()
+            self.comm.Bcast(host, root=src)
+            array.set(host)
+            return array
+        self.comm.Bcast(array, root=src)
+        return array
+
+    def broadcast_object(self, obj, src: int = 0):
+        """Rank ``src``'s ``obj`` on every rank (pickled by mpi4py: for small, trusted values only)."""
+        return obj if self.comm is None else self.comm.bcast(obj, root=src)
+
+    def gather_object(self, obj, dst: int = 0) -> list | None:
+        """Every rank's ``obj`` as a list on rank ``dst`` (None elsewhere)."""
+        return [obj] if self.comm is None else self.comm.gather(obj, root=dst)
+
+    def barrier(self) -> None:
+        """Wait until every rank gets here."""
+        if self.comm is not None:
+            self.comm.Barrier()
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """Print ``message`` and end every rank of the job: the others may be waiting in a collective forever."""
+        print(f"trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} ranks",
+              file=sys.stderr, flush=True)
+        if self.comm is not None:
+            self.comm.Abort(code)
+        raise SystemExit(code)
+
+    # ------------------------------------------------------------------------------------------- internals
+    def _mpi_op(self, op: ReduceOp):
+        return {ReduceOp.SUM: self._mpi.SUM, ReduceOp.MAX: self._mpi.MAX, ReduceOp.MIN: self._mpi.MIN,
+                ReduceOp.PRODUCT: self._mpi.PROD}[op]
+
+    def _allreduce_device(self, array, op: ReduceOp):
+        nccl = self._nccl_comm()
+        if nccl is not None:
+            from cupy.cuda import nccl as nccl_module
+
+            ops = {ReduceOp.SUM: nccl_module.NCCL_SUM, ReduceOp.MAX: nccl_module.NCCL_MAX,
+                   ReduceOp.MIN: nccl_module.NCCL_MIN, ReduceOp.PRODUCT: nccl_module.NCCL_PROD}
+            stream = xp_of(array).cuda.get_current_stream().ptr
+            nccl.allReduce(array.data.ptr, array.data.ptr, array.size, _nccl_dtype(array.dtype), ops[op], stream)
+            return array
+        host = array.get()  # no NCCL: through host memory
+        self.comm.Allreduce(self._mpi.IN_PLACE, host, op=self._mpi_op(op))
+        array.set(host)
+        return array
+
+    def _nccl_comm(self):
+        """A NCCL communicator over the same ranks (made on first use), or None when CuPy has no NCCL."""
+        if self._nccl is None:
+            try:
+                from cupy.cuda import nccl
+            except ImportError:
+                self._nccl = False
+                return None
+            if not getattr(nccl, "available", True):
+                self._nccl = False
+                return None
+            uid = self.comm.bcast(nccl.get_unique_id() if self.rank == 0 else None, root=0)
+            self._nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+        return self._nccl or None
+
+
+def _nccl_dtype(dtype):
+    from cupy.cuda import nccl
+
+    return {np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
+            np.dtype(np.float16): nccl.NCCL_FLOAT16, np.dtype(np.int64): nccl.NCCL_INT64,
+            np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(dtype)]
+
+
+_world: World | None = None
+
+
+def world() -> World:
+    """This process's ``World``, made on first use (``init_process_group`` makes it explicitly).
+
+    >>> world().size >= 1
+    True
+    """
+    global _world
+    if _world is None:
+        _world = World()
+    return _world
