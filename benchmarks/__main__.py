@@ -70,7 +70,10 @@ def main(argv=None) -> int:
     if args.write:
         name = "benchmarks.md" if args.device == "cpu" else f"benchmarks-{args.device}.md"
         path = Path(__file__).resolve().parents[1] / "docs" / name
-        path.write_text("\n".join(lines) + "\n")
+        kept = ""  # sections other studies write (benchmarks/ddp_step.py) stay
+        if path.exists() and (marker := "\n## Data-parallel") in (old := path.read_text()):
+            kept = old[old.index(marker):]
+        path.write_text("\n".join(lines) + "\n" + kept)
         print(f"written to {path}")
     return 0
 

@@ -244,3 +244,12 @@ def test_a_failing_rank_ends_the_job_instead_of_hanging(tmp_path):
     assert done.returncode != 0
     assert "rank 1 of 2: training failed with ValueError: broken batch on purpose; aborting all 2 ranks" in (
         done.stderr + done.stdout)
+
+
+@needs_mpi
+def test_data_parallel_benchmark_runs(capsys):
+    from benchmarks import ddp_step
+
+    assert ddp_step.main(["--steps", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0:2] for row in rows] == [["| 1", "1"], ["| 1", "2"], ["| 2", "1"]]
