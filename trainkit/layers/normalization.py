@@ -1,10 +1,15 @@
-"""Batch normalisation layers: BatchNorm1d for (N, C) and (N, C, L) inputs, BatchNorm2d for (N, C, H, W)."""
+"""Normalisation layers: BatchNorm1d for (N, C) and (N, C, L) inputs, BatchNorm2d for (N, C, H, W); LayerNorm over
+the last dimensions of each sample; GroupNorm over groups of channels of each sample."""
 
 from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
 
 from ..autograd.backend import int64
 from ..autograd.creation import empty, ones, tensor, zeros
 from ..autograd.ops import nn as F
+from ..autograd.ops.normalization import group_norm, layer_norm
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module
@@ -117,3 +122,103 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class LayerNorm(Module):
+    """Normalise each sample over its last ``len(normalized_shape)`` dimensions (statistics of the input itself, in
+    training and evaluation alike), then, with ``elementwise_affine``, multiply by ``weight`` (ones) and add ``bias``
+    (zeros; left out with ``bias=False``), both of shape ``normalized_shape``. An int ``normalized_shape`` means the
+    last dimension.
+
+    >>> import trainkit
+    >>> ln = LayerNorm(2)
+    >>> ln
+    LayerNorm((2,), eps=1e-05, elementwise_affine=True, bias=True)
+    >>> ln(trainkit.tensor([[1.0, 3.0]]))
+    tensor([[-1.0000,  1.0000]], grad_fn=<NativeLayerNormBackward0>)
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Weight ones, bias zeros."""
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class GroupNorm(Module):
+    """Split the ``num_channels`` channels of a (N, C, *) input into ``num_groups`` groups and normalise each group of
+    each sample (statistics of the input itself, in training and evaluation alike); with ``affine``, multiply by
+    ``weight`` (ones) and add ``bias`` (zeros; left out with ``bias=False``), one value per channel.
+
+    >>> import trainkit
+    >>> gn = GroupNorm(1, 2)
+    >>> gn
+    GroupNorm(1, 2, eps=1e-05, affine=True, bias=True)
+    >>> gn(trainkit.tensor([[1.0, 3.0]]))
+    tensor([[-1.0000,  1.0000]], grad_fn=<NativeGroupNormBackward0>)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Weight ones, bias zeros."""
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
