@@ -138,7 +138,7 @@ class Trainer:
                        if t is not None]
             loader = DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle,
                                 generator=self.loader_generator)
-        if not shard or self.world_size == 1:
+        if not shard or self.world_size == 1 or isinstance(loader.batch_sampler, ShardedBatchSampler):
             return loader
         if loader.batch_sampler is None:
             raise ValueError("data-parallel training needs batches: give the DataLoader a batch_size")
