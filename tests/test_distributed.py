@@ -253,3 +253,17 @@ def test_data_parallel_benchmark_runs(capsys):
     assert ddp_step.main(["--steps", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0:2] for row in rows] == [["| 1", "1"], ["| 1", "2"], ["| 2", "1"]]
+
+
+@needs_mpi
+def test_validation_is_reduced_over_ranks(tmp_path):
+    """Each rank evaluates its share of the validation data; the reduced figures equal one process's."""
+    config = str(ROOT / "configs" / "regression.yaml")
+    args = [sys.executable, "-m", "trainkit.cli", "train", config, "--set", f"output_dir={tmp_path}",
+            "--set", "trainer.epochs=2", "--set", "data.validation_split=0.25", "--set", "trainer.verbose=false"]
+    lines = []
+    for ranks in (3, None):
+        done = _run(args, tmp_path, ranks)
+        assert done.returncode == 0, done.stderr
+        lines.append(next(line for line in done.stdout.splitlines() if line.startswith("done:")))
+    assert lines[0] == lines[1] and "val_mae" in lines[0]
