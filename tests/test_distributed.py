@@ -132,6 +132,40 @@ def test_ddp_strategy_in_a_world_of_one_trains_as_a_single_process():
         Trainer(nn.Linear(1, 1), strategy="dp")
 
 
+def test_ddp_wrapper_in_a_world_of_one():
+    trainkit.manual_seed(0)
+    inner = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    model = nn.parallel.DistributedDataParallel(inner)
+    assert model.module is inner and list(model.state_dict())[0] == "module.0.weight"
+    x = trainkit.randn(5, 3)
+    with model.no_sync():
+        model(x).sum().backward()
+    model(x).sum().backward()
+    reference = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    reference.load_state_dict(inner.state_dict())
+    (reference(x).sum() * 2).backward()
+    for a, b in zip(inner.parameters(), reference.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match=r"find_unused_parameters=True\) is not supported"):
+        nn.parallel.DistributedDataParallel(inner, find_unused_parameters=True)
+
+
+def test_ddp_wrapper_reports_parameters_left_out_of_the_loss():
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 1), nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.a(x), self.b(x)
+
+    model = dist.DistributedDataParallel(TwoHeads())
+    model(trainkit.ones(1, 2))[0].sum().backward()  # head b takes no part
+    with pytest.raises(RuntimeError, match=r"finished reduction in the prior iteration.*2 of 4 trainable parameters"
+                                           r" got no gradient in the last backward \(b.weight, b.bias\)"):
+        model(trainkit.ones(1, 2))
+
+
 def test_checkpoint_of_another_world_size_is_refused(tmp_path):
     trainer = Trainer(nn.Linear(1, 1), verbose=False)
     path = trainer.save_checkpoint(tmp_path / "c.npz")
@@ -188,12 +222,14 @@ def _run(args: list[str], cwd: Path, ranks: int | None = 2, timeout: int = 120) 
 @needs_mpi
 def test_two_ranks_equal_one_process(tmp_path):
     script = str(SCRIPTS / "train_mlp.py")
-    for mode, ranks in (("ddp", 2), ("accumulate", None), ("single", None)):
+    for mode, ranks in (("ddp", 2), ("wrapped", 2), ("accumulate", None), ("single", None)):
         done = _run([sys.executable, script, mode, "64", str(tmp_path / f"{mode}.npz")], tmp_path, ranks)
         assert done.returncode == 0, done.stderr
-    ddp, accumulate, single = (np.load(tmp_path / f"{m}.npz") for m in ("ddp", "accumulate", "single"))
+    ddp, wrapped, accumulate, single = (np.load(tmp_path / f"{m}.npz")
+                                        for m in ("ddp", "wrapped", "accumulate", "single"))
     assert int(ddp["steps"]) == int(single["steps"]) == 8
     for key in ddp.files:
+        np.testing.assert_array_equal(ddp[key], wrapped[key], err_msg=key)  # the DDP wrapper's hooks, same sums
         # the same sums in the same order: bitwise equal to one process adding two half-batches
         np.testing.assert_array_equal(ddp[key], accumulate[key], err_msg=key)
         # and, up to float32 rounding, to one process on whole batches

@@ -23,7 +23,15 @@ from .autograd import grad_mode
 from .autograd.random import Generator, default_generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.history import History
-from .distributed import GradientReducer, ReduceOp, ShardedBatchSampler, broadcast_tensors, launched_size, world
+from .distributed import (
+    DistributedDataParallel,
+    GradientReducer,
+    ReduceOp,
+    ShardedBatchSampler,
+    broadcast_tensors,
+    launched_size,
+    world,
+)
 from .layers import loss as losses
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
@@ -108,7 +116,7 @@ class Trainer:
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
         self.reducer = None
         self._rank_rng_states: list | None = None
-        if self.world_size > 1:
+        if self.world_size > 1 and not isinstance(self.model, DistributedDataParallel):  # that one averages itself
             broadcast_tensors(list(self.model.parameters()) + [b for b in self.model.buffers() if b is not None])
             # every rank draws its own dropout masks; rank 0 keeps the stream a single process would have
             if self.rank:

@@ -1,6 +1,6 @@
 """Train a small MLP a few steps and save its parameters: run by tests/test_distributed.py, alone or under mpiexec.
 
-usage: python train_mlp.py MODE SAMPLES OUT.npz   (MODE: ddp, accumulate or single)
+usage: python train_mlp.py MODE SAMPLES OUT.npz   (MODE: ddp, wrapped, accumulate or single)
 """
 
 import sys
@@ -20,6 +20,10 @@ if mode == "accumulate":  # each global batch of 16 as two micro-batches of 8: t
     trainer = Trainer(model, optimizer, "cross_entropy", metrics=["accuracy"], seed=0, verbose=False,
                       strategy="single_device", accumulate_steps=2)
     history = trainer.fit(x, y, epochs=2, batch_size=8)
+elif mode == "wrapped":  # averaged by the DistributedDataParallel wrapper's hooks instead of the Trainer
+    trainer = Trainer(nn.parallel.DistributedDataParallel(model), optimizer, "cross_entropy", metrics=["accuracy"],
+                      seed=0, verbose=False, strategy="ddp")
+    history = trainer.fit(x, y, epochs=2, batch_size=16)
 else:
     trainer = Trainer(model, optimizer, "cross_entropy", metrics=["accuracy"], seed=0, verbose=False,
                       strategy="ddp" if mode == "ddp" else "single_device")

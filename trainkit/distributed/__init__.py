@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..autograd.tensor import Tensor
 from .comm import ReduceOp, World, launched_size, world
+from .ddp import DistributedDataParallel
 from .reducer import GradientReducer, broadcast_tensors
 from .sampler import ShardedBatchSampler, shard_bounds
 
@@ -75,7 +76,7 @@ def barrier() -> None:
 
 
 __all__ = [
-    "GradientReducer", "ReduceOp", "ShardedBatchSampler", "World", "all_reduce", "barrier", "broadcast",
-    "broadcast_tensors", "get_rank", "get_world_size", "init_process_group", "is_available", "is_initialized",
-    "launched_size", "shard_bounds", "world",
+    "DistributedDataParallel", "GradientReducer", "ReduceOp", "ShardedBatchSampler", "World", "all_reduce",
+    "barrier", "broadcast", "broadcast_tensors", "get_rank", "get_world_size", "init_process_group", "is_available",
+    "is_initialized", "launched_size", "shard_bounds", "world",
 ]

@@ -2,4 +2,4 @@
 ``init`` and ``utils``."""
 
 from ..layers import *  # noqa: F403
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401

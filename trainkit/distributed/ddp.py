@@ -1,0 +1,87 @@
+"""``DistributedDataParallel``: a Module wrapper whose ``backward`` leaves every rank with the averaged gradients,
+for training loops written by hand (the Trainer does the same itself with ``strategy="ddp"``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from ..layers.module import Module
+from .comm import World, world
+from .reducer import GradientReducer, broadcast_tensors
+
+
+class DistributedDataParallel(Module):
+    """Wrap ``module`` so that each ``backward`` through it ends with the gradients averaged over the ranks.
+
+    At construction every rank takes rank 0's parameters and buffers; with ``broadcast_buffers`` the buffers
+    (BatchNorm's running statistics) are taken from rank 0 again before each forward. Once the last trainable
+    parameter's grad has been accumulated in a backward, the grads are averaged in buckets of ``bucket_cap_mb``.
+    Inside ``with ddp.no_sync():`` backward only accumulates locally; the next backward outside averages the sum.
+    Every trainable parameter must take part in the loss: one that does not is reported at the next forward.
+
+    >>> import trainkit
+    >>> model = DistributedDataParallel(trainkit.nn.Linear(2, 1))
+    >>> model(trainkit.ones(4, 2)).sum().backward()
+    >>> model.module.bias.grad
+    tensor([4.])
+    """
+
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group: World | None = None, bucket_cap_mb: float = 25.0,
+                 find_unused_parameters: bool = False, gradient_as_bucket_view: bool = False):
+        super().__init__()
+        if find_unused_parameters:
+            raise NotImplementedError(
+                "DistributedDataParallel(find_unused_parameters=True) is not supported: every trainable parameter "
+                "must take part in the loss (freeze the others with requires_grad_(False)), or train with "
+                "Trainer(strategy='ddp'), which averages after backward and counts a missing grad as zero")
+        if dim != 0:
+            raise NotImplementedError("DistributedDataParallel splits nothing itself: dim must be 0")
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        group = process_group if process_group is not None else world()
+        object.__setattr__(self, "_group", group)
+        broadcast_tensors(list(module.parameters()) + [b for b in module.buffers() if b is not None], 0, group)
+        object.__setattr__(self, "_reducer", GradientReducer(module.parameters(), bucket_cap_mb, group))
+        object.__setattr__(self, "_sync", True)
+        object.__setattr__(self, "_ready", set())
+        object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._grad_ready)
+                                              for p in module.parameters() if p.requires_grad])
+
+    def _trainable(self) -> list:
+        return [p for p in self.module.parameters() if p.requires_grad]
+
+    def _grad_ready(self, param) -> None:
+        if not self._sync:
+            return
+        self._ready.add(id(param))
+        if len(self._ready) == len(self._trainable()):
+            self._ready.clear()
+            self._reducer.reduce()
+
+    def forward(self, *args, **kwargs):
+        if self._ready:
+            trainable = self._trainable()
+            missing = [name for name, p in self.module.named_parameters()
+                       if p.requires_grad and id(p) not in self._ready]
+            self._ready.clear()
+            raise RuntimeError(
+                f"Expected to have finished reduction in the prior iteration before starting a new one: "
+                f"{len(missing)} of {len(trainable)} trainable parameters got no gradient in the last backward "
+                f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}). Make every output that depends "
+                "on them take part in the loss, or freeze them with requires_grad_(False).")
+        if self.broadcast_buffers and self._group.size > 1:
+            buffers = [b for b in self.module.buffers() if b is not None]
+            if buffers:
+                broadcast_tensors(buffers, 0, self._group)
+        return self.module(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Accumulate grads locally in the backward passes inside; the first backward after averages them."""
+        object.__setattr__(self, "_sync", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_sync", True)
