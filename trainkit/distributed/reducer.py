@@ -96,7 +96,7 @@ class GradientReducer:
                 buf *= buf.dtype.type(scale)
             for p, part in zip(bucket.params, bucket.slices):
                 average = buf[part].reshape(p._data.shape)
-                if p.grad is None or not p.grad._data.flags.writeable:
+                if p.grad is None or not getattr(p.grad._data.flags, "writeable", True):  # CuPy: no such flag
                     p.grad = Tensor._make(average.copy())
                 else:
                     p.grad._data[...] = average
