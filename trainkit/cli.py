@@ -103,6 +103,8 @@ def _check(args) -> int:
     config["trainer"]["verbose"] = False
     run = build(config)
     params = sum(p.numel() for p in run.trainer.model.parameters())
+    if run.trainer.rank:
+        return 0
     print(f"{args.config}: OK ({type(run.trainer.model).__name__}, {params:,} parameters, {len(run.dataset)} samples)")
     return 0
 
@@ -120,6 +122,8 @@ def _graph(args) -> int:
     x, y = trainer._batch(batch)
     loss = trainer.loss_fn(trainer.model(x), y)
     g = graph(loss)
+    if trainer.rank:
+        return 0
     print(g.text())
     run.run_dir.mkdir(parents=True, exist_ok=True)
     target = run.run_dir / f"graph.{args.format}"
