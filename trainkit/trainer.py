@@ -214,7 +214,7 @@ class Trainer:
                 if self.run_dir is not None and self.rank == 0 and math.isfinite(logs["loss"]):
                     # the resume point; after a non-finite epoch the last good one stays
                     self.save_checkpoint(self.run_dir / "checkpoints" / "last.npz")
-                if self.stop_training:
+                if self._agree_to_stop():
                     break
             self.callbacks.on_train_end(logs)
         except BaseException as exc:
