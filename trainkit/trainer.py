@@ -84,6 +84,10 @@ class Trainer:
         self.world = world() if strategy == "ddp" else None
         self.rank = self.world.rank if self.world is not None else 0
         self.world_size = self.world.size if self.world is not None else 1
+        if self.world_size > 1 and str(device) == "cuda":  # one GPU per rank on each machine, in turn
+            from . import cuda
+
+            device = f"cuda:{self.world.local_rank % max(cuda.device_count(), 1)}"
         if seed is not None:
             manual_seed(seed)
         self.seed = seed

@@ -53,6 +53,7 @@ class World:
         self.comm = None
         self.rank, self.size = 0, 1
         self._nccl = None
+        self._local_rank: int | None = None
         if launched_size() > 1:
             try:
                 from mpi4py import MPI
@@ -63,6 +64,15 @@ class World:
             self._mpi = MPI
             self.comm = MPI.COMM_WORLD
             self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    @property
+    def local_rank(self) -> int:
+        """This process's rank among those on the same machine (which GPU it should take)."""
+        if self.comm is None:
+            return 0
+        if self._local_rank is None:
+            self._local_rank = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED).Get_rank()
+        return self._local_rank
 
     def __repr__(self) -> str:
         return f"World(rank={self.rank}, size={self.size}, backend={'mpi' if self.comm is not None else 'none'})"
