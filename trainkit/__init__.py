@@ -15,11 +15,13 @@ from .autograd.backend import (
     float16,
     float32,
     float64,
+    get_default_device,
     get_default_dtype,
     int8,
     int16,
     int32,
     int64,
+    set_default_device,
     set_default_dtype,
     uint8,
 )
@@ -187,6 +189,7 @@ from .autograd.ops.indexing import (  # noqa: E402
     roll,
     scatter,
     scatter_add,
+    scatter_reduce,
     select,
     sort,
     take_along_dim,
@@ -195,6 +198,10 @@ from .autograd.ops.indexing import (  # noqa: E402
     tril,
     triu,
 )
+from .autograd.out import wrap_namespace as _wrap_namespace  # noqa: E402
 from .layers.summary import summary  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .trainer import Trainer  # noqa: E402
+
+# Last, once every name is bound: the functions that take PyTorch's out= keyword get it (methods do not take it).
+_wrap_namespace(globals())

@@ -6,6 +6,8 @@ input, so one implementation serves both. CuPy is imported only when a CUDA devi
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 _cupy = None  # the cupy module once loaded
@@ -73,8 +75,14 @@ def is_array(value) -> bool:
 class device:
     """Where a tensor's storage lives: ``device('cpu')`` or ``device('cuda:0')``, as ``torch.device``.
 
+    Used as a context manager, it is the default device of the factories (``zeros``, ``tensor``, ...) inside the
+    block, as ``set_default_device`` is outside of one.
+
     >>> device('cuda:1').index, device('cpu') == 'cpu'
     (1, True)
+    >>> with device('cpu'):
+    ...     get_default_device()
+    device(type='cpu')
     """
 
     __slots__ = ("type", "index")
@@ -114,8 +122,64 @@ class device:
             return f"device(type='{self.type}')"
         return f"device(type='{self.type}', index={self.index})"
 
+    def __enter__(self) -> device:
+        state = _device_state
+        state.blocks = state.blocks + (self,)
+        state.current = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        state = _device_state
+        state.blocks = state.blocks[:-1]
+        state.current = state.blocks[-1] if state.blocks else state.default
+
 
 CPU = device("cpu")
+
+
+class _DeviceState(threading.local):
+    """The default device of this thread (thread-local, as in PyTorch). ``current`` is what the factories read: the
+    innermost ``with device(...)`` block, else the ``set_default_device`` one, else None for "none set" (the CPU,
+    and a tensor made from a tensor stays where its data is)."""
+
+    default: device | None = None
+    blocks: tuple = ()
+    current: device | None = None
+
+
+_device_state = _DeviceState()
+
+
+def set_default_device(device: str | device | None) -> None:
+    """Make ``device`` where the factories (``zeros``, ``ones``, ``tensor``, ``arange``, ``rand``, ...) put new
+    tensors when they are given no ``device``; ``None`` goes back to the CPU. ``*_like`` factories and
+    ``from_numpy`` are not affected, as in PyTorch. The setting is per thread.
+
+    >>> set_default_device('cpu')
+    >>> get_default_device()
+    device(type='cpu')
+    >>> set_default_device(None)
+    """
+    state = _device_state
+    state.default = None if device is None else _device_cls(device)
+    state.current = state.blocks[-1] if state.blocks else state.default
+
+
+def get_default_device() -> device:
+    """The device the factories use when given none (with its index for CUDA: the current GPU).
+
+    >>> get_default_device()
+    device(type='cpu')
+    """
+    dev = _device_state.current
+    if dev is None:
+        return CPU
+    if dev.type == "cuda" and dev.index is None:
+        return _device_cls("cuda", _load_cupy().cuda.runtime.getDevice())
+    return dev
+
+
+_device_cls = device  # the name ``device`` is taken by the arguments above
 
 
 def device_of(array) -> device:

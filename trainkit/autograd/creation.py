@@ -1,10 +1,24 @@
-"""Ways to make tensors: from data, filled, ranges, random; each takes ``dtype``, ``device`` and ``requires_grad``."""
+"""Ways to make tensors: from data, filled, ranges, random; each takes ``dtype``, ``device`` and ``requires_grad``.
+
+Without ``device`` they use the default device (``set_default_device``, or a ``with trainkit.device(...)`` block;
+the CPU when neither is in effect). The ``*_like`` ones take the device of their input instead, as in PyTorch.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .backend import CPU, device, get_default_dtype, is_array, module_for, on_device, to_device, to_dtype
+from .backend import (
+    CPU,
+    _device_state,
+    device,
+    get_default_dtype,
+    is_array,
+    module_for,
+    on_device,
+    to_device,
+    to_dtype,
+)
 from .random import generator_for
 from .tensor import Tensor, _flatten_sizes
 
@@ -12,8 +26,11 @@ _device_cls = device
 
 
 def _dev(spec):
-    """A device from a spec that may be None (the CPU); the name ``device`` is taken by the keyword arguments."""
-    return CPU if spec is None else _device_cls(spec)
+    """A device from a spec; None means the default device. The name ``device`` is taken by the keyword arguments."""
+    if spec is None:
+        spec = _device_state.current
+        return CPU if spec is None else spec
+    return _device_cls(spec)
 
 
 def _finish(array, dev, requires_grad: bool) -> Tensor:
@@ -40,6 +57,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     >>> tensor([1, 2]).dtype, tensor([1.0, 2]).dtype
     (trainkit.int64, trainkit.float32)
     """
+    if device is None:
+        device = _device_state.current
     if isinstance(data, Tensor):
         array = data._data.copy()
         dev = device if device is not None else data.device
@@ -61,8 +80,17 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like ``tensor`` but shares memory with a tensor or array when dtype and device already match."""
-    if isinstance(data, Tensor) and dtype is None and device is None:
+    """Like ``tensor`` but shares memory with a tensor or array when dtype and device already match.
+
+    >>> t = ones(2)
+    >>> as_tensor(t) is t, as_tensor([1, 2])
+    (True, tensor([1, 2]))
+    """
+    if device is None:
+        device = _device_state.current
+    if isinstance(data, Tensor) and (dtype is None or to_dtype(dtype).np == data._data.dtype) and (
+        device is None or _device_cls(device) == data.device
+    ):
         return data
     if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or to_dtype(dtype).np == data.dtype):
         return Tensor._make(data)
@@ -70,7 +98,12 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A CPU tensor sharing memory with ``array`` (changes show through both ways)."""
+    """A CPU tensor sharing memory with ``array`` (changes show through both ways), whatever the default device.
+
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> t = from_numpy(a); a[0] = 5; t
+    tensor([5., 0.])
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     return Tensor._make(array)
@@ -85,29 +118,50 @@ def _make_filled(shape, fill, dtype, dev, requires_grad) -> Tensor:
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``.
+
+    >>> zeros(2, dtype='int64')
+    tensor([0, 0])
+    """
     return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ones."""
+    """A tensor of ones.
+
+    >>> ones((1, 2))
+    tensor([[1., 1.]])
+    """
     return _make_filled(_flatten_sizes(size), 1, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor whose values are not set (here: zeros, so runs stay repeatable)."""
+    """A tensor whose values are not set (here: zeros, so runs stay repeatable).
+
+    >>> empty(2, 3).shape
+    trainkit.Size([2, 3])
+    """
     return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor filled with ``fill_value``; its dtype follows the value when not given (as in PyTorch)."""
+    """A tensor filled with ``fill_value``; its dtype follows the value when not given (as in PyTorch).
+
+    >>> full((2,), 7)
+    tensor([7, 7])
+    """
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else ("int64" if isinstance(fill_value, int) else None)
     return _make_filled(_flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """The identity matrix (``n`` x ``m``)."""
+    """The identity matrix (``n`` x ``m``).
+
+    >>> eye(2)
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     with on_device(dev):
@@ -126,6 +180,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     if dtype is None:
         floating = any(isinstance(v, float) for v in (start, end, step))
         dtype = get_default_dtype() if floating else "int64"
+    if to_dtype(dtype).np.kind == "b":
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     dev = _dev(device)
     with on_device(dev):
         array = module_for(dev).arange(start, end, step).astype(to_dtype(dtype).np)
@@ -133,56 +189,86 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    >>> linspace(0, 1, 3)
+    tensor([0.0000, 0.5000, 1.0000])
+    """
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
+    if dt.kind == "b":
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     with on_device(dev):
         array = module_for(dev).linspace(start, end, steps).astype(dt)
     return _finish(array, None, requires_grad)
 
 
-def _random(draw, size, generator, dtype, device, requires_grad) -> Tensor:
+_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _random(draw, size, generator, dtype, device, requires_grad, kernel: str) -> Tensor:
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     if dt.kind != "f":
-        raise RuntimeError(f"random floating values need a floating dtype, got {dt}")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_NAMES[dt.name]}\'')
     with on_device(dev):
         array = draw(generator_for(dev, generator).rng, _flatten_sizes(size), dt)
     return _finish(array, None, requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform random values in [0, 1), from the seeded stream of ``device``."""
-    return _random(lambda rng, s, dt: rng.random(s, dtype=dt), size, generator, dtype, device, requires_grad)
+    """Uniform random values in [0, 1), from the seeded stream of ``device``.
+
+    >>> rand(2, 3).shape
+    trainkit.Size([2, 3])
+    """
+    return _random(lambda rng, s, dt: rng.random(s, dtype=dt), size, generator, dtype, device, requires_grad,
+                   "check_uniform_bounds")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal random values, from the seeded stream of ``device``."""
+    """Standard normal random values, from the seeded stream of ``device``.
+
+    >>> randn(4).dtype
+    trainkit.float32
+    """
     return _random(lambda rng, s, dt: rng.standard_normal(s, dtype=dt), size, generator, dtype, device,
-                   requires_grad)
+                   requires_grad, "normal_kernel_cpu")
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
-    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``.
+
+    >>> bool(((randint(2, 5, (10,)) >= 2) & (randint(2, 5, (10,)) < 5)).all())
+    True
+    """
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         raise TypeError("randint() needs high and size")
     dev = _dev(device)
     dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
+    if dt.kind == "b" and high > 2:
+        raise RuntimeError("to - 1 is out of bounds for bool")
     with on_device(dev):
         array = generator_for(dev, generator).rng.integers(low, high, size=_flatten_sizes((size,))).astype(dt)
     return _finish(array, None, requires_grad)
 
 
-def randperm(n: int, *, generator=None, dtype=None, device=None) -> Tensor:
-    """A random permutation of 0 .. n-1."""
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1.
+
+    >>> randperm(4).sort().values
+    tensor([0, 1, 2, 3])
+    """
     dev = _dev(device)
     dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
+    if dt.kind == "b":
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
     with on_device(dev):
         array = generator_for(dev, generator).rng.permutation(n).astype(dt)
-    return _finish(array, None, False)
+    return _finish(array, None, requires_grad)
 
 
 def _like(input: Tensor, dtype, device):
@@ -190,30 +276,60 @@ def _like(input: Tensor, dtype, device):
 
 
 def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Zeros of ``input``'s shape, dtype and device (the default device does not apply).
+
+    >>> zeros_like(ones(2, dtype='int64'))
+    tensor([0, 0])
+    """
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Ones of ``input``'s shape, dtype and device.
+
+    >>> ones_like(zeros(2))
+    tensor([1., 1.])
+    """
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An unset tensor (zeros here) of ``input``'s shape, dtype and device.
+
+    >>> empty_like(zeros(2, 3)).shape
+    trainkit.Size([2, 3])
+    """
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` in ``input``'s shape, dtype and device.
+
+    >>> full_like(zeros(2), 3)
+    tensor([3., 3.])
+    """
     dt, dev = _like(input, dtype, device)
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform random values in [0, 1) of ``input``'s shape, dtype and device.
+
+    >>> rand_like(zeros(2, 3)).shape
+    trainkit.Size([2, 3])
+    """
     dt, dev = _like(input, dtype, device)
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal random values of ``input``'s shape, dtype and device.
+
+    >>> randn_like(zeros(2, 3)).shape
+    trainkit.Size([2, 3])
+    """
     dt, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)

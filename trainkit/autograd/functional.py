@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .api import grad
-from .creation import zeros_like
+from .creation import zeros, zeros_like
 from .ops.shape import stack
 from .tensor import Tensor
 
@@ -71,19 +71,62 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False):
     return result[0] if single else result
 
 
-def hessian(func, inputs, create_graph: bool = False, strict: bool = False):
-    """Second derivatives of a scalar ``func``: the Jacobian of its gradient.
+def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode"):
+    """Second derivatives of a function with a single-element output, as ``torch.autograd.functional.hessian``.
+
+    For one input tensor the result is a tensor of shape ``input.shape + input.shape``. For a tuple of inputs it
+    is a tuple of tuples: ``result[i][j]`` holds d2 f / d inputs[i] d inputs[j], of shape
+    ``inputs[i].shape + inputs[j].shape``. Inputs the output does not depend on get zeros.
 
     >>> import trainkit
     >>> hessian(lambda a: (a ** 3).sum(), trainkit.tensor([1.0, 2.0]))
     tensor([[ 6.,  0.],
             [ 0., 12.]])
+    >>> h = hessian(lambda a, b: (a * b).sum(), (trainkit.tensor([1.0, 2.0]), trainkit.tensor([3.0, 4.0])))
+    >>> h[0][1]
+    tensor([[1., 0.],
+            [0., 1.]])
     """
-    if isinstance(inputs, tuple):
-        raise NotImplementedError("hessian of several inputs: call it on one input tensor at a time")
-
-    def gradient(x: Tensor) -> Tensor:
-        (g,) = grad(func(x), x, create_graph=True)
-        return g
-
-    return jacobian(gradient, inputs, create_graph=create_graph)
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    single = not isinstance(inputs, tuple)
+    if single and not isinstance(inputs, Tensor):
+        raise TypeError(
+            "The inputs given to hessian must be either a Tensor or a tuple of Tensors but the given inputs has type "
+            f"{type(inputs)}."
+        )
+    for i, x in enumerate(_as_tuple(inputs)):
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                "The inputs given to hessian must be either a Tensor or a tuple of Tensors but the value at index "
+                f"{i} has type {type(x)}."
+            )
+    xs = _inputs(inputs)
+    out = func(*xs)
+    if isinstance(out, tuple) or not isinstance(out, Tensor):
+        raise RuntimeError("The function given to hessian should return a single Tensor")
+    if out.numel() != 1:
+        raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+    if out.requires_grad:
+        grads = grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
+    else:
+        grads = (None,) * len(xs)
+    rows = []
+    for x, g in zip(xs, grads):
+        # one backward per element of this input's gradient gives a row of every block H[i][j] at once
+        per_element = []
+        if g is not None and g.requires_grad:
+            flat = g.reshape(-1)
+            for k in range(flat.shape[0]):
+                per_element.append(grad(flat[k], xs, retain_graph=True, create_graph=create_graph, allow_unused=True))
+        row = []
+        for j, y in enumerate(xs):
+            shape = tuple(x.shape) + tuple(y.shape)
+            if per_element and any(e[j] is not None for e in per_element):
+                block = stack([zeros_like(y) if e[j] is None else e[j] for e in per_element]).reshape(shape)
+            else:
+                block = zeros(shape, dtype=y.dtype, device=y.device)
+            row.append(block if create_graph else block.detach())
+        rows.append(tuple(row))
+    return rows[0][0] if single else tuple(rows)

@@ -8,6 +8,7 @@ that index (``dual.index_into_zeros``), which works on arrays and on Tensors ali
 from __future__ import annotations
 
 import string
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -16,6 +17,7 @@ from ..backend import to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor, _flatten_sizes
 from . import dual
+from .inplace import apply_inplace
 from .shape import Index, IndexIntoZeros, SetItem, getitem, permute
 
 __all__ = [
@@ -39,7 +41,11 @@ __all__ = [
     "repeat",
     "roll",
     "scatter",
+    "scatter_",
     "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "scatter_reduce_",
     "select",
     "sort",
     "take_along_dim",
@@ -256,33 +262,273 @@ def _scatter_src(src: Tensor, index) -> Tensor:
     return getitem(src, tuple(slice(0, n) for n in index.shape))
 
 
-def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
-    """A copy of ``input`` with ``src`` (a tensor, or one number) written along ``dim`` at ``index``."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(): the reduce argument is not supported")
+def _ufunc_at(name: str, out, index: tuple, src) -> None:
+    """``xp.<name>.at(out, index, src)``: combine ``src`` into ``out`` at ``index``, repeated positions included.
+
+    CuPy has ``at`` only for the ufuncs it can run atomically (add, maximum, minimum; not multiply), so the others
+    are done on the host."""
+    xp = xp_of(out)
+    at = getattr(getattr(xp, name), "at", None)
+    if xp is np or (at is not None and name != "multiply"):
+        at(out, index, src)
+        return
+    host = out.get()
+    getattr(np, name).at(host, tuple(i.get() for i in index), src.get() if hasattr(src, "get") else src)
+    out[...] = xp.asarray(host)
+
+
+class ScatterReduceLegacy(Op, name="NotImplemented"):
+    """out = x with src (or a number) added to / multiplied into the indexed positions: ``scatter(reduce=...)``.
+
+    PyTorch has no derivative for it: the graph records a node whose backward raises, and so does this one."""
+
+    def forward(self, x, src, index, ufunc):
+        out = x.copy()
+        _ufunc_at(ufunc, out, index, src)
+        return out
+
+    def backward(self, g):
+        raise RuntimeError("derivative for aten::scatter is not implemented")
+
+
+SCATTER_REDUCE_WARNING = (
+    "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future PyTorch "
+    "release. Use torch.scatter_reduce instead for more reduction options."
+)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce: str | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` (a tensor, or one number) written along ``dim`` at ``index``; with
+    ``reduce='add'`` or ``'multiply'`` it is added to or multiplied into what is there instead (no gradient, as in
+    PyTorch: use ``scatter_reduce`` for that).
+
+    >>> import trainkit
+    >>> x = trainkit.zeros(2, 3)
+    >>> trainkit.scatter(x, 1, trainkit.tensor([[2], [0]]), trainkit.ones(2, 1))
+    tensor([[0., 0., 1.],
+            [1., 0., 0.]])
+    >>> trainkit.scatter(x, 1, trainkit.tensor([[0, 0]]), 2.0, reduce='add')
+    tensor([[4., 0., 0.],
+            [0., 0., 0.]])
+    """
+    cls, other, params = _scatter_op(input, dim, index, src, value, reduce)
+    return cls.apply(input, other, **params)
+
+
+def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce: str | None = None) -> Tensor:
+    """``scatter`` in place: ``input`` itself, changed (``x.scatter_(...)``).
+
+    >>> import trainkit
+    >>> trainkit.zeros(3).scatter_(0, trainkit.tensor([1]), 5.0)
+    tensor([0., 5., 0.])
+    """
+    cls, other, params = _scatter_op(input, dim, index, src, value, reduce)
+    return apply_inplace(input, cls, other, **params)
+
+
+def _scatter_op(input: Tensor, dim: int, index: Tensor, src, value, reduce):
+    """The checks of ``scatter`` and the op that does it: (op class, its second input, its parameters)."""
     if src is None:
         src = value
     if src is None:
         raise TypeError("scatter() missing required argument 'src' or 'value'")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     d = input._dim(dim)
     idx = _index_array(index, "scatter", input._data)
     if isinstance(src, Tensor):
         if src._data.dtype != input._data.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         _check_along("scatter", input, idx, d, src._data.shape)
-        return Scatter.apply(input, _scatter_src(src, idx), index=_along(idx, d))
+        src = _scatter_src(src, idx)
+        if reduce is not None:
+            warnings.warn(SCATTER_REDUCE_WARNING, UserWarning, stacklevel=3)
+            return ScatterReduceLegacy, src, {"index": _along(idx, d), "ufunc": reduce}
+        return Scatter, src, {"index": _along(idx, d)}
     _check_along("scatter", input, idx, d)
-    return ScatterValue.apply(input, src, index=_along(idx, d))
+    if reduce is not None:
+        return ScatterReduceLegacy, src, {"index": _along(idx, d), "ufunc": reduce}
+    return ScatterValue, src, {"index": _along(idx, d)}
+
+
+_REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
+                  "max": "maximum", "min": "minimum"}  # PyTorch's forward still takes the old names, not its backward
+
+
+def _identity(reduce: str, dtype):
+    """The value a position starts from when ``include_self=False`` leaves its own value out."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    largest = reduce in ("amax", "max")
+    if dtype.kind == "b":
+        return not largest
+    if dtype.kind == "f":
+        return -np.inf if largest else np.inf
+    info = np.iinfo(dtype)
+    return info.min if largest else info.max
+
+
+def _scatter_reduce(x, src, index: tuple, reduce: str, include_self: bool):
+    """The forward of ``scatter_reduce`` on arrays: (result, count of values per position for 'mean' or None)."""
+    xp = xp_of(x)
+    out = x.copy()
+    if not include_self:
+        out[index] = _identity(reduce, x.dtype)
+    _ufunc_at(_REDUCE_UFUNCS[reduce], out, index, src)
+    if reduce != "mean":
+        return out, None
+    count = xp.full(x.shape, 1 if include_self else 0, dtype=x.dtype)
+    xp.add.at(count, index, 1)
+    count[count == 0] = 1
+    if x.dtype.kind == "f":
+        return out / count, count
+    return xp.floor_divide(out, count), count
+
+
+def _reduce_again(x, src, node: ScatterReduce):
+    """``scatter_reduce`` with ``node``'s index and options on other values: arrays, or Tensors (differentiable)."""
+    if isinstance(x, Tensor) or isinstance(src, Tensor):
+        x = x if isinstance(x, Tensor) else Tensor._make(x)
+        src = src if isinstance(src, Tensor) else Tensor._make(src)
+        return ScatterReduce.apply(x, src, index=node.index, reduce=node.reduce, include_self=node.include_self)
+    return _scatter_reduce(x, src, node.index, node.reduce, node.include_self)[0]
+
+
+class ScatterReduce(Op, name="ScatterReduceBackward0"):
+    """out = x with src reduced ('sum', 'prod', 'mean', 'amax', 'amin') into the indexed positions, x's own value
+    taking part unless ``include_self=False``. The gradients follow PyTorch's formulas:
+
+    sum: dx = g,  dsrc = g gathered at index;   mean: both divided by the count of values at each position;
+    prod: dx = g * (the product of the others at its position),  dsrc likewise (exact when values are zero);
+    amax / amin: g shared evenly among x and the src values equal to the result at each position.
+    With ``include_self=False``, dx is zero at the positions that received a value.
+    """
+
+    save_inputs = (0, 1)
+    save_output = True
+
+    def forward(self, x, src, index, reduce, include_self):
+        self.index, self.reduce, self.include_self = index, reduce, include_self
+        out, self.count = _scatter_reduce(x, src, index, reduce, include_self)
+        return out
+
+    def backward(self, g):
+        x, src, out = self.saved_tensors
+        index, reduce = self.index, self.reduce
+        if reduce in ("max", "min"):
+            raise RuntimeError(
+                f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}."
+            )
+        xd, sd = dual.data(x), dual.data(src)
+        xp = xp_of(xd)
+        if reduce == "sum":
+            gx, gs = g, g[index]
+        elif reduce == "mean":
+            gx = g / self.count
+            gs = gx[index]
+        elif reduce == "prod":
+            masked_x = dual.where(xd == 0, 1, x)
+            gx = g * _reduce_again(masked_x, src, self) / masked_x
+            src_zero = sd == 0
+            zeros_at = xp.zeros(xd.shape, dtype=xd.dtype)
+            xp.add.at(zeros_at, index, src_zero.astype(xd.dtype))
+            single_zero = src_zero & (zeros_at[index] == 1)  # the one zero at its position: its gradient is not 0
+            masked_src_result = _reduce_again(x, dual.where(single_zero, 1, src), self)
+            gs = dual.where(single_zero, (g * masked_src_result)[index],
+                            (g * out)[index] / dual.where(src_zero, 1, src))
+        else:
+            od = dual.data(out)
+            x_is = xd == od
+            src_is = sd == od[index]
+            share = x_is.astype(xd.dtype)
+            xp.add.at(share, index, src_is.astype(xd.dtype))
+            gd = g / share
+            gx = dual.keep(gd, x_is)
+            gs = dual.keep(gd[index], src_is)
+        if not self.include_self:
+            received = xp.zeros(xd.shape, dtype=bool)
+            received[index] = True
+            gx = dual.keep(gx, ~received)
+        return gx, gs
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``input`` with the values of ``src`` reduced along ``dim`` into the positions ``index`` names:
+    ``reduce`` is 'sum', 'prod', 'mean', 'amax' or 'amin'; ``include_self=False`` leaves ``input``'s own value out
+    of the positions that receive one. Differentiable in ``input`` and ``src``.
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([1.0, 2.0, 3.0])
+    >>> trainkit.scatter_reduce(x, 0, trainkit.tensor([0, 0, 2]), trainkit.tensor([5.0, 7.0, 9.0]), 'amax')
+    tensor([7., 2., 9.])
+    >>> trainkit.scatter_reduce(x, 0, trainkit.tensor([0, 0]), trainkit.tensor([5.0, 7.0]), 'mean',
+    ...                         include_self=False)
+    tensor([6., 2., 3.])
+    """
+    src, params = _scatter_reduce_op(input, dim, index, src, reduce, include_self)
+    return ScatterReduce.apply(input, src, **params)
+
+
+def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    """``scatter_reduce`` in place: ``input`` itself, changed (``x.scatter_reduce_(...)``).
+
+    >>> import trainkit
+    >>> trainkit.ones(3).scatter_reduce_(0, trainkit.tensor([2, 2]), trainkit.tensor([4.0, 5.0]), 'prod')
+    tensor([ 1.,  1., 20.])
+    """
+    src, params = _scatter_reduce_op(input, dim, index, src, reduce, include_self)
+    return apply_inplace(input, ScatterReduce, src, **params)
+
+
+def _scatter_reduce_op(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool):
+    """The checks of ``scatter_reduce``: (src as the op takes it, the op's parameters)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    if reduce not in _REDUCE_UFUNCS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d = input._dim(dim)
+    idx = _index_array(index, "scatter_reduce", input._data)
+    if src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and input._data.dtype.kind == "b":
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
+    _check_along("scatter_reduce", input, idx, d, src._data.shape)
+    return _scatter_src(src, idx), {"index": _along(idx, d), "reduce": reduce, "include_self": bool(include_self)}
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """A copy of ``input`` with ``src`` added along ``dim`` at ``index`` (repeated indices add up)."""
+    """A copy of ``input`` with ``src`` added along ``dim`` at ``index`` (repeated indices add up).
+
+    >>> import trainkit
+    >>> trainkit.scatter_add(trainkit.zeros(3), 0, trainkit.tensor([0, 0, 2]), trainkit.ones(3))
+    tensor([2., 0., 1.])
+    """
+    src, index = _scatter_add_op(input, dim, index, src)
+    return ScatterAdd.apply(input, src, index=index)
+
+
+def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``scatter_add`` in place: ``input`` itself, changed (``x.scatter_add_(...)``).
+
+    >>> import trainkit
+    >>> trainkit.zeros(3).scatter_add_(0, trainkit.tensor([1, 1]), trainkit.ones(2))
+    tensor([0., 2., 0.])
+    """
+    src, index = _scatter_add_op(input, dim, index, src)
+    return apply_inplace(input, ScatterAdd, src, index=index)
+
+
+def _scatter_add_op(input: Tensor, dim: int, index: Tensor, src: Tensor):
     d = input._dim(dim)
     idx = _index_array(index, "scatter_add", input._data)
     if src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     _check_along("scatter_add", input, idx, d, src._data.shape)
-    return ScatterAdd.apply(input, _scatter_src(src, idx), index=_along(idx, d))
+    return _scatter_src(src, idx), _along(idx, d)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -809,25 +1055,31 @@ class Dist(Op, name="DistBackward0"):
         return gd, -gd
 
 
-def _norm_p(p) -> float:
-    if p is None or p == "fro":
-        return 2.0
-    if p == "nuc":
-        raise NotImplementedError("norm(): the nuclear norm is not supported")
-    if isinstance(p, str):
-        raise RuntimeError(f"linalg.vector_norm: Expected ord to be a number, but got {p}")
-    return float(p)
-
-
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """The p-norm of ``input`` (p = 2, 1, inf, -inf, 0, any number, or 'fro') over ``dim`` (all when None)."""
+    """The p-norm of ``input`` over ``dim`` (all dimensions when None), as ``torch.norm``.
+
+    ``p`` is a number (2, 1, inf, -inf, 0, any other) for the vector norm of the elements; 'fro' is the same as 2
+    (over at most two dimensions); 'nuc' is the nuclear norm, the sum of the singular values of the matrices over
+    the two dimensions ``dim`` (the last two of a 2-D input when None).
+
+    >>> import trainkit
+    >>> trainkit.norm(trainkit.tensor([[3.0, 0.0], [0.0, -4.0]]), 'nuc')
+    tensor(7.)
+    >>> trainkit.norm(trainkit.tensor([[3.0, 4.0], [0.0, 0.0]]), 'fro', dim=1)
+    tensor([5., 0.])
+    """
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            p = 2.0
+        else:
+            return _matrix_norm(input, p, dim, keepdim, dtype)
     if input._data.dtype.kind != "f":
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got " + _dtype_name(input)
         )
     if dtype is not None:
         input = input.to(dtype)
-    pv = _norm_p(p)
+    pv = 2.0 if p is None else float(p)
     if dim is None:
         axes = None
     else:
@@ -839,7 +1091,38 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 
 
 def _dtype_name(t: Tensor) -> str:
-    return str(t.dtype).rsplit(".", 1)[-1].capitalize()
+    names = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
+             "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool"}
+    return names[t.dtype.name]
+
+
+def _matrix_norm(input: Tensor, order: str, dim, keepdim: bool, dtype) -> Tensor:
+    """``linalg.matrix_norm`` for the orders ``torch.norm`` passes on to it: 'nuc', and 'fro' over more than two
+    dimensions (which is an error there too)."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got " + _dtype_name(input)
+        )
+    if order not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {order} not supported.")
+    if input._data.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    dims = list(range(input._data.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    if len(dims) != 2:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + " ".join(str(d) for d in dims))
+    d0, d1 = input._dim(dims[0]), input._dim(dims[1])
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    if dtype is not None:
+        input = input.to(dtype)
+    from .linalg import svdvals
+    from .reduction import sum as tsum
+
+    nd = input._data.ndim
+    matrices = input if (d0, d1) == (nd - 2, nd - 1) else movedim(input, (d0, d1), (-2, -1))
+    if not keepdim:
+        return tsum(svdvals(matrices), -1)
+    return movedim(tsum(svdvals(matrices), -1, keepdim=True).unsqueeze(-1), (nd - 2, nd - 1), (d0, d1))
 
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
@@ -859,25 +1142,116 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------------------------------- einsum
-def _parse_einsum(equation: str, n: int) -> tuple[list[str], str]:
-    eq = equation.replace(" ", "")
-    if "." in eq:
-        raise NotImplementedError("einsum(): ellipsis ('...') is not supported")
-    lhs, arrow, out = eq.partition("->")
-    ins = lhs.split(",")
-    if len(ins) != n:
+def _scan_subscripts(part: str, offset: int, what: str) -> list:
+    """The labels of one side of an einsum equation (``'...'`` kept as one item), with PyTorch's errors."""
+    labels: list = []
+    found = False
+    i = 0
+    while i < len(part):
+        c = part[i]
+        if c == ".":
+            if found:
+                tail = " but an ellipsis (...) was already found" if what == "output" else (
+                    " for which an ellipsis was already found")
+                raise RuntimeError(f"einsum(): found '.' for {what}{tail}")
+            if not (i + 2 < len(part) and part[i + 1] == "." and part[i + 2] == "."):
+                tail = " (...)" if what == "output" else ""
+                raise RuntimeError(f"einsum(): found '.' for {what} that is not part of any ellipsis{tail}")
+            labels.append("...")
+            found = True
+            i += 2
+        elif c in string.ascii_letters:
+            labels.append(c)
+        elif c != " ":
+            raise RuntimeError(
+                f"einsum(): invalid subscript given at index {offset + i} in the equation string, subscripts must "
+                "be in [a-zA-Z]"
+            )
+        i += 1
+    return labels
+
+
+def _parse_einsum(equation: str, operands: tuple) -> tuple[list[str], str, list]:
+    """The equation with every ``...`` spelled out in letters of its own, so that the op and its backward only see
+    letters: (input subscripts, output subscripts, operands expanded where a size-1 dimension broadcasts)."""
+    lhs, arrow, rhs = equation.partition("->")
+    parts = lhs.split(",")
+    n = len(operands)
+    if len(parts) != n:
         raise RuntimeError(
             "einsum(): more operands were provided than specified in the equation"
-            if n > len(ins)
+            if n > len(parts)
             else "einsum(): fewer operands were provided than specified in the equation"
         )
-    for s in ins + [out]:
-        if any(c not in string.ascii_letters for c in s):
-            raise RuntimeError(f"einsum(): invalid subscript given in the equation string: {equation}")
-    if not arrow:
-        letters = "".join(ins)
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    return ins, out
+    ins, ell_dims, offset = [], [], 0
+    for k, (part, t) in enumerate(zip(parts, operands)):
+        labels = _scan_subscripts(part, offset, f"operand {k}")
+        offset += len(part) + 1
+        nd = t._data.ndim
+        named = len(labels) - ("..." in labels)
+        if "..." in labels:
+            if named > nd:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({named}) is more than the number of "
+                    f"dimensions ({nd}) for operand {k}"
+                )
+            ell_dims.append(nd - named)
+        else:
+            if named != nd:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({named}) does not match the number of "
+                    f"dimensions ({nd}) for operand {k} and no ellipsis was given"
+                )
+            ell_dims.append(0)
+        ins.append(labels)
+    n_ell = max(ell_dims, default=0)
+    unused = [c for c in string.ascii_letters if c not in equation]
+    if n_ell > len(unused):
+        raise RuntimeError("einsum(): the ellipsis covers more dimensions than there are unused letters")
+    ell = "".join(unused[:n_ell])
+    subs = ["".join(ell[n_ell - e:] if c == "..." else c for c in labels) for labels, e in zip(ins, ell_dims)]
+    if arrow:
+        out_labels = _scan_subscripts(rhs, len(lhs) + 2, "output")
+        out = "".join(ell if c == "..." else c for c in out_labels)
+        seen = "".join(subs)
+        for i, c in enumerate(out):
+            if c not in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   "operand")
+            if c in out[:i]:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+    else:
+        letters = "".join(subs)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return subs, out, _broadcast_operands(subs, list(operands), ell)
+
+
+def _broadcast_operands(subs: list, operands: list, ell: str) -> list:
+    """Operands whose size-1 dimensions meet a larger size of the same letter elsewhere, expanded to it."""
+    sizes: dict = {}
+    for k, (sub, t) in enumerate(zip(subs, operands)):
+        for pos, (c, size) in enumerate(zip(sub, t._data.shape)):
+            first = sub.index(c)
+            if first < pos and t._data.shape[first] != size:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
+                                   f"{size} != {t._data.shape[first]}")
+            seen = sizes.get(c)
+            if seen is not None and size != seen and 1 not in (size, seen):
+                if c in ell:
+                    raise RuntimeError(
+                        f"einsum(): dimension {ell.index(c)} covered by ellipsis in operand {k}has size {size} which "
+                        f"does not broadcast with previously seen ellipsis with size {seen} for the respective "
+                        "dimension"
+                    )
+                raise RuntimeError(f"einsum(): subscript {c} has size {size} for operand {k} which does not "
+                                   f"broadcast with previously seen size {seen}")
+            if seen is None or seen == 1:
+                sizes[c] = size
+    for k, (sub, t) in enumerate(zip(subs, operands)):
+        target = tuple(sizes[c] for c in sub)
+        if target != t._data.shape:
+            operands[k] = t.expand(*target)
+    return operands
 
 
 def _einsum(eq: str, operands: list):
@@ -957,17 +1331,20 @@ def _einsum_class(n: int):
 
 
 def einsum(equation: str, *operands) -> Tensor:
-    """Einstein summation: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``; without '->' the output holds the letters
-    that appear once, in alphabetical order."""
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``. Without '->' the output holds the
+    dimensions under ``...`` and then the letters that appear once, in alphabetical order. ``...`` stands for the
+    dimensions not named by letters; they broadcast across operands, as do any size-1 dimensions.
+
+    >>> import trainkit
+    >>> a, b = trainkit.ones(5, 2, 3), trainkit.ones(3, 4)
+    >>> trainkit.einsum('...ij,jk->...ik', a, b).shape
+    trainkit.Size([5, 2, 4])
+    >>> trainkit.einsum('bij->ji', a).shape
+    trainkit.Size([3, 2])
+    """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    ins, out = _parse_einsum(equation, len(operands))
-    for sub, t in zip(ins, operands):
-        if len(sub) != t._data.ndim:
-            raise RuntimeError(
-                f"einsum(): the number of subscripts in the equation ({len(sub)}) does not match the number of "
-                f"dimensions ({t._data.ndim}) for operand {ins.index(sub)} and no ellipsis was given"
-            )
+    ins, out, operands = _parse_einsum(equation, operands)
     dtype = operands[0]._data.dtype
     if any(t._data.dtype != dtype for t in operands):
         from .math import promote

@@ -1,7 +1,9 @@
-"""Matrix products: matmul (with NumPy's broadcasting and 1-D rules), mm and bmm."""
+"""Matrix products: matmul (with NumPy's broadcasting and 1-D rules), mm and bmm; singular values (for the nuclear
+norm)."""
 
 from __future__ import annotations
 
+from ..backend import is_array, xp_of
 from ..function import Op
 from ..tensor import Tensor
 
@@ -113,3 +115,97 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return matmul(input, other)
+
+
+# ------------------------------------------------------------------------------------------ singular values
+def _T(a):
+    return a.swapaxes(-1, -2)
+
+
+def _svd(a):
+    """U, S, Vh of the matrices in ``a`` (thin: k = min(m, n) singular values each)."""
+    return xp_of(a).linalg.svd(a, full_matrices=False)
+
+
+def _svd_backward(u, s, vh, gu, gvh):
+    """The gradient of A = U diag(S) Vh from gradients of U and Vh (none of S), as PyTorch's ``svd_backward``:
+
+    gA = U [((U^T gU - gU^T U) S + S (Vh gV - gV^T V)) / E] Vh + the parts of gU, gV outside the span of U, V,
+    with E_ij = S_j^2 - S_i^2 (1 on the diagonal). Arrays only."""
+    m, n = u.shape[-2], vh.shape[-1]
+    v, gv = _T(vh), _T(gvh)
+    uhgu = _T(u) @ gu
+    uhgu = uhgu - _T(uhgu)
+    vhgv = vh @ gv
+    vhgv = vhgv - _T(vhgv)
+    s2 = s * s
+    e = s2[..., None, :] - s2[..., :, None]
+    diag = xp_of(s).arange(s.shape[-1])
+    e[..., diag, diag] = 1
+    ga = (uhgu * s[..., None, :] + s[..., :, None] * vhgv) / e
+    if m > n:
+        ga = u @ ga
+        gu_sinv = gu / s[..., None, :]
+        ga = (ga + gu_sinv - u @ (_T(u) @ gu_sinv)) @ vh
+    elif m < n:
+        ga = ga @ vh
+        gv_sinv = gv / s[..., None, :]
+        ga = u @ (ga + _T(gv_sinv) - (_T(gv_sinv) @ v) @ vh)
+    else:
+        ga = u @ (ga @ vh)
+    return ga
+
+
+class SvdvalsGrad(Op, name="LinalgSvdBackward0Backward0"):
+    """out = U diag(g) Vh with U, Vh from the SVD of A: the gradient of the singular values, differentiable once
+    more (for ``create_graph``).   dA = svd_backward with gU = G V diag(g), gVh = diag(g) U^T G,   dg = diag(U^T G V).
+    """
+
+    def forward(self, a, g):
+        u, s, vh = _svd(a)
+        self.u, self.s, self.vh, self.g = u, s, vh, g
+        return (u * g[..., None, :]) @ vh
+
+    def backward(self, gg):
+        if not is_array(gg):
+            raise NotImplementedError("norm(p='nuc'): derivatives of third order are not supported")
+        u, s, vh, g = self.u, self.s, self.vh, self.g
+        gu = (gg @ _T(vh)) * g[..., None, :]
+        gvh = g[..., :, None] * (_T(u) @ gg)
+        da = _svd_backward(u, s, vh, gu, gvh) if self.next_functions[0][0] is not None else None
+        dg = ((_T(u) @ gg) * vh).sum(axis=-1) if self.next_functions[1][0] is not None else None
+        return da, dg
+
+
+class Svdvals(Op, name="LinalgSvdBackward0"):
+    """out = the singular values S of the matrices in x (x = U diag(S) Vh).   dx = U diag(g) Vh."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        u, s, vh = _svd(x)
+        self.u, self.vh = u, vh
+        return s
+
+    def backward(self, g):
+        if is_array(g):
+            return (self.u * g[..., None, :]) @ self.vh
+        (x,) = self.saved_tensors
+        return SvdvalsGrad.apply(x, g)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values of the matrices in ``A`` (its last two dimensions), largest first, as
+    ``torch.linalg.svdvals``.
+
+    >>> import trainkit
+    >>> svdvals(trainkit.tensor([[3.0, 0.0], [0.0, -4.0]]))
+    tensor([4., 3.])
+    """
+    if A._data.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    if A._data.dtype.kind != "f":
+        from .indexing import _dtype_name
+
+        raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. Got " + _dtype_name(A))
+    return Svdvals.apply(A)
