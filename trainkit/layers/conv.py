@@ -1,13 +1,14 @@
-"""Convolution and pooling layers: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, as in ``torch.nn``."""
+"""Convolution and pooling layers: Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, as in
+``torch.nn``."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..autograd.creation import empty
 from ..autograd.ops import conv as F
+from ..autograd.ops.conv_transpose import conv_transpose2d
+from ..autograd.ops.padding import pad
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module
@@ -20,18 +21,6 @@ def _pair(value) -> tuple[int, int]:
     if isinstance(value, (tuple, list)):
         return (int(value[0]), int(value[-1]))
     return (int(value), int(value))
-
-
-def _edge_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
-    """Which input position fills each position of a padded axis, for the non-zero padding modes."""
-    pos = np.arange(-before, n + after)
-    if mode == "reflect":  # mirror without repeating the edge: -1 -> 1, n -> n - 2
-        period = 2 * (n - 1)
-        pos = np.abs(pos) % period if period else np.zeros_like(pos)
-        return np.where(pos >= n, period - pos, pos)
-    if mode == "replicate":
-        return np.clip(pos, 0, n - 1)
-    return pos % n  # circular
 
 
 class Conv2d(Module):
@@ -100,10 +89,7 @@ class Conv2d(Module):
 
     def _pad_edges(self, x: Tensor) -> Tensor:
         t, b, l, r = self._edge_pads()
-        h, w = x.shape[-2:]
-        rows = _edge_index(h, t, b, self.padding_mode)
-        cols = _edge_index(w, l, r, self.padding_mode)
-        return x[..., rows[:, None], cols[None, :]]
+        return pad(x, (l, r, t, b), mode=self.padding_mode)
 
     def forward(self, input: Tensor) -> Tensor:
         if self.padding_mode != "zeros":
@@ -122,6 +108,101 @@ class Conv2d(Module):
             s += ", bias=False"
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class ConvTranspose2d(Module):
+    """2-D transposed convolution over (N, C, H, W) or (C, H, W) inputs, as ``torch.nn.ConvTranspose2d``.
+
+    ``weight`` is (in_channels, out_channels / groups, KH, KW), ``bias`` (out_channels,). Both start uniform in
+    [-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in computed from the weight as PyTorch does, i.e.
+    out_channels / groups * KH * KW (PyTorch's kaiming_uniform_ with a = sqrt(5)). ``forward`` takes an optional
+    ``output_size`` to pick among the output sizes a stride greater than 1 allows; only ``padding_mode='zeros'``
+    is supported, as in PyTorch.
+
+    >>> import trainkit
+    >>> up = ConvTranspose2d(8, 4, 3, stride=2, padding=1)
+    >>> up(trainkit.ones(2, 8, 5, 5)).shape
+    trainkit.Size([2, 4, 9, 9])
+    >>> up(trainkit.ones(2, 8, 5, 5), output_size=[10, 10]).shape
+    trainkit.Size([2, 4, 10, 10])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
+        self.dilation, self.output_padding = _pair(dilation), _pair(output_padding)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.padding_mode, self.transposed = padding_mode, True
+        shape = (in_channels, out_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's seeded stream."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # fan_in from dimension 1: out_channels / groups * KH * KW
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple[int, ...]:
+        """The output padding that gives ``output_size`` (spatial, or with the leading dimensions), as PyTorch."""
+        if output_size is None:
+            return self.output_padding
+        spatial = 2
+        leading = 2 if input.ndim == spatial + 2 else 1
+        if len(output_size) == leading + spatial:
+            output_size = output_size[leading:]
+        if len(output_size) != spatial:
+            raise ValueError(
+                f"ConvTranspose{spatial}D: for {input.ndim}D input, output_size must have {spatial} or "
+                f"{leading + spatial} elements (got {len(output_size)})"
+            )
+        min_sizes = [
+            (input.shape[d + leading] - 1) * self.stride[d] - 2 * self.padding[d]
+            + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+            for d in range(spatial)
+        ]
+        max_sizes = [m + s - 1 for m, s in zip(min_sizes, self.stride)]
+        for size, low, high in zip(output_size, min_sizes, max_sizes):
+            if size < low or size > high:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from {min_sizes} to "
+                    f"{max_sizes} (for an input of {input.size()[2:]})"
+                )
+        return tuple(int(size) - low for size, low in zip(output_size, min_sizes))
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self._output_padding(input, output_size)
+        return conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                                self.dilation)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
         return s
 
 
