@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 import yaml
 
 from trainkit import __version__
+from trainkit.distributed import launched_size, world
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -157,29 +159,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if launched_size() > 1:
+            world().abort("interrupted", 130)
         print("\ninterrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001  (one line for users; --debug shows everything)
+        if launched_size() > 1:  # the other ranks may be waiting for this one in a collective
+            if args.debug:
+                traceback.print_exc()
+            world().abort(f"error: {type(err).__name__}: {err}")
         if args.debug:
             raise
-        if _world_size() > 1:  # the other ranks may be waiting for this one in a collective
-            from trainkit.distributed import world
-
-            world().abort(f"error: {type(err).__name__}: {err}")
         print(f"trainkit: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
 
 
 def _rank() -> int:
-    from trainkit.distributed import comm
-
-    return comm._world.rank if comm._world is not None else 0
-
-
-def _world_size() -> int:
-    from trainkit.distributed import comm
-
-    return comm._world.size if comm._world is not None else 1
+    return world().rank if launched_size() > 1 else 0
 
 
 if __name__ == "__main__":

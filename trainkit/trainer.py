@@ -87,7 +87,11 @@ class Trainer:
         if self.world_size > 1 and str(device) == "cuda":  # one GPU per rank on each machine, in turn
             from . import cuda
 
-            device = f"cuda:{self.world.local_rank % max(cuda.device_count(), 1)}"
+            index = self.world.local_rank % max(cuda.device_count(), 1)
+            device = f"cuda:{index}"
+            from .autograd.backend import _load_cupy
+
+            _load_cupy().cuda.Device(index).use()  # NCCL and fresh buffers go to the current device
         if seed is not None:
             manual_seed(seed)
         self.seed = seed
@@ -120,12 +124,18 @@ class Trainer:
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
         self.reducer = None
         self._rank_rng_states: list | None = None
-        if self.world_size > 1 and not isinstance(self.model, DistributedDataParallel):  # that one averages itself
-            broadcast_tensors(list(self.model.parameters()) + [b for b in self.model.buffers() if b is not None])
+        if self.world_size > 1:
+            if isinstance(self.model, DistributedDataParallel):
+                # the Trainer calls the wrapper's collectives itself, at the same points on every rank (also on a
+                # rank whose share of a short batch is empty and runs no forward or backward)
+                self.model._manual = True
+                self.reducer = self.model._reducer
+            else:
+                broadcast_tensors(list(self.model.parameters()) + self._buffers())
+                self.reducer = GradientReducer(self.model.parameters(), bucket_cap_mb, self.world)
             # every rank draws its own dropout masks; rank 0 keeps the stream a single process would have
             if self.rank:
                 manual_seed((default_generator.initial_seed() if seed is None else seed) + self.rank)
-            self.reducer = GradientReducer(self.model.parameters(), bucket_cap_mb, self.world)
         from .callbacks.base import CallbackList
 
         if self.rank:
@@ -156,9 +166,13 @@ class Trainer:
             raise ValueError("data-parallel training needs batches: give the DataLoader a batch_size")
         from .data.dataloader import default_collate
 
-        return DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
-                                                                            self.world_size),
-                          collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)
+        shards = DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
+                                                                              self.world_size),
+                            collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)
+        if shards._fast is None:  # a share of a short batch may be empty: there is nothing to collate then
+            collate = shards.collate_fn
+            shards.collate_fn = lambda samples: collate(samples) if samples else None
+        return shards
 
     def _batch(self, batch):
         """(inputs, target) on the trainer's device; a batch without a target gives target None."""
@@ -193,7 +207,9 @@ class Trainer:
             val_data[1] if isinstance(val_data, tuple) else None, batch_size, False)
         first_epoch = 0
         if resume_from is not None:
-            first_epoch = self.load_checkpoint(resume_from) + 1
+            first_epoch = self.load_checkpoint(resume_from, resume=True) + 1
+        if self.world_size > 1 and self._rank_rng_states is None:
+            self._rank_rng_states = self.world.gather_object(default_generator.get_state())
         self.stop_training = False
         self.epochs = epochs
         self._report_parameters()
@@ -212,7 +228,10 @@ class Trainer:
                 if self.world_size > 1:  # every rank's random stream, for a resume that repeats this run
                     self._rank_rng_states = self.world.gather_object(default_generator.get_state())
                 self._epoch_logs = logs  # checkpoints written by callbacks now must include this epoch
-                self.callbacks.on_epoch_end(epoch, logs)
+                if self.world_size > 1:
+                    self.callbacks.on_epoch_end_in_world(epoch, logs, self.world)
+                else:
+                    self.callbacks.on_epoch_end(epoch, logs)
                 self._epoch_logs = None
                 _append(self.history, logs)
                 if self.run_dir is not None and self.rank == 0 and math.isfinite(logs["loss"]):
@@ -223,8 +242,12 @@ class Trainer:
             self.callbacks.on_train_end(logs)
         except BaseException as exc:
             self.callbacks.on_exception(exc)
-            if self.world_size > 1 and not isinstance(exc, KeyboardInterrupt):
+            if self.world_size > 1:
                 # the other ranks may be waiting in a collective for this one: end them all rather than hang
+                if isinstance(exc, KeyboardInterrupt):
+                    if self.rank == 0 and self.run_dir is not None:
+                        self.save_checkpoint(self.run_dir / "checkpoints" / "interrupted.npz")
+                    self.world.abort("interrupted", 130)
                 self.world.abort(f"training failed with {type(exc).__name__}: {exc}")
             raise
         result = History()
@@ -253,8 +276,9 @@ class Trainer:
             size = len(x) if isinstance(x, Tensor) and x.ndim else 1
             if sharded:
                 if index == 0:
-                    self._check_same_batches(loader.batch_sampler)
+                    self._check_same_batches(loader)
                 size, global_size = loader.batch_sampler.last_sizes
+                self._sync_buffers()
             self.callbacks.on_train_batch_begin(index, {})
             value = 0.0
             if size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
@@ -292,6 +316,16 @@ class Trainer:
         return logs
 
     # -------------------------------------------------------------------------------------- data-parallel
+    def _buffers(self) -> list[Tensor]:
+        return [b for b in self.model.buffers() if b is not None]
+
+    def _sync_buffers(self) -> None:
+        """Give every rank rank 0's buffers (BatchNorm's running statistics) before a forward, as torch's DDP does:
+        each rank's would otherwise drift with its own share of the data."""
+        buffers = self._buffers()
+        if buffers:
+            broadcast_tensors(buffers, 0, self.world)
+
     def _batch_loss(self, value: float, size: int) -> tuple[float, int]:
         """The mean loss over the whole batch and its size (this rank's own without data parallelism)."""
         if self.world_size == 1:
@@ -314,11 +348,16 @@ class Trainer:
         for i, m in enumerate(metrics):
             m.total, m.count = float(sums[2 * i]), int(sums[2 * i + 1])
 
-    def _check_same_batches(self, sampler: ShardedBatchSampler) -> None:
-        """Fail at once if the ranks drew different global batches (each would then train on data of its own)."""
-        first = sampler.first_batch or []
+    def _check_same_batches(self, loader) -> None:
+        """Fail at once if the ranks drew different global batches (each would then train on data of its own), or
+        have different numbers of them (they would then wait for each other forever)."""
+        first = loader.batch_sampler.first_batch or []
         mark = float(sum((i + 1) * (k + 1) for k, i in enumerate(first)))
-        marks = self.world.allreduce(np.array([mark, -mark]), ReduceOp.MAX)
+        batches = float(len(loader))
+        marks = self.world.allreduce(np.array([mark, -mark, batches, -batches]), ReduceOp.MAX)
+        if marks[2] != -marks[3]:
+            raise RuntimeError("the ranks' loaders have different numbers of batches: every rank must load the same "
+                               "dataset (the Trainer gives each rank its share of every batch)")
         if marks[0] != -marks[1]:
             raise RuntimeError("the ranks drew different batches: give the DataLoader a generator seeded alike on "
                                "every rank (trainkit.Generator().manual_seed(seed)), or pass a Dataset and let "
@@ -343,11 +382,15 @@ class Trainer:
         was_training = [(m, m.training) for m in self.model.modules()]
         self.model.eval()
         try:
+            if self.world_size > 1:
+                self._sync_buffers()
             with grad_mode.no_grad():
-                for batch in loader:
+                for index, batch in enumerate(loader):
                     inputs, target = self._batch(batch)
                     size = len(inputs) if isinstance(inputs, Tensor) and inputs.ndim else 1
                     if self.world_size > 1:
+                        if index == 0:
+                            self._check_same_batches(loader)
                         size = loader.batch_sampler.last_sizes[0]
                     if not size:
                         continue
@@ -406,11 +449,12 @@ class Trainer:
         """Write the trainer's state to ``path`` (.npz, no pickle, atomically)."""
         return ckpt.save(self.state_dict(), path)
 
-    def load_checkpoint(self, path: str | Path) -> int:
-        """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written after."""
+    def load_checkpoint(self, path: str | Path, resume: bool = False) -> int:
+        """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written after. With
+        ``resume``, the run must have as many processes as the one that wrote it (each takes its random stream)."""
         state = ckpt.load(path)
         saved_size = int(state.get("world_size", 1))
-        if saved_size != self.world_size:
+        if resume and saved_size != self.world_size:
             raise RuntimeError(f"{path}: written by a run of {saved_size} process(es); resume it with the same "
                                f"number (this run has {self.world_size})")
         self.model.load_state_dict({k: v.to(self.device) for k, v in state["model"].items()})
@@ -418,7 +462,10 @@ class Trainer:
         if self.scheduler is not None and state.get("scheduler") is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         ranks = state["rng"].get("ranks")
-        default_generator.set_state(ranks[self.rank] if ranks and len(ranks) > self.rank else state["rng"]["global"])
+        same_world = saved_size == self.world_size and ranks and len(ranks) == self.world_size
+        default_generator.set_state(ranks[self.rank] if same_world else state["rng"]["global"])
+        if same_world:
+            self._rank_rng_states = list(ranks)
         self.loader_generator.set_state(state["rng"]["loader"])
         self.callbacks.load_state_dict(state.get("callbacks", []))
         self.global_step = int(state["global_step"])

@@ -164,6 +164,19 @@ class CallbackList(Callback):
         for cb in sorted(self.callbacks, key=lambda c: c.order):
             cb.on_epoch_end(epoch, logs)
 
+    def on_epoch_end_in_world(self, epoch: int, logs: Logs, world: Any) -> None:
+        """``on_epoch_end`` in data-parallel training: rank 0's own callbacks that add keys to the logs (the
+        gradient monitors) run first, then every rank takes rank 0's logs, then the others run, on the same logs
+        everywhere."""
+        ordered = sorted(self.callbacks, key=lambda c: c.order)
+        first = [cb for cb in ordered if cb.rank_zero_only and cb.order == 0]
+        for cb in first:
+            cb.on_epoch_end(epoch, logs)
+        logs.update(world.broadcast_object(logs))
+        for cb in ordered:
+            if cb not in first:
+                cb.on_epoch_end(epoch, logs)
+
     def on_train_end(self, logs: Logs | None = None) -> None:
         for cb in self.callbacks:
             cb.on_train_end(logs)

@@ -16,7 +16,7 @@ import numpy as np
 from ..autograd.backend import xp_of
 
 # what MPICH's hydra, Open MPI, PMIx and Slurm set in each process they start
-_LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS", "MPI_LOCALNRANKS")
+_LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
 
 
 class ReduceOp(Enum):
@@ -64,6 +64,8 @@ class World:
             self._mpi = MPI
             self.comm = MPI.COMM_WORLD
             self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+            if self.size > 1:
+                _abort_on_uncaught(self)
 
     @property
     def local_rank(self) -> int:
@@ -94,7 +96,10 @@ class World:
         if xp_of(array) is not np:
             nccl = self._nccl_comm()
             if nccl is not None:
-                nccl.bcast(array.data.ptr, array.size, _nccl_dtype(array.dtype), src,
+                from cupy.cuda import nccl as nccl_module
+
+                # as bytes: a broadcast copies, so any dtype (bool masks included) goes as uint8
+                nccl.bcast(array.data.ptr, array.nbytes, nccl_module.NCCL_UINT8, src,
                            xp_of(array).cuda.get_current_stream().ptr)
                 return array
             host = array.get()
@@ -159,6 +164,19 @@ class World:
             uid = self.comm.bcast(nccl.get_unique_id() if self.rank == 0 else None, root=0)
             self._nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
         return self._nccl or None
+
+
+def _abort_on_uncaught(group: World) -> None:
+    """An exception nobody catches ends the whole job: the other ranks may be waiting in a collective for this
+    one, and this one would wait for them in MPI_Finalize."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        group.abort("interrupted" if issubclass(kind, KeyboardInterrupt) else f"uncaught {kind.__name__}: {value}",
+                    130 if issubclass(kind, KeyboardInterrupt) else 1)
+
+    sys.excepthook = hook
 
 
 def _nccl_dtype(dtype):

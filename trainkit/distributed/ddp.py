@@ -45,15 +45,22 @@ class DistributedDataParallel(Module):
         broadcast_tensors(list(module.parameters()) + [b for b in module.buffers() if b is not None], 0, group)
         object.__setattr__(self, "_reducer", GradientReducer(module.parameters(), bucket_cap_mb, group))
         object.__setattr__(self, "_sync", True)
+        object.__setattr__(self, "_manual", False)  # set by a Trainer that calls the collectives itself
         object.__setattr__(self, "_ready", set())
-        object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._grad_ready)
-                                              for p in module.parameters() if p.requires_grad])
+        object.__setattr__(self, "_hooked", {})
+        self._hook_trainable()
+
+    def _hook_trainable(self) -> None:
+        """Watch every trainable parameter's grad (also those unfrozen since the last forward)."""
+        for p in self.module.parameters():
+            if p.requires_grad and id(p) not in self._hooked:
+                self._hooked[id(p)] = p.register_post_accumulate_grad_hook(self._grad_ready)
 
     def _trainable(self) -> list:
         return [p for p in self.module.parameters() if p.requires_grad]
 
     def _grad_ready(self, param) -> None:
-        if not self._sync:
+        if not self._sync or self._manual:
             return
         self._ready.add(id(param))
         if len(self._ready) == len(self._trainable()):
@@ -61,6 +68,9 @@ class DistributedDataParallel(Module):
             self._reducer.reduce()
 
     def forward(self, *args, **kwargs):
+        if self._manual:
+            return self.module(*args, **kwargs)
+        self._hook_trainable()
         if self._ready:
             trainable = self._trainable()
             missing = [name for name, p in self.module.named_parameters()

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from ..autograd.backend import xp_of
 from ..autograd.tensor import Tensor
-from .comm import World, world
+from .comm import ReduceOp, World, world
 
 
 class _Bucket:
@@ -33,8 +35,8 @@ class _Bucket:
 class GradientReducer:
     """Average the ``.grad`` of ``params`` over the ranks of ``group`` (default: this process's world).
 
-    ``weight`` scales this rank's grads before the sum; the Trainer passes local batch size * world size / global
-    batch size when shards are unequal, so that the result is still the whole batch's gradient.
+    ``reduce(weight)`` scales this rank's grads before the sum (the Trainer instead scales each rank's loss by its
+    share of the batch when the shares differ, which comes to the same).
 
     >>> import trainkit
     >>> w = trainkit.nn.Parameter(trainkit.ones(3))
@@ -74,14 +76,20 @@ class GradientReducer:
             self.buckets.append(_Bucket(current))
 
     def reduce(self, weight: float = 1.0) -> None:
-        """Replace every trainable parameter's grad by its average over the ranks (a missing grad counts as 0).
+        """Replace every trainable parameter's grad by its average over the ranks, where a rank without a grad
+        counts as 0; a parameter that no rank has a grad for keeps ``grad = None`` (so the optimizer skips it, as
+        it would in one process).
 
         Every rank must call this at the same point with the same parameters: it is a collective.
         """
         self._build()
         if self.group.size == 1 and weight == 1.0:
             return
+        params = [p for bucket in self.buckets for p in bucket.params]
+        has_grad = np.array([p.grad is not None for p in params], dtype=np.int32)
+        self.group.allreduce(has_grad, ReduceOp.MAX)
         scale = 1.0 / self.group.size
+        i = 0
         for bucket in self.buckets:
             buf = bucket.buffer
             for p, part in zip(bucket.params, bucket.slices):
@@ -95,6 +103,9 @@ class GradientReducer:
             if scale != 1.0:
                 buf *= buf.dtype.type(scale)
             for p, part in zip(bucket.params, bucket.slices):
+                i += 1
+                if not has_grad[i - 1]:
+                    continue
                 average = buf[part].reshape(p._data.shape)
                 if p.grad is None or not getattr(p.grad._data.flags, "writeable", True):  # CuPy: no such flag
                     p.grad = Tensor._make(average.copy())
