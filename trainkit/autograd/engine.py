@@ -99,12 +99,29 @@ class SavedOutput:
 OUTPUT0 = SavedOutput(0)
 
 
+class _SameAsOutput:
+    """The ``_input_meta`` entry of an input with the shape and dtype of the node's only output."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SAME_AS_OUTPUT"
+
+
+# Most inputs of element-wise ops are shaped like the output. Recording that as one shared marker, rather than a
+# (shape, dtype) pair per input, spares two tuples per edge that would live as long as the graph (and that the
+# garbage collector would visit), and lets the engine pass an output's gradient on to such an input unchecked.
+SAME_AS_OUTPUT = _SameAsOutput()
+ALL_SAME = [(SAME_AS_OUTPUT,) * n for n in range(8)]  # ALL_SAME[n]: the _input_meta of n such inputs, shared
+
+
 class Node:
     """A step of the backward graph. Subclasses define ``backward(*grad_outputs)`` returning one grad per input.
 
     ``next_functions``: one ``(node or None, output_nr)`` per input, as in PyTorch. ``_input_meta``: the shape and
-    dtype of each input that needs a grad, so that the engine (and only the engine) sums broadcast gradients back
-    to the input's shape and casts them to its dtype.
+    dtype of each input that needs a grad (or ``SAME_AS_OUTPUT`` when they are those of the node's only output), so
+    that the engine (and only the engine) sums broadcast gradients back to the input's shape and casts them to its
+    dtype.
     """
 
     # Defaults live on the class so that creating a node costs one allocation; a graph node gets its own
@@ -147,10 +164,15 @@ class Node:
                 raise RuntimeError(FREED_MESSAGE)
             return ()
         if not _engine.create_graph:
+            arrays = []  # a plain loop: this runs once per node and pass, and a generator costs twice as much
             for entry in saved:
-                if entry is not None and entry[3][0] != entry[2]:
+                if entry is None:
+                    arrays.append(None)
+                elif entry[3][0] != entry[2]:
                     self._raise_modified(entry)
-            return tuple(None if entry is None else entry[1] for entry in saved)
+                else:
+                    arrays.append(entry[1])
+            return tuple(arrays)
         out = []
         for entry in saved:
             if entry is None:  # not saved: no wanted gradient needs it
@@ -316,17 +338,16 @@ def _accumulate(leaf, g, create: bool) -> None:
 
 
 def _count_dependencies(roots) -> dict:
-    """For every node reachable from ``roots``: how many edges lead into it."""
-    deps: dict = {}
-    stack = [fn for fn in roots]
-    seen = set(stack)
+    """For every node reachable from ``roots``, the roots included: how many edges lead into it."""
+    deps = dict.fromkeys(roots, 0)
+    stack = list(roots)
     while stack:
-        fn = stack.pop()
-        for nxt, _ in fn.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    seen.add(nxt)
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:  # first met: walk on from it
+                    deps[nxt] = 1
                     stack.append(nxt)
     return deps
 
@@ -371,9 +392,10 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
         if buf is None:
             buf = buffers[fn] = [None] * (2 * fn.num_outputs)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    ready = [(-fn._seq, fn) for fn in root_nodes if fn not in deps]
+    ready = [(-fn._seq, fn) for fn in root_nodes if deps[fn] == 0]
     heapq.heapify(ready)
 
+    anomaly = _engine.detect_anomaly  # read once per pass, not once per node
     prev_mode, prev_create = grad_mode._state.enabled, _engine.create_graph
     grad_mode._state.enabled = _engine.create_graph = create_graph
     heappop, heappush = heapq.heappop, heapq.heappush
@@ -384,8 +406,9 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 continue
             buf = buffers.pop(fn, None)
             n = fn.num_outputs
-            if buf is not None and fn._hooks is not None:
-                buf = _run_pre_hooks(fn._hooks, buf, n, create_graph)
+            hooks = fn._hooks
+            if hooks is not None and buf is not None:
+                buf = _run_pre_hooks(hooks, buf, n, create_graph)
 
             if capture is not None and fn in targets:
                 for nr in range(n):
@@ -406,9 +429,11 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                             hook(fn.variable)
                 continue
 
+            gout = out_meta = None  # the output's gradient, and its shape and dtype once asked for
             if buf is None or (buf[0] is None if n == 1 else all(g is None for g in buf[:n])):
                 grad_inputs = (None,) * len(fn.next_functions)
             else:
+                gout = buf[0]
                 if fn._freed:
                     raise RuntimeError(FREED_MESSAGE)
                 if n == 1:
@@ -417,10 +442,10 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     grad_inputs = fn.backward(*_materialize(fn, buf[:n], create_graph))
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)
-                if _engine.detect_anomaly:
+                if anomaly:
                     _check_finite(fn, grad_inputs)
-                if fn._hooks is not None and fn._hooks.post:
-                    grad_inputs = _run_post_hooks(fn._hooks, grad_inputs, buf[:n], create_graph)
+                if hooks is not None and hooks.post:
+                    grad_inputs = _run_post_hooks(hooks, grad_inputs, buf[:n], create_graph)
                 if not retain_graph and (fn._saved is not None or fn.extra is not None):
                     fn._saved = fn.extra = None
                     fn._freed = True
@@ -430,7 +455,15 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 if nxt is None or (needed is not None and nxt not in needed and nxt not in targets):
                     continue
                 if g is not None:
-                    if g.shape != meta[0] or g.dtype != meta[1]:
+                    if meta is SAME_AS_OUTPUT:
+                        if g is gout:  # the output's gradient passed on as it is: it has the right shape and dtype
+                            meta = None
+                        else:
+                            if out_meta is None:
+                                a = gout._data if create_graph else gout
+                                out_meta = (a.shape, a.dtype)
+                            meta = out_meta
+                    if meta is not None and (g.shape != meta[0] or g.dtype != meta[1]):
                         g = _to_input(g, meta, create_graph)
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
@@ -444,7 +477,9 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                         old = nbuf[nr]
                         if old is None:
                             nbuf[nr] = g
-                        elif nbuf[nxt.num_outputs + nr]:
+                        elif nbuf[nxt.num_outputs + nr] and old.size != 1:
+                            # ours to add into; but a new array is cheaper for one element, where NumPy's in-place
+                            # add costs twice as much
                             old += g
                         else:
                             nbuf[nr] = old + g
@@ -453,7 +488,8 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 deps[nxt] = left
                 if left == 0:
                     heappush(ready, (-nxt._seq, nxt))
-            grad_inputs = g = old = None  # hold no grad past its use: a leaf may take it over without a copy
+            # hold no grad past its use: a leaf may take it over without a copy
+            grad_inputs = g = old = gout = out_meta = a = None
     finally:
         grad_mode._state.enabled, _engine.create_graph = prev_mode, prev_create
     return captured

@@ -12,7 +12,7 @@ import functools
 
 from . import grad_mode
 from .backend import as_array, xp_of
-from .engine import FREED_MESSAGE, OUTPUT0, Node, SavedOutput, _engine, _next_seq
+from .engine import ALL_SAME, FREED_MESSAGE, OUTPUT0, SAME_AS_OUTPUT, Node, SavedOutput, _engine, _next_seq
 from .tensor import Tensor
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
@@ -32,11 +32,15 @@ _NO_EDGE = (None, 0)
 _new = object.__new__
 
 
-def _connect(node: Node, inputs) -> tuple:
-    """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype."""
+def _connect(node: Node, inputs, out=None) -> tuple:
+    """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype.
+    With ``out``, the array of the node's only output, an input of the same shape and dtype is recorded as such."""
     node._seq = _next_seq()
     edges = []
     meta = []
+    all_same = out is not None
+    if all_same:
+        out_shape, out_dtype = out.shape, out.dtype
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             fn = x._grad_fn
@@ -44,12 +48,19 @@ def _connect(node: Node, inputs) -> tuple:
                 fn = x._accumulator()
             edges.append((fn, x._output_nr))
             a = x._data
-            meta.append((a.shape, a.dtype))
+            shape, dtype = a.shape, a.dtype
+            # dtypes compared with ``is``: NumPy has one object per built-in dtype, and a miss only costs a record
+            if all_same and dtype is out_dtype and shape == out_shape:
+                meta.append(SAME_AS_OUTPUT)
+            else:
+                meta.append((shape, dtype))
+                all_same = False
         else:
             edges.append(_NO_EDGE)
             meta.append(None)
     node.next_functions = edges = tuple(edges)
-    node._input_meta = meta
+    n = len(meta)
+    node._input_meta = (ALL_SAME[n] if n < len(ALL_SAME) else (SAME_AS_OUTPUT,) * n) if all_same else meta
     return edges
 
 
@@ -84,12 +95,6 @@ def _shape_error(cls, arrays, err: ValueError) -> RuntimeError:
                 )
     listed = " and ".join(str(list(s)) for s in shapes)
     return RuntimeError(f"{cls.__name__} failed on tensors of shapes {listed}: {err}")
-
-
-def _saved_entry(x):
-    if isinstance(x, Tensor):
-        return (x, x._data, x._version_counter[0], x._version_counter)
-    return (x, x, 0, _NO_COUNTER)
 
 
 class Op(Node):
@@ -136,38 +141,51 @@ class Op(Node):
                 arrays.append(x)
         node = _new(cls)
         try:
-            out = node.forward(*arrays, **params)
+            out = node.forward(*arrays, **params) if params else node.forward(*arrays)
         except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
             raise _shape_error(cls, arrays, err) from None
+        record = requires and grad_mode._state.enabled
         if cls.multi_output:
-            return _wrap_outputs(node, inputs, out, requires and grad_mode._state.enabled)
+            return _wrap_outputs(node, inputs, out, record)
         if type(out) is not kind:
             out = as_array(out)
-        view_of = inputs[0] if cls.is_view and out.base is not None else None
-        if not (requires and grad_mode._state.enabled):
-            result = Tensor._make(out)
-            if view_of is not None:
-                result._version_counter = view_of._version_counter
-                result._view = (view_of, cls, params)
+        result = _new(Tensor)
+        result._data = out
+        if cls.is_view and out.base is not None:  # it shares its input's storage, and so its version counter
+            result._version_counter = inputs[0]._version_counter
+            result._view = (inputs[0], cls, params)
+        else:
+            result._version_counter = [0]
+        if not record:
             return result
 
-        edges = _connect(node, inputs)
-        if view_of is not None:
-            result = Tensor._make(out, True, node, 0, view_of._version_counter)
-            result._view = (view_of, cls, params)
-        else:
-            result = Tensor._make(out, True, node)
-        if cls.save_inputs or cls.save_output:
-            only_for = cls.save_only_for
-            saved = [
-                None if i in only_for and edges[only_for[i]] is _NO_EDGE else _saved_entry(inputs[i])
-                for i in cls.save_inputs
-            ]
-            if cls.save_output:
-                counter = result._version_counter
-                saved.append((OUTPUT0, out, counter[0], counter))
-            node._saved = saved
+        edges = _connect(node, inputs, out)
+        result._requires_grad = True
+        result._grad_fn = node
+        if cls.save_inputs:
+            node._saved = _save_inputs(cls, inputs, edges)
+        if cls.save_output:
+            counter = result._version_counter
+            saved = node._saved = node._saved or []
+            saved.append((OUTPUT0, out, counter[0], counter))
         return result
+
+
+def _save_inputs(cls, inputs, edges) -> list:
+    """The saved entries of the inputs ``cls.save_inputs`` names: ``(value, array, version, version counter)``, or
+    None for one that only an unwanted gradient would read."""
+    only_for = cls.save_only_for
+    saved = []
+    for i in cls.save_inputs:
+        x = inputs[i]
+        if i in only_for and edges[only_for[i]] is _NO_EDGE:
+            saved.append(None)
+        elif isinstance(x, Tensor):
+            counter = x._version_counter
+            saved.append((x, x._data, counter[0], counter))
+        else:
+            saved.append((x, x, 0, _NO_COUNTER))
+    return saved
 
 
 class FunctionCtx:

@@ -265,9 +265,7 @@ class Tensor:
     # ------------------------------------------------------------------------------------------------- autograd
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Compute the gradient of this tensor with respect to the graph leaves, into their ``.grad``."""
-        from .api import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def _accumulator(self) -> AccumulateGrad:
         acc = self._acc() if self._acc is not None else None
@@ -557,3 +555,8 @@ def unwrap(value):
 
 
 __all__ = ["Size", "Tensor", "is_tensor", "as_array", "grad_mode"]
+
+
+# Last: api.py needs the Tensor class, and Tensor.backward needs api only when it runs (an import statement in the
+# method would run on every call).
+from . import api as _api  # noqa: E402

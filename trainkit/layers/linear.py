@@ -57,7 +57,13 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.linear(input, self.weight, self.bias)
+        # Read from the registry itself: ``self.weight`` finds it only after a failed normal lookup, through
+        # Module.__getattr__, which costs as much as the rest of the call on a small input. A weight that is no
+        # longer a registered parameter (a reparametrization) is still found the usual way.
+        params = self._parameters
+        weight = params["weight"] if "weight" in params else self.weight
+        bias = params["bias"] if "bias" in params else self.bias
+        return F.linear(input, weight, bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

@@ -422,17 +422,21 @@ class Module:
         return _register(self._backward_hooks, hook, prepend)
 
     def __call__(self, *args, **kwargs):
-        for hook in tuple(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
+        # each hook loop sits behind a test that its dict is not empty: most calls have no hooks, and copying an
+        # empty dict's values costs a good part of a small layer's call
+        if self._forward_pre_hooks:
+            for hook in tuple(self._forward_pre_hooks.values()):
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
         if self._backward_hooks and grad_mode._state.enabled:
             return self._call_with_backward_hooks(args, kwargs)
         output = self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
+        if self._forward_hooks:
+            for hook in tuple(self._forward_hooks.values()):
+                result = hook(self, args, output)
+                if result is not None:
+                    output = result
         return output
 
     def _call_with_backward_hooks(self, args: tuple, kwargs: dict):

@@ -16,11 +16,13 @@ from ..tensor import Tensor
 from . import dual
 
 _NUMBERS = (bool, int, float)
+_OPERANDS = (Tensor, *_NUMBERS)
+_INT_OR_FLOAT = (int, float)
 
 
 def _operand(v):
     """Tensors and Python numbers pass as they are (NumPy 2 treats numbers as weakly typed, as PyTorch does)."""
-    if isinstance(v, (Tensor, *_NUMBERS)):
+    if isinstance(v, _OPERANDS):
         return v
     if isinstance(v, np.generic):
         return v.item()
@@ -37,6 +39,14 @@ def _cast(t: Tensor, np_dtype) -> Tensor:
 
 def promote(a, b, true_divide: bool = False):
     """Cast tensor operands to the dtype PyTorch's promotion gives ``a (op) b``; numbers stay numbers."""
+    # The common cases first: a floating tensor with a tensor of its own dtype, or with a Python int or float, keeps
+    # its dtype (checked here without the general rules, which cost more than many small ops themselves).
+    if isinstance(a, Tensor):
+        if (type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype) \
+                and a._data.dtype.kind == "f":
+            return a, b
+    elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+        return a, b
     a, b = _operand(a), _operand(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     da = a._data if ta else a
@@ -55,11 +65,8 @@ def promote(a, b, true_divide: bool = False):
 
 
 def _binary(cls, a, b, true_divide: bool = False) -> Tensor:
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype is b._data.dtype and not true_divide:
-        return cls.apply(a, b)
     a, b = promote(a, b, true_divide)
     return cls.apply(a, b)
-
 
 class Add(Op, name="AddBackward0"):
     """out = x + y.   dx = g,  dy = g."""
@@ -351,6 +358,8 @@ def add(input, other, *, alpha=1) -> Tensor:
     """
     if alpha != 1:
         other = mul(other, alpha)
+    elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
+        return Add.apply(input, other)  # the common case, without the promotion step
     return _binary(Add, input, other)
 
 
@@ -358,6 +367,8 @@ def sub(input, other, *, alpha=1) -> Tensor:
     """``input - alpha * other``."""
     if alpha != 1:
         other = mul(other, alpha)
+    elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
+        return Sub.apply(input, other)  # as in add
     return _binary(Sub, input, other)
 
 
@@ -380,6 +391,8 @@ def reciprocal(input) -> Tensor:
 
 def mul(input, other) -> Tensor:
     """``input * other``, broadcasting as NumPy does."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
+        return Mul.apply(input, other)  # as in add
     return _binary(Mul, input, other)
 
 

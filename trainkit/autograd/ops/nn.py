@@ -56,8 +56,11 @@ def _reduce(loss, reduction: str, count=None):
     total = loss.sum()
     if reduction == "sum":
         return total
-    with np.errstate(invalid="ignore", divide="ignore"):  # nothing to average over gives nan, as in PyTorch
-        return total / (loss.size if count is None else count)
+    count = loss.size if count is None else count
+    if count == 0:
+        with np.errstate(invalid="ignore", divide="ignore"):  # nothing to average over gives nan, as in PyTorch
+            return total / count
+    return total / count
 
 
 def _unreduce(g, reduction: str, count):
@@ -66,7 +69,7 @@ def _unreduce(g, reduction: str, count):
 
 
 def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
-    if target.shape != input.shape:
+    if target._data.shape != input._data.shape:
         warnings.warn(
             f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). This will "
             "likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
@@ -388,18 +391,37 @@ class Addmm(Op, name="AddmmBackward0"):
     save_only_for = {1: 2, 2: 1}
 
     def forward(self, b, x, wt):
-        out = x @ wt
+        self.row_bias = b.ndim < 2  # the same bias added to every row: its gradient is the sum of g's rows
+        out = _mm(x, wt)
         out += b
         return out
 
     def backward(self, g):
         x, wt = self.saved_tensors
         (fb, _), (fx, _), (fw, _) = self.next_functions
+        gb = None
+        if fb is not None:
+            gb = _sum_rows(g) if self.row_bias and not isinstance(g, Tensor) else g  # else summed by the engine
         return (
-            g if fb is not None else None,
-            g @ wt.swapaxes(0, 1) if fx is not None else None,
-            x.swapaxes(0, 1) @ g if fw is not None else None,
+            gb,
+            _mm(g, wt.swapaxes(0, 1)) if fx is not None else None,
+            _mm(x.swapaxes(0, 1), g) if fw is not None else None,
         )
+
+
+def _sum_rows(g):
+    """The sum of the rows of the matrix ``g`` as a vector-matrix product with ones: NumPy's reduction along an
+    axis has a fixed cost several times that of the sum itself on small matrices."""
+    xp = xp_of(g)
+    return xp.dot(xp.ones(g.shape[0], dtype=g.dtype), g)
+
+
+def _mm(a, b):
+    """``a @ b`` for matrices. On arrays it is ``dot``: NumPy's ``matmul`` goes through the generalized-ufunc
+    machinery, which on small matrices costs several times the product itself (both call BLAS on large ones)."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return a @ b
+    return xp_of(a).dot(a, b)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -409,19 +431,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(trainkit.ones(2, 3), trainkit.ones(4, 3), trainkit.zeros(4)).shape
     trainkit.Size([2, 4])
     """
-    if input.ndim == 0 or weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
+    x, w = input._data, weight._data  # checked on the arrays: a Tensor's shape and dtype are built on each read
+    if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
         rows = input.numel() // input.shape[-1] if input.ndim and input.shape[-1] else 1
         in_shape = "x".join(map(str, (rows, input.shape[-1] if input.ndim else 1)))
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({in_shape} and "
             f"{'x'.join(map(str, tuple(weight.shape)[::-1]))})"
         )
-    if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
+    if x.dtype != w.dtype or (bias is not None and bias._data.dtype != x.dtype):
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {input.dtype} and {weight.dtype}")
     wt = weight.t()
     if bias is None:
         return linalg.matmul(input, wt)
-    if input.ndim == 2:
+    if x.ndim == 2:
         return Addmm.apply(bias, input, wt)
     # as PyTorch: other ranks go through a 2-D view
     out = Addmm.apply(bias, input.reshape(-1, input.shape[-1]), wt)
