@@ -804,3 +804,41 @@ def test_backward_empty_inputs_raises(torch):
         (x * 2).sum().backward(inputs=[])
 
     assert_same_error(torch, snippet, "inputs", "cannot be empty")
+
+
+def _mul_in_place(lib, return_input=True):
+    class MulInPlace(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x if return_input else x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    return MulInPlace
+
+
+def test_mark_dirty_rewrites_the_inputs_history_as_torch(torch):
+    import trainkit
+
+    seen = []
+    for lib in (trainkit, torch):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = a.clone()
+        c = _mul_in_place(lib).apply(b)
+        same, name, version = c is b, type(b.grad_fn).__name__, b._version
+        (c * lib.tensor([1.0, 3.0])).sum().backward()
+        plain = lib.tensor([1.0, 2.0])
+        out = _mul_in_place(lib).apply(plain)
+        seen.append((same, name, version, a.grad.tolist(), b.tolist(), out is plain, plain._version, out.grad_fn))
+    assert seen[0] == seen[1]
+
+
+def test_mark_dirty_errors_match_torch(torch):
+    assert_same_error(torch, lambda lib, dev: _mul_in_place(lib).apply(lib.ones(2, requires_grad=True)),
+                      "leaf Variable that requires grad")
+    assert_same_error(torch, lambda lib, dev: _mul_in_place(lib, False).apply(lib.ones(2, requires_grad=True) * 1),
+                      "marked as dirty during the forward method were not returned")

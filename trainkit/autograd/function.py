@@ -198,6 +198,11 @@ class FunctionCtx:
                 raise TypeError(f"save_for_backward can only save tensors or None, got {type(t).__name__}")
         self._to_save = tensors
 
+    def mark_dirty(self, *tensors) -> None:
+        """Inputs that forward changed in place; they must be returned as outputs, and then carry this node as
+        their ``grad_fn`` (their history is rewritten, as after any in-place op)."""
+        self._dirty = tensors
+
     def mark_non_differentiable(self, *tensors) -> None:
         """Outputs that never get a gradient (indices, masks)."""
         self._non_differentiable = {id(t) for t in tensors}
@@ -217,6 +222,7 @@ class BackwardCFunction(Node, FunctionCtx):
         Node.__init__(self)
         self._to_save = ()
         self._non_differentiable = set()
+        self._dirty = ()
         self._materialize = True
         self.needs_input_grad = ()
         self._output_meta = ()
@@ -324,6 +330,9 @@ class Function(metaclass=_FunctionMeta):
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         requires = grad_mode._state.enabled and any(t._requires_grad for t in tensor_args)
+        dirty = {id(t) for t in node._dirty}
+        if dirty:
+            _check_dirty(node._dirty, outs, requires)
         if not requires:
             return outputs
         node._tensor_positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
@@ -342,7 +351,9 @@ class Function(metaclass=_FunctionMeta):
                 o._requires_grad = False
                 results.append(o)
                 continue
-            if any(o is a for a in args):  # an input returned as is: PyTorch returns a view of it
+            if id(o) in dirty:  # changed in place: the input itself now comes from this node
+                pass
+            elif any(o is a for a in args):  # an input returned as is: PyTorch returns a view of it
                 o = Tensor._make(o._data, False, None, 0, o._version_counter)
             o._grad_fn, o._output_nr, o._requires_grad = node, nr, True
             results.append(o)
@@ -361,6 +372,20 @@ class Function(metaclass=_FunctionMeta):
         if not node._saved:
             node._saved = None
         return results[0] if single else tuple(results)
+
+
+def _check_dirty(dirty: tuple, outputs: tuple, requires: bool) -> None:
+    """The rules for inputs marked dirty: returned as outputs, not leaves that require grad; each one's version
+    moves on (as PyTorch's does, on top of any in-place op forward ran)."""
+    if any(not any(t is o for o in outputs) for t in dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. The "
+                           "inputs that are modified inplace must all be outputs of the Function.")
+    for t in dirty:
+        if requires and t._requires_grad and t._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if requires and t._view is not None:
+            raise NotImplementedError("mark_dirty on a view that requires grad is not supported: clone() it first")
+        t._version_counter[0] += 1
 
 
 def _expandable(shape: tuple, to_shape: tuple) -> bool:
