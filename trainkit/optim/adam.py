@@ -81,7 +81,7 @@ class Adam(Optimizer):
                 state["exp_avg_sq"] = zeros_like(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = zeros_like(p)
-            param, grad = p._data, p.grad._data
+            param, grad = p._data, p._grad._data
             xp = xp_of(param)
             exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
             step_t = state["step"]

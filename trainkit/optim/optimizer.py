@@ -85,9 +85,9 @@ def addcdiv_(a, t1, t2, value: float = 1.0) -> None:
 
 
 def add_(a, other, alpha: float = 1.0) -> None:
-    """``a += alpha * other``."""
-    xp = xp_of(a)
-    xp.add(a, other if alpha == 1 else xp.multiply(other, a.dtype.type(alpha)), out=a)
+    """``a += alpha * other``. A Python float is taken in the array's dtype (NumPy's rule for Python scalars), which
+    is the cast above without the cost of making a NumPy scalar: more than the update of a small parameter."""
+    a += other if alpha == 1 else other * float(alpha)
 
 
 def added(a, other, alpha: float):
@@ -207,7 +207,7 @@ class Optimizer:
         """Drop the gradients (``set_to_none=True``) or fill them with zeros, keeping the tensors."""
         for group in self.param_groups:
             for p in group["params"]:
-                grad = p.grad
+                grad = p._grad  # parameters are leaves: no warning to give
                 if grad is None:
                     continue
                 if set_to_none:
@@ -228,7 +228,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
+                params = [p for p in group["params"] if p._grad is not None]
                 if params:
                     self._update_group(group, params)
         return loss

@@ -78,7 +78,7 @@ class RMSprop(Optimizer):
                     state["momentum_buffer"] = zeros_like(p)
                 if centered:
                     state["grad_avg"] = zeros_like(p)
-            param, grad = p._data, p.grad._data
+            param, grad = p._data, p._grad._data
             xp = xp_of(param)
             state["step"]._data += 1
             _bump(state["step"])

@@ -65,7 +65,7 @@ class SGD(Optimizer):
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         for p in params:
             param = p._data
-            grad = p.grad._data
+            grad = p._grad._data
             if maximize:
                 grad = xp_of(grad).negative(grad)
             if weight_decay != 0:

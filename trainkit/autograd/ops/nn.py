@@ -412,16 +412,18 @@ class Addmm(Op, name="AddmmBackward0"):
 def _sum_rows(g):
     """The sum of the rows of the matrix ``g`` as a vector-matrix product with ones: NumPy's reduction along an
     axis has a fixed cost several times that of the sum itself on small matrices."""
-    xp = xp_of(g)
-    return xp.dot(xp.ones(g.shape[0], dtype=g.dtype), g)
+    ones = xp_of(g).empty(g.shape[0], dtype=g.dtype)
+    ones.fill(1)  # cheaper than xp.ones, a Python function
+    return ones.dot(g)
 
 
 def _mm(a, b):
-    """``a @ b`` for matrices. On arrays it is ``dot``: NumPy's ``matmul`` goes through the generalized-ufunc
-    machinery, which on small matrices costs several times the product itself (both call BLAS on large ones)."""
+    """``a @ b`` for matrices. On arrays it is the ``dot`` method: NumPy's ``matmul`` goes through the
+    generalized-ufunc machinery, which on small matrices costs several times the product itself (both call BLAS on
+    large ones)."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return a @ b
-    return xp_of(a).dot(a, b)
+    return a.dot(b)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
