@@ -137,6 +137,34 @@ def col2im(col, shape: tuple, geom: Geometry):
     return _crop(out, geom, h, w)
 
 
+def _im2col_batch(x, geom: Geometry):
+    """(N, C, H, W) -> (C*KH*KW, N*OH*OW): ``im2col`` with the images side by side, so that a convolution of the
+    whole batch is one matrix product (a single large BLAS call instead of one small one per image)."""
+    n, c = x.shape[:2]
+    (kh, kw), (oh, ow) = geom.kernel, geom.out
+    xp = xp_of(x)
+    padded = _pad(x, geom)
+    (sh, sw), (dh, dw) = geom.stride, geom.dilation
+    s = padded.strides
+    windows = xp.lib.stride_tricks.as_strided(
+        padded, (c, kh, kw, n, oh, ow), (s[1], s[2] * dh, s[3] * dw, s[0], s[2] * sh, s[3] * sw)
+    )
+    return xp.ascontiguousarray(windows).reshape(c * kh * kw, n * oh * ow)
+
+
+def _col2im_batch(col, shape: tuple, geom: Geometry):
+    """The adjoint of ``_im2col_batch``: (C*KH*KW, N*OH*OW) -> a contiguous (N, C, H, W)."""
+    n, c, h, w = shape
+    (kh, kw), (oh, ow) = geom.kernel, geom.out
+    xp = xp_of(col)
+    out = xp.zeros((c, n) + geom.padded(h, w), dtype=col.dtype)
+    taps = col.reshape(c, kh, kw, n, oh, ow)
+    for i, j in geom.taps():  # one strided slice addition per tap, as in col2im
+        rows, cols = geom.tap(i, j)
+        out[:, :, rows, cols] += taps[:, i, j]
+    return xp.ascontiguousarray(_crop(out, geom, h, w).transpose(1, 0, 2, 3))
+
+
 class Im2Col(Op, name="Im2ColBackward0"):
     """out = im2col(x): every window of x as a column.   dx = col2im(g)."""
 
@@ -169,6 +197,8 @@ class Convolution(Op, name="ConvolutionBackward0"):
 
     As matrices, per group: out = W2d @ col with col = im2col(x) and W2d = w reshaped to (OC, C*KH*KW).
     dx = col2im(W2d^T @ g),  dw = sum over n of g @ col^T,  db = g summed over n, oh, ow.
+    Without groups, col holds the whole batch side by side (``_im2col_batch``) and g is laid out to match, so each
+    of the three products is one large matrix product.
     """
 
     save_inputs = (0, 1)
@@ -178,14 +208,22 @@ class Convolution(Op, name="ConvolutionBackward0"):
         self.geom, self.groups, self.x_shape, self.w_shape = geom, groups, x.shape, w.shape
         n, oc = x.shape[0], w.shape[0]
         oh, ow = geom.out
-        col = im2col(x, geom)
         if groups == 1:
-            out = w.reshape(oc, -1) @ col
+            col = _im2col_batch(x, geom)
+            out2d = w.reshape(oc, -1) @ col  # (OC, N*OH*OW)
+            # laid out as (N, OC, OH, OW) by the one pass that also adds the bias
+            by_image = out2d.reshape(oc, n, oh, ow).transpose(1, 0, 2, 3)
+            out = xp_of(x).empty((n, oc, oh, ow), dtype=out2d.dtype)
+            if b is not None:
+                xp_of(x).add(by_image, b.reshape(oc, 1, 1), out=out)
+            else:
+                out[...] = by_image
         else:  # one batched product per group: (G, OC/G, CKK/G) @ (N, G, CKK/G, L)
+            col = im2col(x, geom)
             out = w.reshape(groups, oc // groups, -1) @ col.reshape(n, groups, col.shape[1] // groups, oh * ow)
-        out = out.reshape(n, oc, oh, ow)
-        if b is not None:
-            out += b.reshape(oc, 1, 1)
+            out = out.reshape(n, oc, oh, ow)
+            if b is not None:
+                out += b.reshape(oc, 1, 1)
         self.extra = col if keep_col else None  # the weight gradient needs it; rebuilding it costs a pass
         return out
 
@@ -195,6 +233,8 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc, oh, ow = g.shape
         groups, geom = self.groups, self.geom
         kh, kw = geom.kernel
+        if groups == 1 and not isinstance(g, Tensor):
+            return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None)
         if not isinstance(g, Tensor):
             # a gradient broadcast from a sum has zero strides, which matmul would take off its BLAS path
             g = xp_of(g).ascontiguousarray(g)
@@ -216,6 +256,20 @@ class Convolution(Op, name="ConvolutionBackward0"):
             gw = (g4 @ col).sum(axis=0).reshape(self.w_shape)
         if fb is not None:
             gb = g.sum(axis=(0, 2, 3))
+        return gx, gw, gb
+
+    def _backward_batch(self, g, x, w, want_x: bool, want_w: bool, want_b: bool):
+        """The plain backward without groups, on the layout of ``_im2col_batch``."""
+        oc = g.shape[1]
+        g2d = xp_of(g).ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(oc, -1)  # (OC, N*OH*OW), as col
+        gx = gw = gb = None
+        if want_x:
+            gx = _col2im_batch(w.reshape(oc, -1).T @ g2d, self.x_shape, self.geom)
+        if want_w:
+            col = self.extra if self.extra is not None else _im2col_batch(x, self.geom)
+            gw = (g2d @ col.T).reshape(self.w_shape)
+        if want_b:
+            gb = g2d.sum(axis=1)
         return gx, gw, gb
 
 
@@ -446,14 +500,20 @@ def max_pool_scan(x, geom: Geometry):
     padded = _pad(x, geom, lowest)
     taps = list(geom.taps())
     kind = np.uint8 if len(taps) <= 256 else np.int32
-    first = xp.full(geom.out, -1, dtype=np.int32)  # each window's first tap inside the input
-    for k in range(len(taps) - 1, -1, -1):
-        first = xp.where(_tap_inside(xp, geom, *taps[k], h, w), k, first)
-    arg = xp.broadcast_to(first.astype(kind), (p,) + geom.out).copy()
-    best = xp.full((p,) + geom.out, lowest, dtype=x.dtype)
     views = [padded[(slice(None),) + geom.tap(i, j)] for i, j in taps]
+    if not any(geom.pads):  # every tap is inside the input: each window starts at its first tap
+        start = 1
+        arg = xp.zeros((p,) + geom.out, dtype=kind)
+        best = views[0].copy()
+    else:
+        start = 0
+        first = xp.full(geom.out, -1, dtype=np.int32)  # each window's first tap inside the input
+        for k in range(len(taps) - 1, -1, -1):
+            first = xp.where(_tap_inside(xp, geom, *taps[k], h, w), k, first)
+        arg = xp.broadcast_to(first.astype(kind), (p,) + geom.out).copy()
+        best = xp.full((p,) + geom.out, lowest, dtype=x.dtype)
     larger = xp.empty(best.shape, dtype=bool)
-    for k, v in enumerate(views):
+    for k, v in enumerate(views[start:], start):
         xp.greater(v, best, out=larger)
         # arg = k where larger, by arithmetic (wrapping integers are exact): masked writes are much slower
         arg += larger * (kind(k) - arg)
@@ -498,8 +558,20 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
             return gx.reshape(self.in_shape)
         xp = xp_of(g)
         g3 = g.reshape(p, oh, ow)
+        hit = xp.empty(arg.shape, dtype=bool)
+        (kh, kw), (sh, sw) = geom.kernel, geom.stride
+        if (sh, sw) == (kh, kw) and geom.dilation == (1, 1) and not any(geom.pads):
+            # windows side by side (MaxPool2d(k)): each tap writes its own elements, with no sum; when the windows
+            # cover the whole input nothing is left to zero beforehand
+            covered = (oh * kh, ow * kw) == (h, w)
+            gx = (xp.empty if covered else xp.zeros)((p, h, w), dtype=g.dtype)
+            for k, (i, j) in enumerate(geom.taps()):
+                rows, cols = geom.tap(i, j)
+                xp.equal(arg, k, out=hit)
+                xp.multiply(g3, hit, out=gx[:, rows, cols])
+            return gx.reshape(self.in_shape)
         gx = xp.zeros((p,) + geom.padded(h, w), dtype=g.dtype)
-        hit, share = xp.empty(arg.shape, dtype=bool), xp.empty(g3.shape, dtype=g.dtype)
+        share = xp.empty(g3.shape, dtype=g.dtype)
         for k, (i, j) in enumerate(geom.taps()):  # one masked slice addition per tap, no scattered writes
             rows, cols = geom.tap(i, j)
             xp.equal(arg, k, out=hit)
