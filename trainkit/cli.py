@@ -165,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as err:  # noqa: BLE001  (one line for users; --debug shows everything)
         if launched_size() > 1:  # the other ranks may be waiting for this one in a collective
-            if args.debug:
-                traceback.print_exc()
-            world().abort(f"error: {type(err).__name__}: {err}")
+            world().abort(f"error: {type(err).__name__}: {err}", detail=traceback.format_exc() if args.debug else "")
         if args.debug:
             raise
         print(f"trainkit: error: {type(err).__name__}: {err}", file=sys.stderr)

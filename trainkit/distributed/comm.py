@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+import traceback
 from enum import Enum
 
 import numpy as np
@@ -122,11 +124,15 @@ class World:
         if self.comm is not None:
             self.comm.Barrier()
 
-    def abort(self, message: str, code: int = 1) -> None:
-        """Print ``message`` and end every rank of the job: the others may be waiting in a collective forever."""
-        print(f"trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} ranks",
-              file=sys.stderr, flush=True)
+    def abort(self, message: str, code: int = 1, detail: str = "") -> None:
+        """Print ``detail`` (a traceback, say) and ``message``, then end every rank of the job: the others may be
+        waiting in a collective forever."""
+        sys.stderr.write(f"{detail}trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} "
+                         "ranks\n")  # one write: the launcher relays it whole
+        sys.stderr.flush()
         if self.comm is not None:
+            # the launcher relays output asynchronously and stops relaying once the job is aborted: give it a moment
+            time.sleep(0.2)
             self.comm.Abort(code)
         raise SystemExit(code)
 
@@ -172,9 +178,13 @@ def _abort_on_uncaught(group: World) -> None:
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        previous(kind, value, tb)
+        detail = ""
+        if previous is sys.__excepthook__:
+            detail = "".join(traceback.format_exception(kind, value, tb))
+        else:
+            previous(kind, value, tb)
         group.abort("interrupted" if issubclass(kind, KeyboardInterrupt) else f"uncaught {kind.__name__}: {value}",
-                    130 if issubclass(kind, KeyboardInterrupt) else 1)
+                    130 if issubclass(kind, KeyboardInterrupt) else 1, detail)
 
     sys.excepthook = hook
 
