@@ -73,6 +73,14 @@ def test_conv2d_values_and_grads_match_torch(xs, ws, bias, kwargs, device, torch
              lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kwargs), [xs, ws, bs])
 
 
+@pytest.mark.parametrize("cache_bytes", [1, 3000])  # one image at a time, and slices of two with a shorter last
+def test_conv2d_input_grad_in_slices_of_the_batch_matches_torch(cache_bytes, monkeypatch, device, torch, rng):
+    monkeypatch.setattr(tkF, "_CACHE_BYTES", cache_bytes)
+    _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, stride=2, padding=1),
+             lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+             [(5, 3, 7, 6), (4, 3, 3, 3), (4,)])
+
+
 def test_conv2d_unbatched_input_is_squeezed_back_as_in_torch(device, torch, rng):
     out, _ = _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, padding=1),
                       lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1), [(3, 6, 5), (4, 3, 3, 3), (4,)])

@@ -137,6 +137,11 @@ def col2im(col, shape: tuple, geom: Geometry):
     return _crop(out, geom, h, w)
 
 
+# A size that fits in the last-level cache of common CPUs with room to spare: slices of an intermediate this large
+# are consumed while still cached.
+_CACHE_BYTES = 8 << 20
+
+
 def _im2col_batch(x, geom: Geometry):
     """(N, C, H, W) -> (C*KH*KW, N*OH*OW): ``im2col`` with the images side by side, so that a convolution of the
     whole batch is one matrix product (a single large BLAS call instead of one small one per image)."""
@@ -152,17 +157,20 @@ def _im2col_batch(x, geom: Geometry):
     return xp.ascontiguousarray(windows).reshape(c * kh * kw, n * oh * ow)
 
 
-def _col2im_batch(col, shape: tuple, geom: Geometry):
-    """The adjoint of ``_im2col_batch``: (C*KH*KW, N*OH*OW) -> a contiguous (N, C, H, W)."""
+def _col2im_batch(col, shape: tuple, geom: Geometry, out=None):
+    """The adjoint of ``_im2col_batch``: (C*KH*KW, N*OH*OW) -> (N, C, H, W), written into ``out`` when given."""
     n, c, h, w = shape
     (kh, kw), (oh, ow) = geom.kernel, geom.out
     xp = xp_of(col)
-    out = xp.zeros((c, n) + geom.padded(h, w), dtype=col.dtype)
+    padded = xp.zeros((c, n) + geom.padded(h, w), dtype=col.dtype)
     taps = col.reshape(c, kh, kw, n, oh, ow)
     for i, j in geom.taps():  # one strided slice addition per tap, as in col2im
         rows, cols = geom.tap(i, j)
-        out[:, :, rows, cols] += taps[:, i, j]
-    return xp.ascontiguousarray(_crop(out, geom, h, w).transpose(1, 0, 2, 3))
+        padded[:, :, rows, cols] += taps[:, i, j]
+    if out is None:
+        return xp.ascontiguousarray(_crop(padded, geom, h, w).transpose(1, 0, 2, 3))
+    out[...] = _crop(padded, geom, h, w).transpose(1, 0, 2, 3)
+    return out
 
 
 class Im2Col(Op, name="Im2ColBackward0"):
@@ -264,13 +272,29 @@ class Convolution(Op, name="ConvolutionBackward0"):
         g2d = xp_of(g).ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(oc, -1)  # (OC, N*OH*OW), as col
         gx = gw = gb = None
         if want_x:
-            gx = _col2im_batch(w.reshape(oc, -1).T @ g2d, self.x_shape, self.geom)
+            gx = self._input_grad(g2d, w.reshape(oc, -1).T)
         if want_w:
             col = self.extra if self.extra is not None else _im2col_batch(x, self.geom)
             gw = (g2d @ col.T).reshape(self.w_shape)
         if want_b:
             gb = g2d.sum(axis=1)
         return gx, gw, gb
+
+    def _input_grad(self, g2d, w2d_t):
+        """col2im(W2d^T @ g), a few images at a time: each slice of the column gradient is summed into the input's
+        gradient while it is still in the cache, and the whole (C*KH*KW, N*OH*OW) matrix never exists at once."""
+        n = self.x_shape[0]
+        per_image = w2d_t.shape[0] * (g2d.shape[1] // n) * g2d.itemsize
+        step = max(1, min(n, _CACHE_BYTES // per_image))
+        if step == n:
+            return _col2im_batch(w2d_t @ g2d, self.x_shape, self.geom)
+        gx = xp_of(g2d).empty(self.x_shape, dtype=g2d.dtype)
+        width = g2d.shape[1] // n
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            cols = w2d_t @ g2d[:, start * width : stop * width]
+            _col2im_batch(cols, (stop - start,) + self.x_shape[1:], self.geom, gx[start:stop])
+        return gx
 
 
 def _conv_pair(value, name: str) -> tuple[int, int]:
