@@ -44,8 +44,11 @@ def _connect(node: Node, inputs, out=None) -> tuple:
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
             fn = x._grad_fn
-            if fn is None:
-                fn = x._accumulator()
+            if fn is None:  # a leaf: its AccumulateGrad, through the weak reference when it is still alive
+                acc = x._acc
+                fn = acc() if acc is not None else None
+                if fn is None:
+                    fn = x._accumulator()
             edges.append((fn, x._output_nr))
             a = x._data
             shape, dtype = a.shape, a.dtype
