@@ -41,7 +41,8 @@ def _seed_grads(outputs: tuple, grads, create_graph: bool) -> list:
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                 )
-            array = xp_of(out._data).ones(out._data.shape, dtype=out._data.dtype)
+            array = xp_of(out._data).empty(out._data.shape, dtype=out._data.dtype)
+            array.fill(1)  # ones() is a Python function that costs several times this on a scalar
             seeds.append(Tensor._make(array) if create_graph else array)
             continue
         if not isinstance(g, Tensor):

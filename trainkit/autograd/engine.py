@@ -377,7 +377,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     With ``capture`` (a list of ``(node, output_nr)``) nothing is accumulated into ``.grad``: the gradient
     arriving at each captured place is returned instead, for ``autograd.grad``.
     """
-    root_nodes = list(dict.fromkeys(fn for fn, _ in roots))
+    root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(fn for fn, _ in roots))
     deps = _count_dependencies(root_nodes)
     needed = targets = None
     captured: dict = {}
