@@ -70,12 +70,20 @@ def main(argv=None) -> int:
     if args.write:
         name = "benchmarks.md" if args.device == "cpu" else f"benchmarks-{args.device}.md"
         path = Path(__file__).resolve().parents[1] / "docs" / name
-        kept = ""  # sections other studies write (benchmarks/ddp_step.py) stay
-        if path.exists() and (marker := "\n## Data-parallel") in (old := path.read_text()):
-            kept = old[old.index(marker):]
-        path.write_text("\n".join(lines) + "\n" + kept)
+        path.write_text(with_run("\n".join(lines) + "\n", path.read_text() if path.exists() else ""))
         print(f"written to {path}")
     return 0
+
+
+def with_run(run: str, old: str) -> str:
+    r"""The results page with ``run`` in place of the run in ``old``: the run is the part above the first ``## ``
+    section, and the sections below it stay (other studies such as benchmarks/ddp_step.py write theirs there, and
+    the notes on the targets are written by hand).
+
+    >>> with_run("# new\n", "# old\n\n## Notes\nkept\n")
+    '# new\n\n## Notes\nkept\n'
+    """
+    return run + (old[old.index("\n## "):] if "\n## " in old else "")
 
 
 if __name__ == "__main__":

@@ -133,14 +133,25 @@ def main(argv=None) -> int:
              "and the Allreduce goes through shared memory."]
     if args.write:
         path = root / "docs" / "benchmarks.md"
-        text = path.read_text()
-        if SECTION in text:
-            text = text[:text.index(SECTION)].rstrip("\n") + "\n"
-        path.write_text(text + "\n" + "\n".join(lines) + "\n")
+        path.write_text(with_section(path.read_text(), "\n".join(lines) + "\n"))
         print(f"written to {path}")
     else:
         print("\n".join(lines[-1:]))
     return 0
+
+
+def with_section(text: str, section: str) -> str:
+    r"""``text`` with ``section`` (which starts with SECTION) in place of the old one, where it stood, or added at the
+    end; the sections after it stay.
+
+    >>> with_section("# Run\n\n## Data-parallel W1 over MPI\nold\n\n## Notes\n", "## Data-parallel W1 over MPI\nnew\n")
+    '# Run\n\n## Data-parallel W1 over MPI\nnew\n\n## Notes\n'
+    """
+    if SECTION not in text:
+        return text.rstrip("\n") + "\n\n" + section
+    start = text.index(SECTION)
+    end = text.find("\n## ", start + len(SECTION))
+    return text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
 
 
 if __name__ == "__main__":

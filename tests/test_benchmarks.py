@@ -18,3 +18,21 @@ def test_timing_reports_every_implementation():
     work = next(w for w in suite.WORKLOADS if w.name == "tiny_ops")
     stats = suite.summarize(suite.time_workload(work, "cpu", rounds=1), work)
     assert set(stats) == set(suite.IMPLS) and all(v[0] > 0 for v in stats.values())
+
+
+def test_a_new_run_keeps_the_sections_below_it():
+    from benchmarks.__main__ import with_run
+
+    old = "# Benchmarks\n\n| old run |\n\n## Data-parallel W1 over MPI\nddp\n\n## Targets\nnotes\n"
+    assert with_run("# Benchmarks\n\n| new run |\n", old) == (
+        "# Benchmarks\n\n| new run |\n\n## Data-parallel W1 over MPI\nddp\n\n## Targets\nnotes\n")
+    assert with_run("# Benchmarks\n", "") == "# Benchmarks\n"
+
+
+@pytest.mark.parametrize("after", ["", "\n## Targets\nnotes\n"])
+def test_the_data_parallel_section_is_replaced_where_it_stands(after):
+    from benchmarks.ddp_step import SECTION, with_section
+
+    text = f"# Benchmarks\n\n| run |\n\n{SECTION}\nold\n" + after
+    assert with_section(text, f"{SECTION}\nnew\n") == f"# Benchmarks\n\n| run |\n\n{SECTION}\nnew\n" + after
+    assert with_section("# Benchmarks\n", f"{SECTION}\nnew\n") == f"# Benchmarks\n\n{SECTION}\nnew\n"
