@@ -815,3 +815,49 @@ def test_double_backward_through_backward_with_create_graph(torch):
     got, expected = run_both(torch, snippet)
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def _view_returning_function(kept: list):
+    """A Function whose backward returns a C-ordered view of the whole of a new array, keeping that array in
+    ``kept`` when asked to (so that the view's memory is held elsewhere)."""
+
+    class ViewGrad(trainkit.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            base = (g.numpy() * 2).reshape(-1)
+            if kept is not None:
+                kept.append(base)
+            return trainkit.from_numpy(base.reshape(g.shape))
+
+    return ViewGrad
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_view_grad_is_taken_over_only_when_nothing_else_holds_its_memory(held):
+    kept = [] if held else None
+    x = trainkit.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    _view_returning_function(kept).apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 2.0, dtype=np.float32))
+    if held:  # a copy: changing the kept array must not change the grad
+        assert not np.shares_memory(x.grad.numpy(), kept[0])
+        kept[0][:] = 0
+        np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 2.0, dtype=np.float32))
+
+
+def test_linear_weight_grad_is_c_ordered_and_accumulates_in_place(torch):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 5), (3, 5), (3,)))
+    tw, tb = trainkit.tensor(w, requires_grad=True), trainkit.tensor(b, requires_grad=True)
+    trainkit.nn.functional.linear(trainkit.tensor(x), tw, tb).sum().backward()
+    first = tw.grad
+    assert first.numpy().flags.c_contiguous and first.is_contiguous()
+    trainkit.nn.functional.linear(trainkit.tensor(x), tw, tb).sum().backward()
+    assert tw.grad is first
+    pw = torch.tensor(w, requires_grad=True)
+    for _ in range(2):
+        torch.nn.functional.linear(torch.tensor(x), pw, torch.tensor(b)).sum().backward()
+    np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-6)

@@ -234,6 +234,27 @@ def _fresh_refcount() -> int:
 _SOLE_OWNER = _fresh_refcount()
 
 
+def _view_base_refcount() -> int:
+    """How many references the base of a view shows to ``sys.getrefcount`` when only the view holds it."""
+    view = as_array(0.0).copy().reshape(1)
+    return sys.getrefcount(view.base)
+
+
+_SOLE_BASE = _view_base_refcount()
+
+
+def _owned(g) -> bool:
+    """Whether ``g``, held by the caller's caller's local only, is ours to keep: an array that owns its memory, or
+    a C-contiguous view of the whole of an array that nothing else holds (the transpose of a transposed product)."""
+    if sys.getrefcount(g) > _SOLE_OWNER + 2:
+        return False
+    base = g.base
+    if base is None:
+        return True
+    return (type(base) is type(g) and base.size == g.size and g.flags.c_contiguous
+            and sys.getrefcount(base) <= _SOLE_BASE + 1)  # + 1: the local ``base``
+
+
 def sum_to(g, shape: tuple):
     """Sum array ``g`` down to ``shape`` (undoing broadcasting); never returns a view, so the result is owned."""
     lead = g.ndim - len(shape)
@@ -329,9 +350,8 @@ def _accumulate(leaf, g, create: bool) -> None:
     if create:
         leaf._grad = g if old is None else old + g
     elif old is None:
-        # Only the caller's local and this parameter hold g when it is ours to keep (hence +1).
-        owned = g.base is None and sys.getrefcount(g) <= _SOLE_OWNER + 1
-        leaf._grad = _tensor_mod.Tensor._make(g if owned else g.copy())
+        # Only the caller's local, this parameter and _owned's own hold g when it is ours to keep.
+        leaf._grad = _tensor_mod.Tensor._make(g if _owned(g) else g.copy())
     else:
         old._data += g
         old._version_counter[0] += 1

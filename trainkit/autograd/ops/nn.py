@@ -392,6 +392,8 @@ class Addmm(Op, name="AddmmBackward0"):
 
     def forward(self, b, x, wt):
         self.row_bias = b.ndim < 2  # the same bias added to every row: its gradient is the sum of g's rows
+        # wt = weight.t() of a C-ordered weight: wt's gradient is computed in that layout (see backward)
+        self.wt_transposed = not wt.flags.c_contiguous and wt.flags.f_contiguous
         out = _mm(x, wt)
         out += b
         return out
@@ -402,11 +404,15 @@ class Addmm(Op, name="AddmmBackward0"):
         gb = None
         if fb is not None:
             gb = _sum_rows(g) if self.row_bias and not isinstance(g, Tensor) else g  # else summed by the engine
-        return (
-            gb,
-            _mm(g, wt.swapaxes(0, 1)) if fx is not None else None,
-            _mm(x.swapaxes(0, 1), g) if fw is not None else None,
-        )
+        gwt = None
+        if fw is not None:
+            if self.wt_transposed and not isinstance(g, Tensor):
+                # (g^T x)^T: in wt's layout, so that the weight's gradient, its transpose, is C-ordered as the
+                # weight and can be taken over without a copy
+                gwt = _mm(g.swapaxes(0, 1), x).swapaxes(0, 1)
+            else:
+                gwt = _mm(x.swapaxes(0, 1), g)
+        return gb, _mm(g, wt.swapaxes(0, 1)) if fx is not None else None, gwt
 
 
 def _sum_rows(g):
