@@ -7,6 +7,7 @@ All implementations start from the same weights, and ``check`` runs a few steps 
 
 from __future__ import annotations
 
+import math
 import platform
 import statistics
 import time
@@ -20,6 +21,7 @@ from benchmarks import numpy_limit
 
 IMPLS = ("trainkit", "torch", "numpy")
 SETTLE_SECONDS = 0.2
+MIN_SAMPLE_SECONDS = 0.05
 
 
 def _torch():
@@ -299,23 +301,35 @@ WORKLOADS = [
 
 # ----------------------------------------------------------------------------------------------------- timing
 def time_workload(work: Workload, device: str, rounds: int, impls=IMPLS) -> dict:
-    """Interleaved rounds; returns {impl: [seconds per unit, ...]}."""
+    """Interleaved rounds; returns {impl: [seconds per unit, ...]}.
+
+    A sample is the mean of as many back-to-back calls as fill ``MIN_SAMPLE_SECONDS``, so that a call of a few
+    milliseconds is not timed alone against the scheduler's noise; and each round starts with the next
+    implementation in turn, so that none always runs right after the same other one.
+    """
     runs = {impl: work.build(impl, device) for impl in impls}
+    calls = {}
     for impl, run in runs.items():  # warm up: first calls build caches, allocate, load kernels
         run()
+        _sync(impl, device)
+        start = time.perf_counter()
         run()
         _sync(impl, device)
+        calls[impl] = max(1, math.ceil(MIN_SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-9)))
     times: dict = {impl: [] for impl in impls}
-    for _ in range(rounds):
-        for impl, run in runs.items():
+    order = list(runs)
+    for r in range(rounds):
+        for impl in order[r % len(order):] + order[:r % len(order)]:
+            run, n = runs[impl], calls[impl]
             _sync(impl, device)
             # BLAS worker threads spin for about 0.1 s after a product; let them settle so that the previous
             # implementation's threads do not compete with this one's
             time.sleep(SETTLE_SECONDS if device == "cpu" else 0.0)
             start = time.perf_counter()
-            run()
+            for _ in range(n):
+                run()
             _sync(impl, device)
-            times[impl].append((time.perf_counter() - start) / work.per)
+            times[impl].append((time.perf_counter() - start) / (n * work.per))
     return times
 
 
