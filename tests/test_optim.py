@@ -157,6 +157,26 @@ def test_every_update_matches_torch_given_the_same_grads(torch, device, case):
                                        err_msg=f"step {step}, parameter {i}")
 
 
+@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}), ("RMSprop", {"momentum": 0.5})])
+def test_large_parameters_updated_block_by_block_match_torch(torch, device, name, kwargs):
+    """Parameters larger than one block of the in-place update (with a short last block), and a transposed one."""
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((300, 250), (70000,))]
+    values.append(rng.standard_normal((200, 300)).astype(np.float32).T)  # not C-ordered: the plain path
+    params = [trainkit.tensor(v, device=device, requires_grad=True) for v in values]
+    tparams = [torch.tensor(v, requires_grad=True) for v in values]
+    opt = getattr(trainkit.optim, name)(params, **kwargs)
+    topt = getattr(torch.optim, name)(tparams, **kwargs)
+    for _ in range(3):
+        grads = [rng.standard_normal(v.shape).astype(np.float32) for v in values]
+        for p, tp, g in zip(params, tparams, grads):
+            p.grad, tp.grad = trainkit.tensor(g, device=device), torch.tensor(g)
+        opt.step()
+        topt.step()
+    for i, (p, tp) in enumerate(zip(params, tparams)):
+        np.testing.assert_allclose(to_numpy(p), tp.detach().numpy(), rtol=1e-6, atol=1e-6, err_msg=f"parameter {i}")
+
+
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_zero_grad_matches_torch(torch, device, set_to_none):
     def grads_after(lib, dev):

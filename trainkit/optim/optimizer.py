@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from ..autograd.backend import xp_of
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.tensor import Tensor
@@ -84,10 +86,27 @@ def addcdiv_(a, t1, t2, value: float = 1.0) -> None:
     xp.add(a, tmp, out=a)
 
 
+_BLOCK = 1 << 15  # elements: a temporary this small stays in the cache and comes from blocks malloc keeps
+
+
 def add_(a, other, alpha: float = 1.0) -> None:
     """``a += alpha * other``. A Python float is taken in the array's dtype (NumPy's rule for Python scalars), which
-    is the cast above without the cost of making a NumPy scalar: more than the update of a small parameter."""
-    a += other if alpha == 1 else other * float(alpha)
+    is the cast above without the cost of making a NumPy scalar: more than the update of a small parameter.
+
+    A large NumPy array goes a block at a time: a temporary as large as a big parameter would be a fresh mapping,
+    page-faulted in and given back to the OS at every step.
+    """
+    if alpha == 1:
+        a += other
+        return
+    alpha = float(alpha)
+    if a.size <= _BLOCK or type(a) is not np.ndarray or not (a.flags.c_contiguous and other.flags.c_contiguous
+                                                              and other.shape == a.shape):
+        a += other * alpha
+        return
+    flat_a, flat_other = a.reshape(-1), other.reshape(-1)
+    for start in range(0, a.size, _BLOCK):
+        flat_a[start : start + _BLOCK] += flat_other[start : start + _BLOCK] * alpha
 
 
 def added(a, other, alpha: float):
