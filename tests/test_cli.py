@@ -169,3 +169,17 @@ def test_graph_command_prints_the_tree_and_writes_dot(tmp_path):
     assert "MseLossBackward0" in result.stdout and "AccumulateGrad" in result.stdout
     assert "total saved" in result.stdout
     assert (tmp_path / "regression" / "graph.dot").read_text().startswith("digraph")
+
+
+def test_bench_runs_the_suite_of_the_checkout(tmp_path):
+    pytest.importorskip("torch")
+    result = trainkit("bench", "--only", "tiny_ops", "--rounds", "1", "--skip-check", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "| W3 tiny_ops" in result.stdout and "us/op" in result.stdout
+    usage = trainkit("bench", "--help", cwd=tmp_path)
+    assert usage.returncode == 0 and "--keep-freed-memory" in usage.stdout
+
+
+def test_unknown_options_of_other_commands_are_still_refused():
+    result = trainkit("check", CONFIG, "--bogus")
+    assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr

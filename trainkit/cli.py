@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainkit", description="Train models described by a YAML config.")
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph}")
+    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
     train = commands.add_parser("train", help="train the model a config describes")
     train.add_argument("config")
     train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -43,7 +43,22 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("config")
     check.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
     check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    bench = commands.add_parser("bench", add_help=False,  # --help goes on to the suite's own
+                                help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]")
+    del bench  # its arguments are the suite's: main passes on whatever follows "bench"
     return parser
+
+
+def _bench(args) -> int:
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "benchmarks" / "suite.py").is_file():
+        raise RuntimeError(f"the benchmark suite lives in benchmarks/ of a source checkout, and {root} has none: "
+                           "clone the repository and install it with pip install -e .")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from benchmarks.__main__ import main as bench_main
+
+    return bench_main(args.args)
 
 
 def _train(args) -> int:
@@ -145,13 +160,17 @@ def main(argv: list[str] | None = None) -> int:
     trainkit 0.1.0
     """
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        args.args = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command is None:
         parser.print_help()
         return 2
     from trainkit.config import ConfigError
 
-    handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph}[args.command]
+    handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
     try:
         return handler(args)
     except ConfigError as err:  # the same on every rank of a data-parallel run: one message is enough
