@@ -861,3 +861,32 @@ def test_linear_weight_grad_is_c_ordered_and_accumulates_in_place(torch):
     for _ in range(2):
         torch.nn.functional.linear(torch.tensor(x), pw, torch.tensor(b)).sum().backward()
     np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_a_broadcast_grad_is_copied_so_the_grad_stays_writable(shape, torch):
+    def snippet(lib, dev):
+        p = lib.zeros(shape, requires_grad=True)
+        p.mean().backward()
+        p.mean().backward()  # adds into the first grad in place
+        (p.sum() * 2).backward()
+        lib.optim.SGD([p], lr=0.1).zero_grad(set_to_none=False)
+        return p.grad.tolist()
+
+    got, expected = run_both(torch, snippet)
+    assert got == expected
+
+
+def test_a_grad_over_memory_someone_else_owns_is_copied():
+    buffer = bytearray(48)
+
+    def into_buffer(g):
+        a = np.frombuffer(buffer, np.float32).reshape(3, 4)
+        a[...] = g.numpy()
+        return trainkit.from_numpy(a)
+
+    x = trainkit.randn(3, 4, requires_grad=True)
+    x.register_hook(into_buffer)
+    (x * 2).sum().backward()
+    buffer[:4] = bytes(4)
+    assert float(x.grad[0, 0]) == 2.0

@@ -248,10 +248,14 @@ def _owned(g) -> bool:
     a C-contiguous view of the whole of an array that nothing else holds (the transpose of a transposed product)."""
     if sys.getrefcount(g) > _SOLE_OWNER + 2:
         return False
+    flags = g.flags
+    if not getattr(flags, "writeable", True):  # a broadcast view, or an array its maker froze
+        return False
     base = g.base
     if base is None:
         return True
-    return (type(base) is type(g) and base.size == g.size and g.flags.c_contiguous
+    # the base must own its memory: one made over a buffer (frombuffer, another library's array) belongs elsewhere
+    return (type(base) is type(g) and base.size == g.size and flags.c_contiguous and base.flags.owndata
             and sys.getrefcount(base) <= _SOLE_BASE + 1)  # + 1: the local ``base``
 
 
