@@ -452,3 +452,27 @@ def test_conv2d_init_draws_from_trainkit_seeded_stream():
 def test_conv2d_layer_errors_match_torch(kwargs, message, torch):
     assert_same_error(torch, lambda lib, dev: (torch.nn.Conv2d if lib is torch else Conv2d)(4, 6, 3, **kwargs),
                       message)
+
+
+def test_conv2d_of_an_empty_batch_has_empty_and_zero_grads_as_torch(torch):
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x, tw = trainkit.zeros(0, 3, 5, 5, requires_grad=True), trainkit.tensor(w, requires_grad=True)
+    tkF.conv2d(x, tw, padding=1).sum().backward()
+    xt, wt = torch.zeros(0, 3, 5, 5, requires_grad=True), torch.tensor(w, requires_grad=True)
+    torch.nn.functional.conv2d(xt, wt, padding=1).sum().backward()
+    assert tuple(x.grad.shape) == tuple(xt.grad.shape)
+    np.testing.assert_array_equal(tw.grad.numpy(), wt.grad.numpy())
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2},
+                                    {"kernel_size": 2, "padding": 1}])
+def test_max_pool2d_backward_of_inf_and_nan_grads_matches_torch(kwargs, torch):
+    x = np.random.default_rng(0).standard_normal((1, 2, 6, 6)).astype(np.float32)
+    ours = trainkit.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    out, tout = tkF.max_pool2d(ours, **kwargs), torch.nn.functional.max_pool2d(theirs, **kwargs)
+    g = np.ones(tuple(tout.shape), dtype=np.float32)
+    g[0, 0, 0, 0], g[0, 1, 1, 1], g[0, 1, 0, 1] = np.inf, np.nan, -np.inf
+    out.backward(trainkit.tensor(g))
+    tout.backward(torch.tensor(g))
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())

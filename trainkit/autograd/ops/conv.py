@@ -284,9 +284,9 @@ class Convolution(Op, name="ConvolutionBackward0"):
         """col2im(W2d^T @ g), a few images at a time: each slice of the column gradient is summed into the input's
         gradient while it is still in the cache, and the whole (C*KH*KW, N*OH*OW) matrix never exists at once."""
         n = self.x_shape[0]
-        per_image = w2d_t.shape[0] * (g2d.shape[1] // n) * g2d.itemsize
-        step = max(1, min(n, _CACHE_BYTES // per_image))
-        if step == n:
+        per_image = w2d_t.shape[0] * (g2d.shape[1] // max(n, 1)) * g2d.itemsize
+        step = max(1, _CACHE_BYTES // max(per_image, 1))
+        if step >= n:  # the whole batch at once (an empty one included)
             return _col2im_batch(w2d_t @ g2d, self.x_shape, self.geom)
         gx = xp_of(g2d).empty(self.x_shape, dtype=g2d.dtype)
         width = g2d.shape[1] // n
@@ -583,6 +583,19 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
         xp = xp_of(g)
         g3 = g.reshape(p, oh, ow)
         hit = xp.empty(arg.shape, dtype=bool)
+        # g * hit is g where hit and 0 elsewhere, unless g holds an inf or a nan (inf * 0 is nan): a finite sum
+        # rules that out, else the slower where() keeps torch's zeros
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf, or a sum past float32's range
+            finite = bool(xp.isfinite(g3.sum()))
+        zero = g3.dtype.type(0)
+
+        def pick(out):
+            if finite:
+                xp.multiply(g3, hit, out=out)
+            else:
+                out[...] = xp.where(hit, g3, zero)
+            return out
+
         (kh, kw), (sh, sw) = geom.kernel, geom.stride
         if (sh, sw) == (kh, kw) and geom.dilation == (1, 1) and not any(geom.pads):
             # windows side by side (MaxPool2d(k)): each tap writes its own elements, with no sum; when the windows
@@ -592,14 +605,14 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
             for k, (i, j) in enumerate(geom.taps()):
                 rows, cols = geom.tap(i, j)
                 xp.equal(arg, k, out=hit)
-                xp.multiply(g3, hit, out=gx[:, rows, cols])
+                pick(gx[:, rows, cols])
             return gx.reshape(self.in_shape)
         gx = xp.zeros((p,) + geom.padded(h, w), dtype=g.dtype)
         share = xp.empty(g3.shape, dtype=g.dtype)
         for k, (i, j) in enumerate(geom.taps()):  # one masked slice addition per tap, no scattered writes
             rows, cols = geom.tap(i, j)
             xp.equal(arg, k, out=hit)
-            gx[:, rows, cols] += xp.multiply(g3, hit, out=share)
+            gx[:, rows, cols] += pick(share)
         return _crop(gx, geom, h, w).reshape(self.in_shape)
 
 
