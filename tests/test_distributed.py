@@ -281,6 +281,20 @@ def test_a_failing_rank_ends_the_job_instead_of_hanging(tmp_path):
     assert done.returncode != 0
     assert "rank 1 of 2: training failed with ValueError: broken batch on purpose; aborting all 2 ranks" in (
         done.stderr + done.stdout)
+    assert 'raise ValueError("broken batch on purpose")' in done.stderr  # the traceback, as Python shows one
+
+
+@needs_mpi
+@pytest.mark.parametrize("debug", [False, True])
+def test_command_failing_on_one_rank_in_training_shows_the_traceback_only_with_debug(tmp_path, debug):
+    config = tmp_path / "fragile.yaml"
+    config.write_text(f"model: {{class_path: '{SCRIPTS / 'fragile_forward.py'}:FragileForward'}}\n"
+                      f"data: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n")
+    args = [sys.executable, "-m", "trainkit.cli"] + (["--debug"] if debug else []) + ["train", str(config)]
+    done = _run(args, tmp_path, timeout=60)
+    assert done.returncode != 0
+    assert "rank 1 of 2: training failed with ValueError: broken batch on purpose; aborting all 2 ranks" in done.stderr
+    assert ("Traceback" in done.stderr) is debug
 
 
 @needs_mpi
@@ -346,3 +360,27 @@ def test_command_failing_on_one_rank_before_training_ends_the_job(tmp_path, debu
     done = _run(args, tmp_path, timeout=60)
     assert done.returncode != 0
     assert "rank 1 of 2: error: ValueError: cannot build on rank 1; aborting all 2 ranks" in done.stderr
+
+
+def test_abort_ends_the_job_even_when_a_second_interrupt_cuts_its_pause_short(monkeypatch, capsys):
+    from trainkit.distributed import comm as comm_mod
+
+    aborted = []
+
+    class FakeComm:
+        def Abort(self, code):  # noqa: N802  (mpi4py's name)
+            aborted.append(code)
+
+    group = comm_mod.World()
+    group.comm, group.rank, group.size = FakeComm(), 1, 2
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(comm_mod.time, "sleep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        group.abort("interrupted", 130, detail="Traceback (most recent call last): ...\n")
+    assert aborted == [130]
+    err = capsys.readouterr().err
+    assert err == ("Traceback (most recent call last): ...\n"
+                   "trainkit: rank 1 of 2: interrupted; aborting all 2 ranks\n")

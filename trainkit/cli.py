@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from trainkit.config import ConfigError
 
+    if launched_size() > 1:
+        world().show_traceback = args.debug
     handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
     try:
         return handler(args)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -248,7 +249,8 @@ class Trainer:
                     if self.rank == 0 and self.run_dir is not None:
                         self.save_checkpoint(self.run_dir / "checkpoints" / "interrupted.npz")
                     self.world.abort("interrupted", 130)
-                self.world.abort(f"training failed with {type(exc).__name__}: {exc}")
+                self.world.abort(f"training failed with {type(exc).__name__}: {exc}",
+                                 detail=traceback.format_exc() if self.world.show_traceback else "")
             raise
         result = History()
         result.history = self.history

@@ -124,6 +124,10 @@ class World:
         if self.comm is not None:
             self.comm.Barrier()
 
+    # Whether callers of abort show the traceback of the error behind it, as Python does for an uncaught error; the
+    # trainkit command keeps its one-line errors unless --debug.
+    show_traceback = True
+
     def abort(self, message: str, code: int = 1, detail: str = "") -> None:
         """Print ``detail`` (a traceback, say) and ``message``, then end every rank of the job: the others may be
         waiting in a collective forever."""
@@ -131,9 +135,10 @@ class World:
                          "ranks\n")  # one write: the launcher relays it whole
         sys.stderr.flush()
         if self.comm is not None:
-            # the launcher relays output asynchronously and stops relaying once the job is aborted: give it a moment
-            time.sleep(0.2)
-            self.comm.Abort(code)
+            try:  # the launcher relays output asynchronously and stops once the job is aborted: give it a moment
+                time.sleep(0.2)
+            finally:  # even when a second Ctrl-C cuts the pause short
+                self.comm.Abort(code)
         raise SystemExit(code)
 
     # ------------------------------------------------------------------------------------------- internals
