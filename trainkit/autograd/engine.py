@@ -225,28 +225,11 @@ class AccumulateGrad(Node):
         self._hooks = variable._hooks  # the leaf's own hooks: they run before accumulation
 
 
-def _fresh_refcount() -> int:
-    """How many references an array held by a single local variable shows to ``sys.getrefcount``."""
-    g = as_array(0.0).copy()
-    return sys.getrefcount(g)
-
-
-_SOLE_OWNER = _fresh_refcount()
-
-
-def _view_base_refcount() -> int:
-    """How many references the base of a view shows to ``sys.getrefcount`` when only the view holds it."""
-    view = as_array(0.0).copy().reshape(1)
-    return sys.getrefcount(view.base)
-
-
-_SOLE_BASE = _view_base_refcount()
-
-
 def _owned(g) -> bool:
-    """Whether ``g``, held by the caller's caller's local only, is ours to keep: an array that owns its memory, or
-    a C-contiguous view of the whole of an array that nothing else holds (the transpose of a transposed product)."""
-    if sys.getrefcount(g) > _SOLE_OWNER + 2:
+    """Whether ``g``, held only by the engine's local and passed on through ``_accumulate``, is ours to keep: an
+    array that owns its memory, or a C-contiguous view of the whole of an array that nothing else holds (the
+    transpose of a transposed product)."""
+    if sys.getrefcount(g) > _SOLE_REFS[0]:
         return False
     flags = g.flags
     if not getattr(flags, "writeable", True):  # a broadcast view, or an array its maker froze
@@ -256,7 +239,28 @@ def _owned(g) -> bool:
         return True
     # the base must own its memory: one made over a buffer (frombuffer, another library's array) belongs elsewhere
     return (type(base) is type(g) and base.size == g.size and flags.c_contiguous and base.flags.owndata
-            and sys.getrefcount(base) <= _SOLE_BASE + 1)  # + 1: the local ``base``
+            and sys.getrefcount(base) <= _SOLE_REFS[1])
+
+
+def _refcounts(g) -> tuple[int, int]:
+    """What ``_owned`` sees of ``g`` and of its base, from a frame like its own."""
+    base = g.base
+    return sys.getrefcount(g), sys.getrefcount(base)
+
+
+def _sole_refcounts() -> tuple[int, int]:
+    """The counts ``_owned`` sees when nothing else holds the array: measured through the same chain of frames as
+    the engine's (a local here, a parameter in ``_accumulate``'s stand-in), so that they hold on any Python, whatever
+    it counts for locals and arguments."""
+
+    def through_accumulate(g):
+        return _refcounts(g)
+
+    view = as_array(0.0).copy().reshape(1)  # held by this local only, and its base by the view only
+    return through_accumulate(view)
+
+
+_SOLE_REFS = _sole_refcounts()
 
 
 def sum_to(g, shape: tuple):
