@@ -11,7 +11,7 @@ from conftest import assert_same_error, to_numpy
 import trainkit
 from trainkit.autograd import gradcheck, gradgradcheck
 from trainkit.autograd.ops import normalization as tkF
-from trainkit.layers.dropout import Dropout1d, Dropout2d
+from trainkit.layers.dropout import Dropout1d, Dropout2d, Dropout3d
 from trainkit.layers.normalization import GroupNorm, LayerNorm
 
 _OURS_NN = {"LayerNorm": LayerNorm, "GroupNorm": GroupNorm, "Dropout1d": Dropout1d, "Dropout2d": Dropout2d}
@@ -451,3 +451,33 @@ def test_channel_dropout_errors_match_torch(torch, case):
 def test_channel_dropout_of_a_leaf_in_place_is_an_error_as_torch(torch):
     assert_same_error(torch, lambda lib, dev: _F(lib).dropout2d(lib.ones(2, 3, 2, 2, requires_grad=True),
                                                                 inplace=True), "leaf Variable")
+
+
+def test_dropout3d_zeroes_whole_channels_batched_and_not(device):
+    trainkit.manual_seed(4)
+    y = to_numpy(tkF.dropout3d(trainkit.ones(60, 100, 2, 2, 3, device=device), p=0.3))
+    per_channel = y.reshape(60, 100, -1)
+    assert y.dtype == np.float32 and (per_channel == per_channel[..., :1]).all()
+    assert abs((per_channel[..., 0] == 0).mean() - 0.3) < 0.015
+    np.testing.assert_allclose(per_channel[per_channel != 0], 1 / 0.7, rtol=1e-6)
+    y = to_numpy(tkF.dropout3d(trainkit.ones(5000, 2, 2, 2, device=device), p=0.5))  # (C, D, H, W)
+    assert y.shape == (5000, 2, 2, 2) and (y.reshape(5000, -1) == y.reshape(5000, -1)[:, :1]).all()
+    assert abs((y[:, 0, 0, 0] == 0).mean() - 0.5) < 0.03
+    x = trainkit.ones(40, 3, 2, 2, device=device)
+    assert tkF.dropout3d(x, 0.5, inplace=True) is x
+    values = to_numpy(x).reshape(40, -1)
+    assert set(values.ravel().tolist()) <= {0.0, 2.0} and (values == values[:, :1]).all()
+    batch = trainkit.ones(2, 3, 1, 1, 1, device=device)
+    assert Dropout3d(0.9).eval()(batch) is batch  # as torch: an unbatched input comes back as a new view
+
+
+@pytest.mark.filterwarnings("ignore:dropout3d")  # the deprecation notices compared in the test itself
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5, 6), (3, 4, 5, 6), (2, 3, 4), (5,)], ids=str)
+def test_dropout3d_warnings_grad_fn_and_module_match_torch(torch, shape):
+    ours = _warnings_of(lambda: tkF.dropout3d(trainkit.ones(*shape)))
+    theirs = _warnings_of(lambda: torch.nn.functional.dropout3d(torch.ones(*shape)))
+    assert ours == theirs
+    x, t = trainkit.ones(*shape, requires_grad=True), torch.ones(*shape, requires_grad=True)
+    assert type(tkF.dropout3d(x, 0.5).grad_fn).__name__ == type(torch.nn.functional.dropout3d(t, 0.5).grad_fn).__name__
+    assert repr(Dropout3d(0.2, True)) == repr(torch.nn.Dropout3d(0.2, True))
+    assert_same_error(torch, lambda lib, dev: _F(lib).dropout3d(lib.ones(*shape), 1.5))

@@ -4,7 +4,7 @@ from . import functional, init
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
-from .dropout import Dropout, Dropout1d, Dropout2d
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
@@ -25,7 +25,8 @@ from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Buffer",
-    "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Embedding", "Flatten",
+    "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+    "Flatten",
     "GELU", "GroupNorm", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
     "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Unflatten", "Upsample", "UpsamplingBilinear2d",

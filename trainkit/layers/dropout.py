@@ -1,10 +1,10 @@
-"""Dropout: zeroes random elements (Dropout) or whole channels (Dropout1d, Dropout2d) while training, passes its input
-through in evaluation."""
+"""Dropout: zeroes random elements (Dropout) or whole channels (Dropout1d, Dropout2d, Dropout3d) while training, passes
+its input through in evaluation."""
 
 from __future__ import annotations
 
 from ..autograd.ops import nn as F
-from ..autograd.ops.normalization import dropout1d, dropout2d
+from ..autograd.ops.normalization import dropout1d, dropout2d, dropout3d
 from ..autograd.tensor import Tensor
 from .module import Module
 
@@ -68,3 +68,19 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """In training, zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability ``p`` and scale
+    the others by 1 / (1 - p); in ``eval()`` the identity.
+
+    >>> import trainkit
+    >>> layer = Dropout3d(0.5)
+    >>> layer
+    Dropout3d(p=0.5, inplace=False)
+    >>> layer.eval()(trainkit.ones(1, 2, 1, 1, 1)).flatten()
+    tensor([1., 1.])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return dropout3d(input, self.p, self.training, self.inplace)

@@ -24,12 +24,13 @@ from ..autograd.ops.nn import (
     smooth_l1_loss,
     softmax,
 )
-from ..autograd.ops.normalization import dropout1d, dropout2d, group_norm, layer_norm
+from ..autograd.ops.normalization import dropout1d, dropout2d, dropout3d, group_norm, layer_norm
 from ..autograd.ops.padding import one_hot, pad
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "conv2d", "conv_transpose2d", "cross_entropy", "dropout", "dropout1d", "dropout2d", "embedding", "fold", "gelu",
+    "conv2d", "conv_transpose2d", "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding",
+    "fold", "gelu",
     "group_norm", "huber_loss", "interpolate", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
     "logsumexp", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid", "smooth_l1_loss",
     "softmax", "softplus", "tanh", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",

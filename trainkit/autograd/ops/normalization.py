@@ -282,7 +282,7 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, lea
     """Multiply by a mask drawn once per index of the first ``lead`` dimensions (the channels of each sample)."""
     if not training or p == 0.0:
         return input
-    if input.ndim < 2:
+    if input.ndim + 2 - lead < 2:  # lead=1 stands for a batch dimension of one in front
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     data = input._data
     xp = xp_of(data)
@@ -356,4 +356,30 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _feature_dropout(input, p, training, inplace)
 
 
-__all__ = ["dropout1d", "dropout2d", "group_norm", "layer_norm"]
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability ``p`` and scale the others by
+    1 / (1 - p). Masks come from the seeded default generator of ``input``'s device. As in PyTorch, other ranks warn
+    that they are deprecated and are taken as unbatched (a channel per index of the first dimension).
+
+    >>> import trainkit
+    >>> y = dropout3d(trainkit.ones(2, 3, 2, 2, 2))
+    >>> all(len(set(y[n, c].flatten().tolist())) == 1 for n in range(2) for c in range(3))  # whole channels
+    True
+    """
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result in an error "
+            "in a future release. To retain the behavior and silence this warning, please use dropout instead. Note "
+            "that dropout3d exists to provide channel-wise dropout on inputs with 3 spatial dimensions, a channel "
+            "dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
+            stacklevel=2,
+        )
+    if input.ndim == 5:
+        return _feature_dropout(input, p, training, inplace)
+    if inplace:  # as in dropout1d: a mask over the first dimension drops the same channels
+        return _feature_dropout(input, p, training, inplace, lead=1)
+    return _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+
+
+__all__ = ["dropout1d", "dropout2d", "dropout3d", "group_norm", "layer_norm"]
