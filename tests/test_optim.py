@@ -157,7 +157,10 @@ def test_every_update_matches_torch_given_the_same_grads(torch, device, case):
                                        err_msg=f"step {step}, parameter {i}")
 
 
-@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}), ("RMSprop", {"momentum": 0.5})])
+@pytest.mark.parametrize("name, kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("RMSprop", {"momentum": 0.5}), ("Adam", {"lr": 0.01, "amsgrad": True}),
+    ("AdamW", {"lr": 0.01, "weight_decay": 0.1}), ("Adam", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+])
 def test_large_parameters_updated_block_by_block_match_torch(torch, device, name, kwargs):
     """Parameters larger than one block of the in-place update (with a short last block), and a transposed one."""
     rng = np.random.default_rng(0)

@@ -8,7 +8,17 @@ from typing import Any
 from ..autograd.backend import xp_of
 from ..autograd.creation import tensor, zeros_like
 from ..autograd.tensor import Tensor
-from .optimizer import Optimizer, _bump, _check_tensor_hyper, _hyper, addcdiv_, addcmul_, added, lerp_
+from .optimizer import (
+    Optimizer,
+    _bump,
+    _check_tensor_hyper,
+    _hyper,
+    addcdiv_,
+    addcmul_,
+    added,
+    blocks,
+    lerp_,
+)
 
 
 class Adam(Optimizer):
@@ -82,40 +92,46 @@ class Adam(Optimizer):
                 if amsgrad:
                     state["max_exp_avg_sq"] = zeros_like(p)
             param, grad = p._data, p._grad._data
-            xp = xp_of(param)
-            exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
             step_t = state["step"]
             step_t._data += 1
             _bump(step_t)
-            if maximize:
-                grad = xp.negative(grad)
-            if weight_decay != 0:
-                if decoupled:
-                    xp.multiply(param, param.dtype.type(1 - lr * weight_decay), out=param)
-                    _bump(p)
-                else:
-                    grad = added(grad, param, weight_decay)
-
-            lerp_(exp_avg, grad, 1 - beta1)
-            xp.multiply(exp_avg_sq, exp_avg_sq.dtype.type(beta2), out=exp_avg_sq)
-            addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
-            _bump(state["exp_avg"])
-            _bump(state["exp_avg_sq"])
-
             # the bias corrections are Python floats, as in PyTorch's default (non-capturable) path
             step = step_t.item()
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
             step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2**0.5
-            if amsgrad:
-                max_exp_avg_sq = state["max_exp_avg_sq"]._data
-                xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-                _bump(state["max_exp_avg_sq"])
-                denom = xp.sqrt(max_exp_avg_sq)
-            else:
-                denom = xp.sqrt(exp_avg_sq)
-            xp.divide(denom, denom.dtype.type(bias_correction2_sqrt), out=denom)
-            xp.add(denom, denom.dtype.type(eps), out=denom)
-            addcdiv_(param, exp_avg, denom, -step_size)
+            keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            for part in blocks(param, grad, *(state[key]._data for key in keys)):
+                self._update_arrays(*part, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                                    decoupled=decoupled, maximize=maximize, step_size=step_size,
+                                    bias_correction2_sqrt=bias_correction2_sqrt)
+            for key in keys:
+                _bump(state[key])
+            if weight_decay != 0 and decoupled:  # PyTorch changes the parameter twice: a mul_, then the step
+                _bump(p)
             _bump(p)
+
+    @staticmethod
+    def _update_arrays(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, lr, beta1, beta2, eps,
+                       weight_decay, decoupled, maximize, step_size, bias_correction2_sqrt) -> None:
+        """One Adam step on arrays: whole ones, or matching slices of them."""
+        xp = xp_of(param)
+        if maximize:
+            grad = xp.negative(grad)
+        if weight_decay != 0:
+            if decoupled:
+                xp.multiply(param, param.dtype.type(1 - lr * weight_decay), out=param)
+            else:
+                grad = added(grad, param, weight_decay)
+        lerp_(exp_avg, grad, 1 - beta1)
+        xp.multiply(exp_avg_sq, exp_avg_sq.dtype.type(beta2), out=exp_avg_sq)
+        addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
+        if max_exp_avg_sq is not None:
+            xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+            denom = xp.sqrt(max_exp_avg_sq)
+        else:
+            denom = xp.sqrt(exp_avg_sq)
+        xp.divide(denom, denom.dtype.type(bias_correction2_sqrt), out=denom)
+        xp.add(denom, denom.dtype.type(eps), out=denom)
+        addcdiv_(param, exp_avg, denom, -step_size)

@@ -100,13 +100,28 @@ def add_(a, other, alpha: float = 1.0) -> None:
         a += other
         return
     alpha = float(alpha)
-    if a.size <= _BLOCK or type(a) is not np.ndarray or not (a.flags.c_contiguous and other.flags.c_contiguous
-                                                              and other.shape == a.shape):
-        a += other * alpha
+    for a_part, other_part in blocks(a, other):
+        a_part += other_part * alpha
+
+
+def blocks(*arrays):
+    """The arrays as they are, or, for large C-ordered NumPy arrays of one shape, their flat slices of ``_BLOCK``
+    elements side by side: an element-wise update run on each slice in turn makes temporaries of a block, which
+    stay in the cache and come from blocks malloc keeps, where whole-array ones would be fresh mappings that are
+    page-faulted in and given back to the OS at every step.
+
+    >>> import numpy as np
+    >>> [len(a) for a, b in blocks(np.zeros(70000), np.ones(70000))]
+    [32768, 32768, 4464]
+    """
+    first = arrays[0]
+    if first.size <= _BLOCK or any(type(a) is not np.ndarray or a.shape != first.shape or not a.flags.c_contiguous
+                                   for a in arrays):
+        yield arrays
         return
-    flat_a, flat_other = a.reshape(-1), other.reshape(-1)
-    for start in range(0, a.size, _BLOCK):
-        flat_a[start : start + _BLOCK] += flat_other[start : start + _BLOCK] * alpha
+    flat = [a.reshape(-1) for a in arrays]
+    for start in range(0, first.size, _BLOCK):
+        yield tuple(f[start : start + _BLOCK] for f in flat)
 
 
 def added(a, other, alpha: float):
