@@ -284,14 +284,20 @@ def test_a_failing_rank_ends_the_job_instead_of_hanging(tmp_path):
     assert 'raise ValueError("broken batch on purpose")' in done.stderr  # the traceback, as Python shows one
 
 
+def _train_fragile(tmp_path, model: str, debug: bool):
+    """``trainkit train`` on 2 ranks of a config whose model (``file:Class`` in tests/mpi_scripts) fails on rank 1."""
+    path, cls = model.split(":")
+    config = tmp_path / "fragile.yaml"
+    config.write_text(f"model: {{class_path: '{SCRIPTS / path}:{cls}'}}\n"
+                      f"data: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n")
+    args = [sys.executable, "-m", "trainkit.cli"] + (["--debug"] if debug else []) + ["train", str(config)]
+    return _run(args, tmp_path, timeout=60)
+
+
 @needs_mpi
 @pytest.mark.parametrize("debug", [False, True])
 def test_command_failing_on_one_rank_in_training_shows_the_traceback_only_with_debug(tmp_path, debug):
-    config = tmp_path / "fragile.yaml"
-    config.write_text(f"model: {{class_path: '{SCRIPTS / 'fragile_forward.py'}:FragileForward'}}\n"
-                      f"data: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n")
-    args = [sys.executable, "-m", "trainkit.cli"] + (["--debug"] if debug else []) + ["train", str(config)]
-    done = _run(args, tmp_path, timeout=60)
+    done = _train_fragile(tmp_path, "fragile_forward.py:FragileForward", debug)
     assert done.returncode != 0
     assert "rank 1 of 2: training failed with ValueError: broken batch on purpose; aborting all 2 ranks" in done.stderr
     assert ("Traceback" in done.stderr) is debug
@@ -353,11 +359,7 @@ def test_a_failure_outside_fit_ends_the_job_too(tmp_path):
 @needs_mpi
 @pytest.mark.parametrize("debug", [False, True])
 def test_command_failing_on_one_rank_before_training_ends_the_job(tmp_path, debug):
-    config = tmp_path / "fragile.yaml"
-    config.write_text(f"model: {{class_path: '{SCRIPTS / 'fragile_model.py'}:FragileNet'}}\n"
-                      f"data: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n")
-    args = [sys.executable, "-m", "trainkit.cli"] + (["--debug"] if debug else []) + ["train", str(config)]
-    done = _run(args, tmp_path, timeout=60)
+    done = _train_fragile(tmp_path, "fragile_model.py:FragileNet", debug)
     assert done.returncode != 0
     assert "rank 1 of 2: error: ValueError: cannot build on rank 1; aborting all 2 ranks" in done.stderr
 
