@@ -237,15 +237,22 @@ def test_two_ranks_equal_one_process(tmp_path):
         np.testing.assert_allclose(ddp[key], single[key], rtol=1e-5, atol=1e-6, err_msg=key)
 
 
+def _assert_ranks_match_one_process(tmp_path, command, parallel: tuple[str, int], single: str) -> None:
+    """Run tests/mpi_scripts/``command(mode, output)`` in ``parallel`` = (mode, ranks) and in the ``single`` mode on
+    one process; every array the two runs save must agree."""
+    for mode, ranks in (parallel, (single, None)):
+        script, *args = command(mode, str(tmp_path / f"{mode}.npz"))
+        done = _run([sys.executable, str(SCRIPTS / script), *args], tmp_path, ranks)
+        assert done.returncode == 0, done.stderr
+    ddp, one = np.load(tmp_path / f"{parallel[0]}.npz"), np.load(tmp_path / f"{single}.npz")
+    for key in ddp.files:
+        np.testing.assert_allclose(ddp[key], one[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
 @needs_mpi
 def test_two_ranks_with_unequal_shares_match_one_process(tmp_path):
-    script = str(SCRIPTS / "train_mlp.py")
-    for mode, ranks in (("ddp", 2), ("single", None)):  # 61 samples: last batches of 13, cut 7 + 6
-        done = _run([sys.executable, script, mode, "61", str(tmp_path / f"{mode}.npz")], tmp_path, ranks)
-        assert done.returncode == 0, done.stderr
-    ddp, single = np.load(tmp_path / "ddp.npz"), np.load(tmp_path / "single.npz")
-    for key in ddp.files:
-        np.testing.assert_allclose(ddp[key], single[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    # 61 samples: last batches of 13, cut 7 + 6
+    _assert_ranks_match_one_process(tmp_path, lambda mode, out: ["train_mlp.py", mode, "61", out], ("ddp", 2), "single")
 
 
 @needs_mpi
@@ -331,13 +338,8 @@ def test_validation_is_reduced_over_ranks(tmp_path):
 def test_corner_cases_match_one_process(tmp_path, case):
     """3 ranks on batches of 4 out of 10 samples: the last batch leaves rank 2 nothing; collated samples, the
     DistributedDataParallel wrapper, and a parameter no rank has a grad for (which weight decay must not move)."""
-    script = str(SCRIPTS / "edge_cases.py")
-    for strategy, ranks in (("ddp", 3), ("single_device", None)):
-        done = _run([sys.executable, script, case, strategy, str(tmp_path / f"{strategy}.npz")], tmp_path, ranks)
-        assert done.returncode == 0, done.stderr
-    ddp, single = np.load(tmp_path / "ddp.npz"), np.load(tmp_path / "single_device.npz")
-    for key in ddp.files:
-        np.testing.assert_allclose(ddp[key], single[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    _assert_ranks_match_one_process(tmp_path, lambda mode, out: ["edge_cases.py", case, mode, out], ("ddp", 3),
+                                    "single_device")
 
 
 @needs_mpi
