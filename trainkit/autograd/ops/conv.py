@@ -23,7 +23,7 @@ from .. import grad_mode
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual
+from .shape import index_into_zeros
 
 
 class Geometry(NamedTuple):
@@ -578,7 +578,7 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
         if isinstance(g, Tensor):  # a scatter-add that is itself differentiable (its backward gathers)
             xp = xp_of(arg)
             where = (xp.arange(p)[:, None], tap_to_index(arg, geom, w).reshape(p, oh * ow))
-            gx = dual.index_into_zeros(g.reshape((p, oh * ow)), (p, h * w), where, True)
+            gx = index_into_zeros(g.reshape((p, oh * ow)), (p, h * w), where, True)
             return gx.reshape(self.in_shape)
         xp = xp_of(g)
         g3 = g.reshape(p, oh, ow)

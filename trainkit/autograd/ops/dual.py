@@ -1,7 +1,9 @@
 """Functions that backward formulas call, working on arrays (plain backward) and on Tensors (create_graph).
 
 Operators (``*``, ``/``, ``@``, ``-``) and the methods ``reshape``, ``sum(axis, keepdims)`` and ``swapaxes`` already
-mean the same on both. What they do not share is here; each costs one type check on the plain path.
+mean the same on both. What they do not share is here; each costs one type check on the plain path. On Tensors
+these call Tensor methods, so this module needs no op module (the ops import it). The gradient forms of joining and
+of indexing into zeros live beside their ops, in ``ops.shape``.
 """
 
 from __future__ import annotations
@@ -18,19 +20,11 @@ def data(v):
 
 
 def exp(v):
-    if isinstance(v, Tensor):
-        from .math import exp as texp
-
-        return texp(v)
-    return xp_of(v).exp(v)
+    return v.exp() if isinstance(v, Tensor) else xp_of(v).exp(v)
 
 
 def log(v):
-    if isinstance(v, Tensor):
-        from .math import log as tlog
-
-        return tlog(v)
-    return xp_of(v).log(v)
+    return v.log() if isinstance(v, Tensor) else xp_of(v).log(v)
 
 
 def broadcast_to(v, shape: tuple):
@@ -45,29 +39,12 @@ def permute(v, axes: tuple):
     return v.transpose(axes)
 
 
-def stack(values, dim: int):
-    if isinstance(values[0], Tensor):
-        from .shape import stack as tstack
-
-        return tstack(values, dim)
-    return xp_of(values[0]).stack(values, axis=dim)
-
-
-def cat(values, dim: int):
-    if isinstance(values[0], Tensor):
-        from .shape import cat as tcat
-
-        return tcat(values, dim)
-    return xp_of(values[0]).concatenate(values, axis=dim)
-
-
 def where(cond, a, b):
     """``cond`` is a constant boolean array; ``a`` and ``b`` may be arrays, Tensors or numbers."""
-    if isinstance(a, Tensor) or isinstance(b, Tensor):
-        from ..tensor import Tensor as T
-        from .math import where as twhere
-
-        return twhere(T._make(cond), a, b)
+    if isinstance(a, Tensor):
+        return a.where(Tensor._make(cond), b)
+    if isinstance(b, Tensor):  # where(cond, a, b) is where(~cond, b, a)
+        return b.where(Tensor._make(~cond), a)
     return xp_of(cond).where(cond, a, b)
 
 
@@ -84,21 +61,6 @@ def keep(g, mask):
     if np.isfinite(out).all():
         return out
     return np.where(mask, g, 0)
-
-
-def index_into_zeros(g, shape: tuple, index, accumulate: bool):
-    """A zero array of ``shape`` with ``g`` added at ``index``: the backward of indexing."""
-    if isinstance(g, Tensor):
-        from .shape import IndexIntoZeros
-
-        return IndexIntoZeros.apply(g, shape=shape, index=index, accumulate=accumulate)
-    xp = xp_of(g)
-    out = xp.zeros(shape, dtype=g.dtype)
-    if accumulate:
-        xp.add.at(out, index, g)
-    else:
-        out[index] = g
-    return out
 
 
 def keep_dims(g, in_shape: tuple, axes: tuple | None, keepdim: bool):

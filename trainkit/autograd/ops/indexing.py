@@ -18,7 +18,7 @@ from ..function import Op
 from ..tensor import Tensor, _flatten_sizes
 from . import dual
 from .inplace import apply_inplace
-from .shape import Index, IndexIntoZeros, SetItem, getitem, permute
+from .shape import Index, IndexIntoZeros, SetItem, cat_grads, getitem, permute
 
 __all__ = [
     "argsort",
@@ -145,8 +145,8 @@ def _shift(v, axis: int, reverse: bool):
     if isinstance(v, Tensor):
         ones = Tensor._make(ones)
     if reverse:
-        return dual.cat([v[lead + (slice(1, n),)], ones], axis)
-    return dual.cat([ones, v[lead + (slice(0, n - 1),)]], axis)
+        return cat_grads([v[lead + (slice(1, n),)], ones], axis)
+    return cat_grads([ones, v[lead + (slice(0, n - 1),)]], axis)
 
 
 def _prod_others(x, axis: int):

@@ -25,6 +25,7 @@ from ..tensor import Tensor
 from . import activation, dual, linalg
 from . import math as tmath
 from .inplace import apply_inplace
+from .shape import index_into_zeros
 
 sigmoid = activation.sigmoid
 tanh = activation.tanh
@@ -587,7 +588,7 @@ class Embedding(Op, name="EmbeddingBackward0"):
                 g = g / counts[inverse].reshape(-1, 1).astype(g._data.dtype)
             if self.padding_idx is not None:
                 g = dual.where((flat != self.padding_idx).reshape(-1, 1), g, 0)
-            return dual.index_into_zeros(g, self.weight_shape, flat, True)
+            return index_into_zeros(g, self.weight_shape, flat, True)
         slots = (inverse.reshape(-1, 1) * dim + xp.arange(dim)).reshape(-1)
         sums = xp.bincount(slots, weights=g.reshape(-1), minlength=rows.size * dim).reshape(rows.size, dim)
         if self.scale:
@@ -810,7 +811,7 @@ class NllLoss(Op, name="NllLossBackward0"):
         xp = xp_of(t)
         values = -wt * _unreduce(g, self.reduction, self.count).reshape(-1)
         if isinstance(values, Tensor):
-            rows = dual.index_into_zeros(values, (m, c), (xp.arange(m), t), False)
+            rows = index_into_zeros(values, (m, c), (xp.arange(m), t), False)
         else:
             rows = xp.zeros((m, c), dtype=values.dtype)
             rows[xp.arange(m), t] = values

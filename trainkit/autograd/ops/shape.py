@@ -8,11 +8,40 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import dtype_of, result_type, to_device, xp_of
+from ..backend import device_of, dtype_of, result_type, to_device, xp_of
 from ..engine import sum_to
 from ..function import Op
 from ..tensor import Tensor, _flatten_sizes
 from . import dual
+
+
+# The gradient forms of joining and of indexing into zeros, on arrays (the plain pass) and on Tensors (create_graph,
+# where they are the ops below): the backward of unbind, split and indexing here, and of ops elsewhere.
+def stack_grads(grads, dim: int):
+    """``grads`` (arrays or Tensors) stacked along a new ``dim``."""
+    if isinstance(grads[0], Tensor):
+        return stack(grads, dim)
+    return xp_of(grads[0]).stack(grads, axis=dim)
+
+
+def cat_grads(grads, dim: int):
+    """``grads`` (arrays or Tensors) joined along ``dim``."""
+    if isinstance(grads[0], Tensor):
+        return cat(grads, dim)
+    return xp_of(grads[0]).concatenate(grads, axis=dim)
+
+
+def index_into_zeros(g, shape: tuple, index, accumulate: bool):
+    """A zero array (or Tensor) of ``shape`` with ``g`` added at ``index``: the backward of indexing."""
+    if isinstance(g, Tensor):
+        return IndexIntoZeros.apply(g, shape=shape, index=index, accumulate=accumulate)
+    xp = xp_of(g)
+    out = xp.zeros(shape, dtype=g.dtype)
+    if accumulate:
+        xp.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
 
 
 class View(Op, name="ViewBackward0"):
@@ -153,7 +182,7 @@ class Unbind(Op, name="UnbindBackward0"):
         return tuple(x[lead + (i,)] for i in range(x.shape[dim]))
 
     def backward(self, *grads):
-        return dual.stack(grads, self.dim)
+        return stack_grads(grads, self.dim)
 
 
 class Split(Op, name="SplitBackward0"):
@@ -168,7 +197,7 @@ class Split(Op, name="SplitBackward0"):
         return tuple(x[lead + (slice(int(s), int(s) + n),)] for s, n in zip(starts, sizes))
 
     def backward(self, *grads):
-        return dual.cat(grads, self.dim)
+        return cat_grads(grads, self.dim)
 
 
 class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
@@ -188,7 +217,7 @@ class Slice(Op, name="SliceBackward0"):
         return out
 
     def backward(self, g):
-        return dual.index_into_zeros(g, self.in_shape, self.index, False)
+        return index_into_zeros(g, self.in_shape, self.index, False)
 
 
 class Select(Slice, name="SelectBackward0"):
@@ -204,7 +233,7 @@ class Index(Op, name="IndexBackward0"):
         return x[index]
 
     def backward(self, g):
-        return dual.index_into_zeros(g, self.in_shape, self.extra, self.accumulate)
+        return index_into_zeros(g, self.in_shape, self.extra, self.accumulate)
 
 
 class IndexIntoZeros(Op, name="IndexPutBackward0"):
@@ -212,7 +241,7 @@ class IndexIntoZeros(Op, name="IndexPutBackward0"):
 
     def forward(self, g, shape, index, accumulate):
         self.index = index
-        return dual.index_into_zeros(g, shape, index, accumulate)
+        return index_into_zeros(g, shape, index, accumulate)
 
     def backward(self, gg):
         return gg[self.index]
@@ -297,7 +326,7 @@ def normalize_index(key, data):
                 raise IndexError(
                     "tensors used as indices must be long, int, byte or bool tensors, got " + str(k.dtype)
                 )
-            k = to_device(k, _device(data))
+            k = to_device(k, device_of(data))
             kind = "mask" if k.dtype.kind == "b" and kind != "index" else "index"
         elif isinstance(k, (int, np.integer)):
             if kind == "slice":
@@ -314,12 +343,6 @@ def _only_new_axis(index) -> bool:
     """True for ``x[None]``, ``x[:, None]``: one new axis among full slices, which PyTorch records as unsqueeze."""
     parts = index if isinstance(index, tuple) else (index,)
     return parts.count(None) == 1 and all(p is None or p == slice(None) for p in parts)
-
-
-def _device(data):
-    from ..backend import device_of
-
-    return device_of(data)
 
 
 def getitem(input: Tensor, key) -> Tensor:
