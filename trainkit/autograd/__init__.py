@@ -6,11 +6,12 @@ guards.
 
 from . import functional, ops  # noqa: F401  (ops gives Tensor its op methods)
 from .api import backward, grad
-from .engine import AccumulateGrad, Node, RemovableHandle
+from .engine import AccumulateGrad, Node
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Graph, graph
+from .hooks import RemovableHandle
 from .tensor import Tensor
 
 __all__ = [

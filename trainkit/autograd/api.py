@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .backend import as_array, xp_of
-from .engine import _accumulate, run_backward
+from .engine import _accumulate, accumulator, run_backward
 from .tensor import Tensor
 
 
@@ -22,7 +22,7 @@ def _roots(tensors: tuple) -> list:
             raise TypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        roots.append((t._grad_fn if t._grad_fn is not None else t._accumulator(), t._output_nr))
+        roots.append((t._grad_fn if t._grad_fn is not None else accumulator(t), t._output_nr))
     return roots
 
 
@@ -105,7 +105,7 @@ def _places(inputs: tuple) -> list:
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        places.append((t._grad_fn if t._grad_fn is not None else t._accumulator(), t._output_nr))
+        places.append((t._grad_fn if t._grad_fn is not None else accumulator(t), t._output_nr))
     return places
 
 

@@ -67,6 +67,17 @@ def as_array(value):
     return np.asarray(value)
 
 
+def sum_to(g, shape: tuple):
+    """Sum array ``g`` down to ``shape`` (undoing broadcasting); never returns a view, so the result is owned."""
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return as_array(g)
+
+
 def is_array(value) -> bool:
     """True for a NumPy or CuPy ndarray."""
     return type(value) is np.ndarray or (_cupy_ndarray is not None and type(value) is _cupy_ndarray)

@@ -7,7 +7,8 @@ dies with the last tensor that reaches it.
 
 ``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a node is ready once
 all of them have delivered their gradient. Ready nodes run from a heap, newest first, as PyTorch's engine does. Each
-node runs once; its saved tensors are freed as soon as it has run (unless ``retain_graph``).
+node runs once; its saved tensors are freed as soon as it has run (unless ``retain_graph``). Gradients are brought
+to their input's shape and dtype here, once, not in every op.
 
 In the ordinary pass gradients are plain arrays and no graph is built. With ``create_graph`` they are Tensors and
 the pass runs in grad mode, so the same ``backward`` code records a graph of itself (see ``ops.dual``).
@@ -17,86 +18,17 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import sys
-import threading
 import weakref
 
 from . import grad_mode
-from .backend import as_array, xp_of
+from .backend import as_array, dtype_of, sum_to
+from .hooks import NodeHookMethods, NodeHooks, run_post_hooks, run_pre_hooks
+from .ownership import owned
+from .saved import FREED_MESSAGE, unpack
+from .tensor import Tensor
 
 _next_seq = itertools.count().__next__
 _LAST = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
-
-
-class _EngineState(threading.local):
-    create_graph = False
-    detect_anomaly = False
-
-
-_engine = _EngineState()
-
-FREED_MESSAGE = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
-    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
-    "if you need to access saved tensors after calling backward."
-)
-
-
-class RemovableHandle:
-    """Returned by ``register_hook``; ``remove()`` unregisters the hook (safe to call twice, or from the hook)."""
-
-    __slots__ = ("_hooks_ref", "id")
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict):
-        self._hooks_ref = weakref.ref(hooks)
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        hooks = self._hooks_ref()
-        if hooks is not None:
-            hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def _add_hook(hooks: dict, fn) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle
-
-
-class HookDict(dict):
-    """Hooks by handle id, in registration order (a dict subclass, so that handles can refer to it weakly)."""
-
-
-class NodeHooks:
-    """The hooks one node carries. ``tensor`` and ``retain`` are keyed by output number."""
-
-    __slots__ = ("tensor", "retain", "pre", "post")
-
-    def __init__(self):
-        self.tensor: dict[int, HookDict] = {}
-        self.retain: dict[int, weakref.ref] = {}
-        self.pre = HookDict()
-        self.post = HookDict()
-
-
-class SavedOutput:
-    """Stands in a node's saved values for one of its own outputs (which it must not hold: that is a cycle)."""
-
-    __slots__ = ("nr",)
-
-    def __init__(self, nr: int):
-        self.nr = nr
-
-
-OUTPUT0 = SavedOutput(0)
 
 
 class _SameAsOutput:
@@ -115,7 +47,7 @@ SAME_AS_OUTPUT = _SameAsOutput()
 ALL_SAME = [(SAME_AS_OUTPUT,) * n for n in range(8)]  # ALL_SAME[n]: the _input_meta of n such inputs, shared
 
 
-class Node:
+class Node(NodeHookMethods):
     """A step of the backward graph. Subclasses define ``backward(*grad_outputs)`` returning one grad per input.
 
     ``next_functions``: one ``(node or None, output_nr)`` per input, as in PyTorch. ``_input_meta``: the shape and
@@ -155,61 +87,7 @@ class Node:
         """One flag per input: does that input want a gradient?"""
         return tuple(fn is not None for fn, _ in self.next_functions)
 
-    @property
-    def saved_tensors(self) -> tuple:
-        """The saved values, checked against in-place changes: arrays in the plain pass, Tensors with create_graph."""
-        saved = self._saved
-        if saved is None:
-            if self._freed:
-                raise RuntimeError(FREED_MESSAGE)
-            return ()
-        if not _engine.create_graph:
-            arrays = []  # a plain loop: this runs once per node and pass, and a generator costs twice as much
-            for entry in saved:
-                if entry is None:
-                    arrays.append(None)
-                elif entry[3][0] != entry[2]:
-                    self._raise_modified(entry)
-                else:
-                    arrays.append(entry[1])
-            return tuple(arrays)
-        out = []
-        for entry in saved:
-            if entry is None:  # not saved: no wanted gradient needs it
-                out.append(None)
-                continue
-            tensor, array, version, counter = entry
-            if counter[0] != version:
-                self._raise_modified(entry)
-            if type(tensor) is SavedOutput:
-                # re-attached to this node only now, so that the node never holds its own outputs
-                out.append(_tensor_mod.Tensor._make(array, True, self, tensor.nr, counter))
-            else:
-                out.append(tensor)
-        return tuple(out)
-
-    def _raise_modified(self, entry) -> None:
-        _, array, version, counter = entry
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], saved by {self.name()}, "
-            f"is at version {counter[0]}; expected version {version} instead. Hint: the tensor was "
-            "changed in place after this op used it; change a clone() instead, or make the change "
-            "out of place."
-        )
-
-    def _hooks_or_new(self) -> NodeHooks:
-        if self._hooks is None:
-            self._hooks = NodeHooks()
-        return self._hooks
-
-    def register_hook(self, fn) -> RemovableHandle:
-        """Call ``fn(grad_inputs, grad_outputs)`` after this node runs; a returned tuple replaces grad_inputs."""
-        return _add_hook(self._hooks_or_new().post, fn)
-
-    def register_prehook(self, fn) -> RemovableHandle:
-        """Call ``fn(grad_outputs)`` before this node runs; a returned tuple replaces grad_outputs."""
-        return _add_hook(self._hooks_or_new().pre, fn)
+    saved_tensors = property(unpack, doc="The saved values, checked against in-place changes (see ``saved``).")
 
     def backward(self, *grad_outputs):
         raise NotImplementedError(f"{self.name()} has no backward")
@@ -225,131 +103,27 @@ class AccumulateGrad(Node):
         self._hooks = variable._hooks  # the leaf's own hooks: they run before accumulation
 
 
-def _owned(g) -> bool:
-    """Whether ``g``, held only by the engine's local and passed on through ``_accumulate``, is ours to keep: an
-    array that owns its memory, or a C-contiguous view of the whole of an array that nothing else holds (the
-    transpose of a transposed product)."""
-    if sys.getrefcount(g) > _SOLE_REFS[0]:
-        return False
-    flags = g.flags
-    if not getattr(flags, "writeable", True):  # a broadcast view, or an array its maker froze
-        return False
-    base = g.base
-    if base is None:
-        return True
-    # the base must own its memory: one made over a buffer (frombuffer, another library's array) belongs elsewhere
-    return (type(base) is type(g) and base.size == g.size and flags.c_contiguous and base.flags.owndata
-            and sys.getrefcount(base) <= _SOLE_REFS[1])
-
-
-def _refcounts(g) -> tuple[int, int]:
-    """What ``_owned`` sees of ``g`` and of its base, from a frame like its own."""
-    base = g.base
-    return sys.getrefcount(g), sys.getrefcount(base)
-
-
-def _sole_refcounts() -> tuple[int, int]:
-    """The counts ``_owned`` sees when nothing else holds the array: measured through the same chain of frames as
-    the engine's (a local here, a parameter in ``_accumulate``'s stand-in), so that they hold on any Python, whatever
-    it counts for locals and arguments."""
-
-    def through_accumulate(g):
-        return _refcounts(g)
-
-    view = as_array(0.0).copy().reshape(1)  # held by this local only, and its base by the view only
-    return through_accumulate(view)
-
-
-_SOLE_REFS = _sole_refcounts()
-
-
-def sum_to(g, shape: tuple):
-    """Sum array ``g`` down to ``shape`` (undoing broadcasting); never returns a view, so the result is owned."""
-    lead = g.ndim - len(shape)
-    if lead:
-        g = g.sum(axis=tuple(range(lead)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return as_array(g)
+def accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The leaf's ``AccumulateGrad``: the live one if any (the leaf holds it weakly, graphs hold it), else a new one."""
+    acc = leaf._acc() if leaf._acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(leaf)
+        leaf._acc = weakref.ref(acc)
+    return acc
 
 
 def _to_input(g, meta, create: bool):
     """Bring a gradient to its input's shape and dtype: the one place broadcasting and casting are undone."""
     shape, dtype = meta
     if g.shape != shape:
-        if create:
-            from .ops.shape import SumTo
-
-            g = SumTo.apply(g, shape=shape)
-        else:
-            g = sum_to(g, shape)
+        g = g.sum_to_size(shape) if create else sum_to(g, shape)
     if g.dtype != dtype:
-        g = g.to(_tensor_mod.dtype_of(dtype)) if create else g.astype(dtype)
+        g = g.to(dtype_of(dtype)) if create else g.astype(dtype)
     return g
 
 
-def _wrap(g):
-    return _tensor_mod.Tensor._make(as_array(g))
-
-
-def _call_tensor_hooks(hooks: dict, g, create: bool):
-    """Run tensor hooks in registration order, each on the previous one's result."""
-    for fn in tuple(hooks.values()):
-        t = g if create else _wrap(g)
-        result = fn(t)
-        if result is not None:
-            if not isinstance(result, _tensor_mod.Tensor):
-                raise TypeError(f"a tensor hook must return None or a Tensor, got {type(result).__name__}")
-            if tuple(result.shape) != tuple(g.shape):
-                raise RuntimeError(
-                    f"hook '{getattr(fn, '__name__', fn)}' has changed the size of value: "
-                    f"expected {tuple(g.shape)}, got {tuple(result.shape)}"
-                )
-            if result.dtype != (g.dtype if create else _tensor_mod.dtype_of(g.dtype)):
-                raise RuntimeError(
-                    f"hook '{getattr(fn, '__name__', fn)}' has changed the type of value "
-                    f"(was {g.dtype}, got {result.dtype}); return a gradient of the tensor's own dtype"
-                )
-            g = result if create else result._data
+def _same(g):
     return g
-
-
-def _retain(ref: weakref.ref, g, create: bool) -> None:
-    tensor = ref()
-    if tensor is None:
-        return
-    if create:
-        tensor._grad = g if tensor._grad is None else tensor._grad + g
-    elif tensor._grad is None:
-        tensor._grad = _wrap(g)
-    else:
-        tensor._grad = _wrap(tensor._grad._data + g)
-
-
-def _run_pre_hooks(hooks: NodeHooks, grads: list, n: int, create: bool) -> list:
-    for nr, tensor_hooks in hooks.tensor.items():
-        if tensor_hooks and grads[nr] is not None:
-            grads[nr] = _call_tensor_hooks(tensor_hooks, grads[nr], create)
-    for nr, ref in hooks.retain.items():
-        if grads[nr] is not None:
-            _retain(ref, grads[nr], create)
-    for fn in tuple(hooks.pre.values()):
-        result = fn(tuple(None if g is None else (g if create else _wrap(g)) for g in grads[:n]))
-        if result is not None:
-            grads[:n] = [None if r is None else (r if create else r._data) for r in result]
-    return grads
-
-
-def _run_post_hooks(hooks: NodeHooks, grad_inputs: tuple, grad_outputs: list, create: bool) -> tuple:
-    def wrap_all(gs):
-        return tuple(None if g is None else (g if create else _wrap(g)) for g in gs)
-
-    for fn in tuple(hooks.post.values()):
-        result = fn(wrap_all(grad_inputs), wrap_all(grad_outputs))
-        if result is not None:
-            grad_inputs = tuple(None if r is None else (r if create else r._data) for r in result)
-    return grad_inputs
 
 
 def _accumulate(leaf, g, create: bool) -> None:
@@ -358,8 +132,8 @@ def _accumulate(leaf, g, create: bool) -> None:
     if create:
         leaf._grad = g if old is None else old + g
     elif old is None:
-        # Only the caller's local, this parameter and _owned's own hold g when it is ours to keep.
-        leaf._grad = _tensor_mod.Tensor._make(g if _owned(g) else g.copy())
+        # Only the caller's local, this parameter and owned's own hold g when it is ours to keep.
+        leaf._grad = Tensor._make(g if owned(g) else g.copy())
     else:
         old._data += g
         old._version_counter[0] += 1
@@ -412,7 +186,6 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     if capture is not None:
         targets = {fn for fn, _ in capture}
         needed = _needed_nodes(root_nodes, targets)
-
     # buffers[node]: its incoming grads, then one flag per output saying "this array is ours to add into".
     buffers: dict = {}
     for (fn, nr), g in zip(roots, root_grads):
@@ -422,11 +195,13 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     ready = [(-fn._seq, fn) for fn in root_nodes if deps[fn] == 0]
     heapq.heapify(ready)
-
-    anomaly = _engine.detect_anomaly  # read once per pass, not once per node
-    prev_mode, prev_create = grad_mode._state.enabled, _engine.create_graph
-    grad_mode._state.enabled = _engine.create_graph = create_graph
     heappop, heappush = heapq.heappop, heapq.heappush
+    # hooks see Tensors: the plain pass's arrays are wrapped for them
+    wrap, unwrap = (_same, _same) if create_graph else (lambda g: Tensor._make(as_array(g)), lambda t: t._data)
+    state = grad_mode._state
+    anomaly = state.anomaly  # read once per pass, not once per node
+    prev_mode, prev_create = state.enabled, state.create_graph
+    state.enabled = state.create_graph = create_graph
     try:
         while ready:
             fn = heappop(ready)[1]
@@ -436,15 +211,11 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
             n = fn.num_outputs
             hooks = fn._hooks
             if hooks is not None and buf is not None:
-                buf = _run_pre_hooks(hooks, buf, n, create_graph)
-
+                buf = run_pre_hooks(hooks, buf, n, wrap, unwrap)
             if capture is not None and fn in targets:
-                for nr in range(n):
-                    if buf is not None and buf[nr] is not None:
-                        captured[(fn, nr)] = buf[nr]
-                if fn not in needed:
+                captured.update(((fn, nr), buf[nr]) for nr in range(n) if buf is not None and buf[nr] is not None)
+                if fn not in needed:  # a target may also lie on the way to another one
                     continue
-
             if type(fn) is AccumulateGrad:
                 if buf is not None and buf[0] is not None:
                     g = buf[0]
@@ -456,7 +227,6 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                         for hook in tuple(post.values()):
                             hook(fn.variable)
                 continue
-
             gout = out_meta = None  # the output's gradient, and its shape and dtype once asked for
             if buf is None or (buf[0] is None if n == 1 else all(g is None for g in buf[:n])):
                 grad_inputs = (None,) * len(fn.next_functions)
@@ -464,21 +234,17 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 gout = buf[0]
                 if fn._freed:
                     raise RuntimeError(FREED_MESSAGE)
-                if n == 1:
-                    grad_inputs = fn.backward(buf[0])
-                else:
-                    grad_inputs = fn.backward(*_materialize(fn, buf[:n], create_graph))
+                grad_inputs = fn.backward(gout) if n == 1 else fn.backward(*_materialize(fn, buf[:n], create_graph))
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)
                 if anomaly:
-                    _check_finite(fn, grad_inputs)
+                    grad_mode.check_finite(fn, grad_inputs)
                 if hooks is not None and hooks.post:
-                    grad_inputs = _run_post_hooks(hooks, grad_inputs, buf[:n], create_graph)
+                    grad_inputs = run_post_hooks(hooks, grad_inputs, buf[:n], wrap, unwrap)
                 if not retain_graph and (fn._saved is not None or fn.extra is not None):
                     fn._saved = fn.extra = None
                     fn._freed = True
             buf = None
-
             for (nxt, nr), g, meta in zip(fn.next_functions, grad_inputs, fn._input_meta):
                 if nxt is None or (needed is not None and nxt not in needed and nxt not in targets):
                     continue
@@ -519,18 +285,8 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
             # hold no grad past its use: a leaf may take it over without a copy
             grad_inputs = g = old = gout = out_meta = a = None
     finally:
-        grad_mode._state.enabled, _engine.create_graph = prev_mode, prev_create
+        state.enabled, state.create_graph = prev_mode, prev_create
     return captured
-
-
-def _check_finite(fn: Node, grads: tuple) -> None:
-    """Under ``detect_anomaly``: name the node whose backward produced NaN, as PyTorch does."""
-    for i, g in enumerate(grads):
-        if g is None:
-            continue
-        data = g._data if isinstance(g, _tensor_mod.Tensor) else g
-        if bool(xp_of(data).isnan(data).any()):
-            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 
 def _materialize(fn: Node, grads: list, create: bool) -> list:
@@ -538,20 +294,5 @@ def _materialize(fn: Node, grads: list, create: bool) -> list:
     called ``ctx.set_materialize_grads(False)``)."""
     if all(g is not None for g in grads) or not getattr(fn, "_materialize", True):
         return grads
-    shapes = fn._output_meta
-    out = []
-    for g, (shape, dtype, xp) in zip(grads, shapes):
-        if g is None:
-            z = xp.zeros(shape, dtype)
-            g = _tensor_mod.Tensor._make(z) if create else z
-        out.append(g)
-    return out
-
-
-def array_module(g):
-    """The array module of a gradient (array or Tensor)."""
-    return xp_of(g._data if isinstance(g, _tensor_mod.Tensor) else g)
-
-
-# Last: tensor.py imports this module's names, and this module needs the Tensor class only at run time.
-from . import tensor as _tensor_mod  # noqa: E402
+    zeros = [xp.zeros(shape, dtype) for shape, dtype, xp in fn._output_meta]
+    return [(Tensor._make(z) if create else z) if g is None else g for g, z in zip(grads, zeros)]

@@ -12,7 +12,8 @@ import functools
 
 from . import grad_mode
 from .backend import as_array, xp_of
-from .engine import ALL_SAME, FREED_MESSAGE, OUTPUT0, SAME_AS_OUTPUT, Node, SavedOutput, _engine, _next_seq
+from .engine import ALL_SAME, SAME_AS_OUTPUT, Node, _next_seq, accumulator
+from .saved import FREED_MESSAGE, OUTPUT0, SavedOutput, unpack_tensor
 from .tensor import Tensor
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
@@ -48,7 +49,7 @@ def _connect(node: Node, inputs, out=None) -> tuple:
                 acc = x._acc
                 fn = acc() if acc is not None else None
                 if fn is None:
-                    fn = x._accumulator()
+                    fn = accumulator(x)
             edges.append((fn, x._output_nr))
             a = x._data
             shape, dtype = a.shape, a.dtype
@@ -239,19 +240,11 @@ class BackwardCFunction(Node, FunctionCtx):
             return tuple(self._to_save)  # read inside forward, before the graph records the node
         if self._saved is None and self._freed:
             raise RuntimeError(FREED_MESSAGE)
-        values = []
-        for entry in self._saved or ():
-            tensor, array, version, counter = entry
-            if counter[0] != version:
-                self._raise_modified(entry)
-            if type(tensor) is SavedOutput:
-                values.append(Tensor._make(array, True, self, tensor.nr, counter))
-            else:
-                values.append(tensor)
+        values = [unpack_tensor(self, entry) for entry in self._saved or ()]
         return tuple(None if is_none else values.pop(0) for is_none in self._saved_nones)
 
     def backward(self, *grad_outputs):
-        create = _engine.create_graph
+        create = grad_mode._state.create_graph
         grads = [g if (g is None or create) else Tensor._make(as_array(g)) for g in grad_outputs]
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):

@@ -11,7 +11,9 @@ import threading
 
 
 class _State(threading.local):
-    enabled = True
+    enabled = True  # ops record a graph
+    anomaly = False  # the engine checks every backward step for NaN (detect_anomaly)
+    create_graph = False  # a backward pass in progress records a graph of itself (its gradients are Tensors)
 
 
 _state = _State()
@@ -135,15 +137,19 @@ class detect_anomaly:
         self.prev = False
 
     def __enter__(self):
-        from .engine import _engine
-
-        self.prev = _engine.detect_anomaly
-        _engine.detect_anomaly = self.check_nan
+        self.prev = _state.anomaly
+        _state.anomaly = self.check_nan
 
     def __exit__(self, *exc):
-        from .engine import _engine
+        _state.anomaly = self.prev
 
-        _engine.detect_anomaly = self.prev
+
+def check_finite(node, grads: tuple) -> None:
+    """Under ``detect_anomaly``, after each backward step: name the node whose backward produced NaN."""
+    for i, g in enumerate(grads):
+        data = getattr(g, "_data", g)  # a Tensor with create_graph, else an array
+        if g is not None and bool((data != data).any()):  # only NaN differs from itself
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 class set_grad_enabled(_GradModeGuard):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import AccumulateGrad, Node
+from .engine import AccumulateGrad, Node, accumulator
 from .tensor import Tensor
 
 __all__ = ["Graph", "graph"]
@@ -299,7 +299,7 @@ def graph(tensor_or_tensors) -> Graph:
         if t.grad_fn is not None:
             roots.append(t.grad_fn)
         elif t.requires_grad:
-            roots.append(t._accumulator())
+            roots.append(accumulator(t))
         else:
             raise ValueError(
                 f"tensor at position {i} does not require grad, so it has no graph; compute it from tensors "

@@ -15,6 +15,7 @@ What a tensor carries, and why:
 
 from __future__ import annotations
 
+import copy
 import warnings
 import weakref
 
@@ -33,7 +34,7 @@ from .backend import (
     to_dtype,
     xp_of,
 )
-from .engine import AccumulateGrad, HookDict, NodeHooks, _add_hook
+from .hooks import HookDict, NodeHooks, add_hook
 
 _new = object.__new__
 
@@ -267,13 +268,6 @@ class Tensor:
         """Compute the gradient of this tensor with respect to the graph leaves, into their ``.grad``."""
         _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    def _accumulator(self) -> AccumulateGrad:
-        acc = self._acc() if self._acc is not None else None
-        if acc is None:
-            acc = AccumulateGrad(self)
-            self._acc = weakref.ref(acc)
-        return acc
-
     def retain_grad(self) -> None:
         """Keep this non-leaf's gradient in ``.grad`` during backward (a no-op on leaves)."""
         if not self._requires_grad:
@@ -303,7 +297,7 @@ class Tensor:
         else:
             hooks = self._grad_fn._hooks_or_new()
             nr = self._output_nr
-        return _add_hook(hooks.tensor.setdefault(nr, HookDict()), hook)
+        return add_hook(hooks.tensor.setdefault(nr, HookDict()), hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated (optimizer-in-backward style)."""
@@ -313,7 +307,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._post_accumulate_hooks is None:
             self._post_accumulate_hooks = HookDict()
-        return _add_hook(self._post_accumulate_hooks, hook)
+        return add_hook(self._post_accumulate_hooks, hook)
 
     def detach(self) -> Tensor:
         """A leaf that shares storage and version counter with this tensor and never requires grad."""
@@ -504,8 +498,6 @@ class Tensor:
         if self._grad is not None:
             new._grad = Tensor._make(self._grad._data.copy())
         if hasattr(self, "__dict__"):
-            import copy
-
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         memo[id(self)] = new
         return new

@@ -11,8 +11,8 @@ from ..autograd import grad_mode
 from ..autograd.backend import device as device_cls
 from ..autograd.backend import to_dtype
 from ..autograd.creation import zeros_like
-from ..autograd.engine import HookDict, RemovableHandle, _add_hook
 from ..autograd.function import Function
+from ..autograd.hooks import HookDict, RemovableHandle, add_hook
 from ..autograd.tensor import Tensor
 from .parameter import Buffer, Parameter
 
@@ -523,7 +523,7 @@ class Module:
 
 
 def _register(hooks: HookDict, hook, prepend: bool) -> RemovableHandle:
-    handle = _add_hook(hooks, hook)
+    handle = add_hook(hooks, hook)
     if prepend:
         items = [(handle.id, hooks.pop(handle.id))] + list(hooks.items())
         hooks.clear()

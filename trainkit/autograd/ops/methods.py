@@ -142,3 +142,5 @@ _METHODS.update({name: getattr(indexing, name) for name in indexing.__all__ if n
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
+
+Tensor.sum_to_size = shape.sum_to_size

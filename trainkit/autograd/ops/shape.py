@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import device_of, dtype_of, result_type, to_device, xp_of
-from ..engine import sum_to
+from ..backend import device_of, dtype_of, result_type, sum_to, to_device, xp_of
 from ..function import Op
 from ..tensor import Tensor, _flatten_sizes
 from . import dual
@@ -126,6 +125,17 @@ class SumTo(Op, name="SumToBackward0"):
 
     def backward(self, g):
         return dual.broadcast_to(g, self.in_shape)
+
+
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """``input`` summed down to ``size`` (a shape it broadcasts to), as ``Tensor.sum_to_size``.
+
+    >>> import trainkit
+    >>> trainkit.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    shape = _flatten_sizes(size)
+    return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
 
 
 class Cat(Op, name="CatBackward0"):
