@@ -62,7 +62,7 @@ class ActivationGradientMonitor(Callback):
         self._active = False
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        model = self.trainer.model
+        model = self.model
         names = {name for name, _ in model.named_modules()}
         unknown = [n for n in self.layers if n not in names]
         if unknown:
@@ -89,7 +89,7 @@ class ActivationGradientMonitor(Callback):
         self._epoch = {}
 
     def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
-        self._active = getattr(self.trainer, "global_step", 0) % self.log_every == 0
+        self._active = self.trainer.global_step % self.log_every == 0
         self.outputs = {}
 
     def on_after_backward(self) -> None:

@@ -1,8 +1,12 @@
 """``Callback``, the base class of every callback, and ``CallbackList``, which forwards each hook to its callbacks.
 
-A callback reacts to the training loop through plain, Keras-style hook methods; the trainer calls them in this
-order::
+The contract, as in Keras: before training the trainer hands each callback what it may use, then calls the
+plain hook methods in this order::
 
+    set_trainer(trainer)                     # once, when the Trainer is made
+    set_model(model)                         # at the start of every fit
+    set_run_dir(path_or_None)
+    set_params(params)                       # {'epochs', 'steps_per_epoch' (None without a length), 'verbose'}
     on_train_begin(logs)
       on_epoch_begin(epoch, logs)
         on_train_batch_begin(batch, logs)
@@ -13,11 +17,17 @@ order::
       on_epoch_end(epoch, logs)              # logs: 'loss', metrics, 'val_*', 'lr'; callbacks may add keys
     on_train_end(logs)
     on_exception(exc)                        # instead, when training raises (KeyboardInterrupt included)
+
+A callback reads ``self.model``, ``self.params`` and ``self.run_dir``; of the trainer itself it uses only
+``trainer.stop_training`` (set it to stop), ``trainer.save_checkpoint(path)``, and the counters
+``trainer.epoch`` and ``trainer.global_step`` (and ``trainer.scheduler``, to know whether it owns one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 Logs = dict[str, Any]
@@ -26,8 +36,11 @@ Logs = dict[str, Any]
 class Callback:
     """Base class: every hook is a no-op, so a subclass overrides only what it needs.
 
-    ``self.trainer`` is set by ``set_trainer`` before training; through it a callback reads ``model``,
-    ``optimizer``, ``epoch``, ``global_step``, ``run_dir`` ... and sets ``trainer.stop_training = True`` to stop.
+    Before training the trainer sets ``self.trainer`` (``set_trainer``), ``self.model`` (``set_model``),
+    ``self.run_dir`` (``set_run_dir``: a ``Path`` or None) and ``self.params`` (``set_params``: ``epochs``,
+    ``steps_per_epoch``, ``verbose``). They have class-level defaults (None, None, an empty mapping), so a subclass
+    whose ``__init__`` does not call ``super().__init__()`` works too. A callback stops training with
+    ``self.trainer.stop_training = True``.
 
     ``order`` sorts the callbacks for ``on_epoch_end`` only (stable, so equal orders keep the list's order):
     callbacks that add keys to the epoch logs or change the model run first (0), those that record the logs
@@ -49,13 +62,45 @@ class Callback:
     CHECKPOINT = 20
     order: int = 0
     rank_zero_only: bool = False
-    trainer: Any = None  # on the class too, for subclasses whose __init__ does not call super().__init__()
+    # on the class too, for subclasses whose __init__ does not call super().__init__()
+    trainer: Any = None
+    model: Any = None
+    params: Mapping[str, Any] = MappingProxyType({})
+    run_dir: Path | None = None
 
     def __init__(self) -> None:
-        self.trainer: Any = None
+        self.trainer = None
+        self.model = None
+        self.params = MappingProxyType({})
+        self.run_dir = None
 
     def set_trainer(self, trainer: Any) -> None:
+        """Keep ``trainer``; a loop written by hand may call only this, so its ``model`` and ``run_dir``, when it
+        has them, are taken too (the Trainer sets them again at each ``fit``)."""
         self.trainer = trainer
+        if hasattr(trainer, "model"):
+            self.set_model(trainer.model)
+        if hasattr(trainer, "run_dir"):
+            self.set_run_dir(trainer.run_dir)
+
+    def set_model(self, model: Any) -> None:
+        """The model being trained."""
+        self.model = model
+
+    def set_params(self, params: Mapping[str, Any]) -> None:
+        """The run's settings: ``epochs``, ``steps_per_epoch`` (batches an epoch, None when the loader has no
+        length) and ``verbose``.
+
+        >>> cb = Callback()
+        >>> cb.set_params({"epochs": 3, "steps_per_epoch": 10, "verbose": False})
+        >>> cb.params["steps_per_epoch"]
+        10
+        """
+        self.params = dict(params)
+
+    def set_run_dir(self, run_dir: str | Path | None) -> None:
+        """The run's directory (where relative files go), or None."""
+        self.run_dir = None if run_dir is None else Path(run_dir)
 
     # ----------------------------------------------------------------------------------------------------- hooks
     def on_train_begin(self, logs: Logs | None = None) -> None:
@@ -128,9 +173,24 @@ class CallbackList(Callback):
         return len(self.callbacks)
 
     def set_trainer(self, trainer: Any) -> None:
-        super().set_trainer(trainer)
+        self.trainer = trainer
         for cb in self.callbacks:
             cb.set_trainer(trainer)
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+        for cb in self.callbacks:
+            cb.set_model(model)
+
+    def set_params(self, params: Mapping[str, Any]) -> None:
+        self.params = dict(params)
+        for cb in self.callbacks:
+            cb.set_params(params)
+
+    def set_run_dir(self, run_dir: str | Path | None) -> None:
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        for cb in self.callbacks:
+            cb.set_run_dir(run_dir)
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         for cb in self.callbacks:

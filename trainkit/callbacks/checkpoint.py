@@ -19,10 +19,10 @@ class ModelCheckpoint(Callback):
     - ``save_best``: ``dirpath/best.npz`` after each epoch whose ``monitor`` value beats the best so far
       (lower in ``'min'`` mode, higher in ``'max'``).
 
-    ``dirpath=None`` uses the trainer's ``run_dir / "checkpoints"``. An epoch whose loss is not finite, or that
-    left a parameter with a NaN or Inf, saves nothing: the last good checkpoint stays as it was. Checkpoints are
-    written after the other callbacks have handled the epoch (``order``), so the callback state inside is that of
-    the epoch's end.
+    ``dirpath=None`` uses the run's ``run_dir / "checkpoints"`` (``set_run_dir``). An epoch whose loss is not
+    finite, or that left a parameter with a NaN or Inf, saves nothing: the last good checkpoint stays as it was.
+    Checkpoints are written after the other callbacks have handled the epoch (``order``), so the callback state
+    inside is that of the epoch's end.
 
     >>> import tempfile
     >>> class Trainer:
@@ -67,10 +67,9 @@ class ModelCheckpoint(Callback):
     def directory(self) -> Path:
         if self.dirpath is not None:
             return Path(self.dirpath)
-        run_dir = getattr(self.trainer, "run_dir", None)
-        if run_dir is None:
+        if self.run_dir is None:
             raise ValueError("ModelCheckpoint needs a dirpath, or a trainer with a run_dir, to know where to write")
-        return Path(run_dir) / "checkpoints"
+        return self.run_dir / "checkpoints"
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -95,9 +94,8 @@ class ModelCheckpoint(Callback):
         """False, with a warning, when the epoch's weights must not replace a good checkpoint."""
         loss = plain((logs or {}).get("loss"))
         bad = isinstance(loss, float) and not math.isfinite(loss)
-        model = getattr(self.trainer, "model", None)
-        if not bad and model is not None:
-            bad = any(not bool(p.isfinite().all()) for p in model.parameters())
+        if not bad and self.model is not None:
+            bad = any(not bool(p.isfinite().all()) for p in self.model.parameters())
         if bad:
             warnings.warn(
                 f"ModelCheckpoint: epoch {epoch} ended with a non-finite loss or weights; no checkpoint written, "

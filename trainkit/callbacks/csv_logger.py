@@ -10,10 +10,13 @@ from typing import Any
 from .base import Callback, Logs
 
 
-def resolve(filename: str | os.PathLike, trainer: Any) -> Path:
-    """A relative ``filename`` lives in the trainer's ``run_dir`` when it has one, else in the working directory."""
+def resolve(filename: str | os.PathLike, run_dir: str | os.PathLike | None) -> Path:
+    """A relative ``filename`` lives in ``run_dir`` when there is one, else in the working directory.
+
+    >>> resolve("log.csv", "runs/a").as_posix(), resolve("log.csv", None).as_posix()
+    ('runs/a/log.csv', 'log.csv')
+    """
     path = Path(filename)
-    run_dir = getattr(trainer, "run_dir", None)
     if not path.is_absolute() and run_dir is not None:
         path = Path(run_dir) / path
     return path
@@ -27,7 +30,7 @@ class CSVLogger(Callback):
     file; ``append=True`` keeps the rows already there and continues them. A resumed run (``load_state_dict``)
     always continues the file, dropping rows of epochs after the checkpoint.
 
-    A relative ``filename`` is placed in the trainer's ``run_dir`` when it has one.
+    A relative ``filename`` is placed in the run's ``run_dir`` (``set_run_dir``) when there is one.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.csv"
@@ -55,7 +58,7 @@ class CSVLogger(Callback):
         self._resumed = False
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        self.path = resolve(self.filename, self.trainer)
+        self.path = resolve(self.filename, self.run_dir)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fieldnames = []
         if (self.append or self._resumed) and self.path.exists():

@@ -68,7 +68,7 @@ class EarlyStopping(Callback):
             self.best, self.best_epoch, self.wait = current, epoch, 0
             if self.restore_best_weights:
                 # clone: state_dict() shares storage with the live parameters, which the optimizer changes
-                self.best_weights = {k: v.clone() for k, v in self.trainer.model.state_dict().items()}
+                self.best_weights = {k: v.clone() for k, v in self.model.state_dict().items()}
             return
         self.wait += 1
         if self.wait >= self.patience:
@@ -86,7 +86,7 @@ class EarlyStopping(Callback):
                     stacklevel=2,
                 )
             return
-        self.trainer.model.load_state_dict(self.best_weights)
+        self.model.load_state_dict(self.best_weights)
 
     def state_dict(self) -> dict[str, Any]:
         return {

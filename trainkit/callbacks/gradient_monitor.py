@@ -98,7 +98,7 @@ class GradientMonitor(Callback):
 
     def _sync_hooks(self) -> None:
         """Hook every trainable parameter, unhook frozen ones: follows freezing and unfreezing."""
-        trainable = dict(self.trainer.model.named_parameters())
+        trainable = dict(self.model.named_parameters())
         self._position = {name: i for i, name in enumerate(trainable)}
         for name, p in trainable.items():
             if p.requires_grad and name not in self.handles:
@@ -122,7 +122,7 @@ class GradientMonitor(Callback):
 
     def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         self._sync_hooks()
-        self._active = getattr(self.trainer, "global_step", 0) % self.log_every == 0
+        self._active = self.trainer.global_step % self.log_every == 0
         self._pending = {}
 
     def on_before_optimizer_step(self, optimizer: Any) -> None:
@@ -184,7 +184,7 @@ class GradientMonitor(Callback):
             return
         if (name, kind) not in self._warned:
             self._warned.add((name, kind))
-            step = getattr(self.trainer, "global_step", None)
+            step = self.trainer.global_step
             warnings.warn(f"GradientMonitor: '{name}' has {what} at step {step}", RuntimeWarning, stacklevel=4)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:

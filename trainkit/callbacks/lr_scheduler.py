@@ -68,7 +68,7 @@ class LRSchedulerCallback(Callback):
         self.scheduler.step(value)
 
     def _owned_by_trainer(self) -> bool:
-        return self.trainer is not None and getattr(self.trainer, "scheduler", None) is self.scheduler
+        return self.trainer is not None and self.trainer.scheduler is self.scheduler
 
     def state_dict(self) -> dict[str, Any]:
         if self._owned_by_trainer():

@@ -36,9 +36,10 @@ class TerminateOnNaN(Callback):
         loss = plain((logs or {}).get("loss"))
         if loss is None or math.isfinite(loss) or self.stopped_step is not None:
             return
-        step = (logs or {}).get("step", getattr(self.trainer, "global_step", None))
+        logs = logs or {}
+        step = logs["step"] if "step" in logs else self.trainer.global_step
         self.stopped_step = step
-        self.stopped_epoch = getattr(self.trainer, "epoch", None)
+        self.stopped_epoch = self.trainer.epoch
         self.trainer.stop_training = True
         warnings.warn(
             f"TerminateOnNaN: loss is {loss} at step {step} (epoch {self.stopped_epoch}, batch {batch}); "

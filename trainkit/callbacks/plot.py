@@ -26,7 +26,7 @@ def _matplotlib_figure() -> Any:
 
 
 class PlotCallback(Callback):
-    """Draws the epoch curves into ``filename`` (relative to the trainer's ``run_dir`` when it has one) at
+    """Draws the epoch curves into ``filename`` (relative to the run's ``run_dir`` when there is one) at
     train end: one panel per quantity, ``loss`` with ``val_loss``, each metric with its ``val_`` twin, ``lr``, and
     the ``grad_norm/...`` curves of ``GradientMonitor`` together on a log scale when present.
 
@@ -111,7 +111,7 @@ class PlotCallback(Callback):
             ax.set_title(title)
             ax.set_xlabel("epoch")
             ax.legend(fontsize="small")
-        self.path = resolve(self.filename, self.trainer)
+        self.path = resolve(self.filename, self.run_dir)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(self.path)
 

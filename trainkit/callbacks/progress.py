@@ -27,8 +27,8 @@ class ProgressBar(Callback):
     mean of the batch losses, left on screen with the epoch's logs at epoch end. Otherwise one line per epoch,
     ``Epoch 3/10 - 1.2s - loss: 0.1234 - val_loss: 0.2345 - lr: 0.01``, which keeps log files readable.
 
-    The bar's length comes from the trainer's ``steps_per_epoch`` and the epoch count from its ``epochs``, when it
-    has them.
+    The bar's length is ``params['steps_per_epoch']`` (the batches of an epoch) and the epoch count
+    ``params['epochs']``, when the trainer gave them (``set_params``).
 
     >>> import io
     >>> bar = ProgressBar(file=io.StringIO())
@@ -59,7 +59,7 @@ class ProgressBar(Callback):
         return bool(isatty and isatty())
 
     def _title(self, epoch: int) -> str:
-        epochs = getattr(self.trainer, "epochs", None)
+        epochs = self.params.get("epochs")
         return f"Epoch {epoch + 1}/{epochs}" if epochs else f"Epoch {epoch + 1}"
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
@@ -68,7 +68,7 @@ class ProgressBar(Callback):
         if self._is_terminal():
             from tqdm import tqdm
 
-            total = getattr(self.trainer, "steps_per_epoch", None)
+            total = self.params.get("steps_per_epoch")
             self.bar = tqdm(total=total, desc=self._title(epoch), file=self.stream, unit="batch", leave=True)
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
