@@ -1,76 +1,303 @@
 """Run configs: YAML files read with ``yaml.safe_load``, checked in full before anything trains.
 
-Every mistake is reported as a ``ConfigError`` that names the file, the dotted key and, for a misspelt key, the
-nearest valid one. ``build`` turns a checked config into the objects a run needs.
+Each section of a config is a dataclass below, and each key one field of it, declared once with ``setting``: its
+type (the annotation), its default, the values it allows (``choices``: a tuple or a registry of
+``trainkit.registry``) or its bounds (``ge``, ``gt``, ``lt``), and a line of help. Where a default means the same as
+a keyword default of the code that receives it, it is read from that code's signature (``default_of``), so no
+number is written twice. Plain dataclasses rather than pydantic or jsonargparse: those would add a dependency and
+start-up time to every run of the command, and need wrapping to name the file and suggest the nearest key, while
+the ~150 lines here give exactly those messages and a contributor needs only the standard library to add a key.
+
+Adding a key is one edit, a field in its section: ``warmup: int = setting(0, "warm-up epochs", ge=0)`` in
+``TrainerSection`` is then read, defaulted, checked, printed and passed by name to ``Trainer`` (or ``fit``) by
+``trainkit.run.build``; a rule that ties keys together goes in the section's ``check`` (raise ``SettingError``).
+
+``load`` returns the complete config as plain dicts: every section and every key, defaults filled in. ``dump``
+writes it as YAML with each key's help as a comment (``trainkit train --print-config``); what it writes loads again.
+Every mistake is reported as a ``ConfigError`` naming the file and the dotted key.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import importlib
 import importlib.util
+import inspect
 import sys
+import types
+import typing
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 
 import yaml
+
+from .data import regression_curve
+from .registry import CALLBACKS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .strategy import STRATEGIES
+from .trainer import DEFAULT_OPTIMIZER, Trainer
 
 
 class ConfigError(ValueError):
     """A problem in a run config: the message names the file and the key."""
 
 
-# What each section may hold: key -> the types its value may have (None marks free-form options passed on as
-# keyword arguments: they are checked by the class that receives them).
-SCHEMA: dict = {
-    "name": (str,),
-    "output_dir": (str,),
-    "model": {"class_path": (str,), "init_args": (dict,)},
-    "data": {
-        "kind": (str,), "path": (str,), "inputs": (str, list), "targets": (str, list), "n": (int,),
-        "noise": (int, float), "seed": (int,), "validation_split": (int, float), "class_path": (str,),
-        "init_args": (dict,),
-    },
-    "optimizer": {"name": (str,), "class_path": (str,), "lr": (int, float), "options": None},
-    "scheduler": {"name": (str,), "options": None},
-    "loss": (str, dict),
-    "metrics": (list,),
-    "trainer": {
-        "epochs": (int,), "batch_size": (int,), "device": (str,), "seed": (int,), "grad_clip_norm": (int, float),
-        "accumulate_steps": (int,), "shuffle": (bool,), "verbose": (bool,), "strategy": (str,),
-        "bucket_cap_mb": (int, float),
-    },
-    "freeze": (list,),
-    "callbacks": (list,),
-}
+class SettingError(ValueError):
+    """Raised by a section's ``check`` for one of its keys; ``load`` adds the file and the section to the message.
 
-STRATEGIES = ("auto", "ddp", "single_device")
-DATA_KINDS = ("regression_curve", "npz", "csv", "class_path")
-OPTIMIZERS = ("SGD", "Adam", "AdamW", "RMSprop")
-SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "ReduceLROnPlateau")
+    >>> str(SettingError("path", "is required for data.kind npz"))
+    "'path' is required for data.kind npz"
+    """
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"'{key}' {message}")
+        self.key, self.message = key, message
 
 
-def _type_names(types) -> str:
-    return " or ".join({"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
-                        "list": "a list", "dict": "a mapping"}[t.__name__] for t in types)
+def default_of(func, name: str):
+    """The default of parameter ``name`` in ``func``'s signature: a config default that means the same as the code's.
+
+    >>> default_of(Trainer, "bucket_cap_mb")
+    25.0
+    """
+    return inspect.signature(func).parameters[name].default
 
 
-def _check(section: dict, schema: dict, where: str, file: Path) -> None:
-    for key, value in section.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in schema:
-            near = difflib.get_close_matches(str(key), list(schema), n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(schema)}"
-            raise ConfigError(f"{file}: unknown key '{path}'{hint}")
-        rule = schema[key]
-        if rule is None:
-            continue
-        if isinstance(rule, dict):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{file}: '{path}' must be a mapping of settings, got {type(value).__name__}")
-            _check(value, rule, path, file)
-        elif not isinstance(value, rule) or (isinstance(value, bool) and bool not in rule):
-            raise ConfigError(f"{file}: '{path}' must be {_type_names(rule)}, got {value!r}")
+def setting(default=MISSING, help: str = "", *, choices=None, ge=None, gt=None, lt=None):  # noqa: A002
+    """One config key: a dataclass field with its default (none: required), help text and allowed values or bounds.
+
+    ``choices`` is a tuple of values or a ``Registry`` (or a function returning one, for a registry defined in a
+    module that imports this one); a mutable default (``{}``, ``[]``) is copied for every config.
+
+    >>> @dataclass(kw_only=True)
+    ... class Example:
+    ...     steps: int = setting(10, "how many steps", ge=1)
+    >>> Example().steps, dataclasses.fields(Example)[0].metadata["help"]
+    (10, 'how many steps')
+    """
+    metadata = {"help": help, "choices": choices, "ge": ge, "gt": gt, "lt": lt}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def section(help: str):  # noqa: A002
+    """A field holding a whole section (its type is the section's dataclass; its keys come from there)."""
+    return field(default=None, metadata={"help": help})
+
+
+def _data_kinds() -> Registry:
+    from .run import DATA_KINDS  # run imports this module: the registry is fetched when first needed
+
+    return DATA_KINDS
+
+
+# ------------------------------------------------------------------------------------------------------ sections
+@dataclass(kw_only=True)
+class ModelSection:
+    class_path: str = setting(help="the model class, e.g. model.py:Net (a file relative to the config's folder) "
+                                   "or package.module.Class")
+    init_args: dict = setting({}, "keyword arguments of the model class")
+
+
+@dataclass(kw_only=True)
+class DataSection:
+    kind: str = setting("regression_curve", "where the samples come from", choices=_data_kinds)
+    path: str | None = setting(None, "the .npz or .csv file (relative to the config's folder), for kinds npz, csv")
+    inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
+    targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
+    n: int = setting(default_of(regression_curve, "n"), "regression_curve: the number of points", ge=1)
+    noise: float = setting(default_of(regression_curve, "noise"), "regression_curve: the noise's standard deviation",
+                           ge=0)
+    seed: int = setting(0, "regression_curve: the seed of the noise")
+    validation_split: float = setting(default_of(Trainer.fit, "validation_split"),
+                                      "the share of samples held out for validation", ge=0, lt=1)
+    class_path: str | None = setting(None, "kind class_path: a function or class returning a Dataset")
+    init_args: dict = setting({}, "kind class_path: its keyword arguments")
+
+    def check(self) -> None:
+        if self.kind in ("npz", "csv") and self.path is None:
+            raise SettingError("path", f"is required for data.kind {self.kind}")
+        if self.kind == "class_path" and self.class_path is None:
+            raise SettingError("class_path", "is required for data.kind class_path")
+
+
+@dataclass(kw_only=True)
+class OptimizerSection:
+    name: str | None = setting(DEFAULT_OPTIMIZER["name"], "an optimizer of trainkit.optim", choices=OPTIMIZERS)
+    class_path: str | None = setting(None, "your own optimizer class instead of a name, e.g. opt.py:MyOptimizer")
+    lr: float | None = setting(None, "the learning rate; null: the optimizer's default", ge=0)
+    options: dict | None = setting({}, "its other keyword arguments, e.g. {momentum: 0.9}")
+
+    def check(self) -> None:
+        if self.class_path is not None:
+            self.name = None  # the class named by class_path is the one used
+        elif self.name is None:
+            raise SettingError("name", "is required without optimizer.class_path")
+        elif self.lr is None and self.name == DEFAULT_OPTIMIZER["name"]:
+            self.lr = DEFAULT_OPTIMIZER["lr"]
+        elif self.lr is None:  # the optimizer's own default, shown by --print-config
+            lr = inspect.signature(OPTIMIZERS.get(self.name)).parameters.get("lr")
+            self.lr = None if lr is None or lr.default is inspect.Parameter.empty else lr.default
+        self.options = self.options or {}
+
+
+@dataclass(kw_only=True)
+class SchedulerSection:
+    name: str | None = setting(None, "a scheduler of trainkit.optim.lr_scheduler; null: none", choices=SCHEDULERS)
+    options: dict | None = setting({}, "its keyword arguments, e.g. {step_size: 30}")
+
+    def check(self) -> None:
+        if self.options and self.name is None:
+            raise SettingError("name", "is required with scheduler.options")
+        self.options = self.options or {}
+
+
+@dataclass(kw_only=True)
+class TrainerSection:
+    """Keys the Trainer takes go to ``Trainer(...)``, those ``Trainer.fit`` takes to ``fit`` (by name)."""
+
+    epochs: int = setting(default_of(Trainer.fit, "epochs"), "the number of epochs", ge=1)
+    batch_size: int = setting(default_of(Trainer.fit, "batch_size"), "samples per batch", ge=1)
+    shuffle: bool = setting(default_of(Trainer.fit, "shuffle"), "shuffle the training samples every epoch")
+    device: str = setting(default_of(Trainer, "device"), "cpu, cuda or cuda:N")
+    seed: int = setting(0, "the seed of the weights, the batch order and dropout")
+    grad_clip_norm: float | None = setting(default_of(Trainer, "grad_clip_norm"),
+                                           "clip the gradients' global norm to this; null: no clipping", gt=0)
+    accumulate_steps: int = setting(default_of(Trainer, "accumulate_steps"), "batches per optimizer step", ge=1)
+    verbose: bool = setting(default_of(Trainer, "verbose"), "print the progress bar and the summary")
+    strategy: str = setting(default_of(Trainer, "strategy"), "auto: ddp when launched on several processes",
+                            choices=STRATEGIES)
+    bucket_cap_mb: float = setting(default_of(Trainer, "bucket_cap_mb"),
+                                   "ddp: the size of the gradient buckets averaged together", gt=0)
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    """A whole config: its top-level keys and its sections, in the order ``dump`` writes them."""
+
+    name: str | None = setting(None, "the run's name, its folder output_dir/name; null: the config file's name")
+    output_dir: str = setting("runs", "where run folders go (relative to the working directory)")
+    model: ModelSection = section("the model to train")
+    data: DataSection = section("the samples")
+    optimizer: OptimizerSection = section("the optimizer (name or class_path)")
+    scheduler: SchedulerSection = section("the learning-rate scheduler")
+    loss: str | dict = setting(default_of(Trainer, "loss"), "a loss name, or {name: ..., its keyword arguments}",
+                               choices=LOSSES)
+    metrics: list = setting([], "metric names, e.g. [mae] or [accuracy]")
+    freeze: list = setting([], "names of sub-modules whose parameters are not trained")
+    trainer: TrainerSection = section("how to train")
+    callbacks: list = setting([], "callback names or {name: ..., its keyword arguments} or {class_path: ...}")
+
+    def check(self) -> None:
+        if isinstance(self.loss, dict):
+            if "name" not in self.loss:
+                raise SettingError("loss.name", "is required when loss is a mapping")
+            _check_choice(self.loss["name"], LOSSES, "loss.name")
+        for i, spec in enumerate(self.callbacks):
+            if not isinstance(spec, (str, dict)) or (isinstance(spec, dict) and not {"name", "class_path"} & set(spec)):
+                raise SettingError(f"callbacks[{i}]", "must be a name or a mapping with 'name' or 'class_path'")
+            if isinstance(spec, str):
+                _check_choice(spec, CALLBACKS, f"callbacks[{i}]")
+            elif "class_path" not in spec:
+                _check_choice(spec["name"], CALLBACKS, f"callbacks[{i}].name")
+
+
+# ------------------------------------------------------------------------------------------------------ checking
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
+               dict: "a mapping", type(None): "null"}
+
+
+def _types(hint) -> tuple:
+    """The runtime types a value of annotation ``hint`` may have (a YAML integer is a number too)."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
+        else (hint,)
+    found = tuple(typing.get_origin(a) or a for a in args)
+    return found + ((int,) if float in found else ())
+
+
+def _is_section(hint) -> bool:
+    return dataclasses.is_dataclass(hint)
+
+
+def _check_choice(value, choices, key: str) -> None:
+    if callable(choices) and not isinstance(choices, Registry):
+        choices = choices()
+    if isinstance(choices, Registry):
+        try:
+            choices.get(value)
+        except UnknownNameError as err:
+            raise SettingError(key, f"names an {err}") from None
+    elif value not in choices:
+        near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        raise SettingError(key, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
+                           + (f"; did you mean '{near[0]}'?" if near else ""))
+
+
+def _check_bounds(value, meta: dict, key: str) -> None:
+    ge, gt, lt = meta.get("ge"), meta.get("gt"), meta.get("lt")
+    if (ge is None or value >= ge) and (gt is None or value > gt) and (lt is None or value < lt):
+        return
+    if lt is not None:
+        low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else "(-inf"
+        raise SettingError(key, f"must be in {low}, {lt}), got {value}")
+    if gt is not None:
+        raise SettingError(key, f"must be {'positive' if gt == 0 else f'greater than {gt}'}, got {value}")
+    raise SettingError(key, f"must be at least {ge}, got {value}")
+
+
+def _check_value(value, hint, meta: dict, key: str) -> None:
+    allowed = _types(hint)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        names = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in allowed if t is not int or float not in allowed))
+        raise SettingError(key, f"must be {names}, got {value!r}")
+    if value is None or isinstance(value, (dict, list)):
+        return
+    if meta.get("choices") is not None and isinstance(value, str):
+        _check_choice(value, meta["choices"], key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _check_bounds(value, meta, key)
+
+
+def _resolve(cls, raw, where: str, file: Path):
+    """An instance of section ``cls`` from the mapping ``raw``: keys checked, defaults filled, ``check`` run."""
+    if raw is None:  # an empty section in YAML
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{file}: '{where}' must be a mapping of settings, got {type(raw).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in raw:
+        if key not in fields:
+            near = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(fields)}"
+            raise ConfigError(f"{file}: unknown key '{where}.{key}'{hint}" if where else
+                              f"{file}: unknown key '{key}'{hint}")
+    values = {}
+    for name, f in fields.items():
+        path = f"{where}.{name}" if where else name
+        if _is_section(hints[name]):
+            values[name] = _resolve(hints[name], raw.get(name), path, file)
+        elif name in raw:
+            try:
+                _check_value(raw[name], hints[name], f.metadata, name)
+            except SettingError as err:
+                raise ConfigError(f"{file}: '{path}' {err.message}") from None
+            values[name] = raw[name]
+        elif f.default is not MISSING:
+            values[name] = copy.deepcopy(f.default)
+        elif f.default_factory is not MISSING:
+            values[name] = f.default_factory()
+        else:
+            raise ConfigError(f"{file}: '{path}' is required ({f.metadata.get('help', '')})")
+    instance = cls(**values)
+    if hasattr(instance, "check"):
+        try:
+            instance.check()
+        except SettingError as err:
+            raise ConfigError(f"{file}: '{where + '.' if where else ''}{err.key}' {err.message}") from None
+    return instance
 
 
 def _set(config: dict, assignment: str, file: Path) -> None:
@@ -81,14 +308,16 @@ def _set(config: dict, assignment: str, file: Path) -> None:
     node = config
     parts = key.split(".")
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
+        if node.get(part) is None:
+            node[part] = {}
+        node = node[part]
         if not isinstance(node, dict):
             raise ConfigError(f"{file}: --set {key}: '{part}' is not a section")
     node[parts[-1]] = yaml.safe_load(raw)
 
 
 def load(path: str | Path, overrides: list[str] = ()) -> dict:
-    """Read, override and check a config; returns it with defaults filled in and ``_file`` / ``_dir`` set.
+    """Read, override and check a config; returns it complete (every key, defaults filled in), ``_file`` / ``_dir`` set.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
@@ -98,60 +327,76 @@ def load(path: str | Path, overrides: list[str] = ()) -> dict:
     ... except ConfigError as err:
     ...     print(str(err).split(": ", 1)[1])
     unknown key 'trainer.epoch'; did you mean 'epochs'?
+    >>> load(p, ["trainer={epochs: 3}"])["trainer"]["batch_size"]
+    32
     """
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"{file}: no such config file")
     try:
-        config = yaml.safe_load(file.read_text()) or {}
+        raw = yaml.safe_load(file.read_text()) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{file}: not valid YAML: {err}") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"{file}: a config is a mapping of sections, got {type(config).__name__}")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{file}: a config is a mapping of sections, got {type(raw).__name__}")
     for assignment in overrides:
-        _set(config, assignment, file)
-    _check(config, SCHEMA, "", file)
-    if "model" not in config or "class_path" not in config["model"]:
-        raise ConfigError(f"{file}: 'model.class_path' is required (the model class, e.g. model.py:Net)")
-    data = config.setdefault("data", {"kind": "regression_curve"})
-    kind = data.setdefault("kind", "regression_curve")
-    if kind not in DATA_KINDS:
-        near = difflib.get_close_matches(kind, DATA_KINDS, n=1)
-        raise ConfigError(f"{file}: 'data.kind' is {kind!r}; use one of {', '.join(DATA_KINDS)}"
-                          + (f" (did you mean '{near[0]}'?)" if near else ""))
-    if kind in ("npz", "csv") and "path" not in data:
-        raise ConfigError(f"{file}: 'data.path' is required for data.kind {kind}")
-    split = data.get("validation_split", 0.0)
-    if not 0.0 <= split < 1.0:
-        raise ConfigError(f"{file}: 'data.validation_split' must be in [0, 1), got {split}")
-    optimizer = config.setdefault("optimizer", {"name": "SGD", "lr": 0.01})
-    if optimizer.get("name", "SGD") not in OPTIMIZERS and "class_path" not in optimizer:
-        name = optimizer.get("name")
-        near = difflib.get_close_matches(str(name), OPTIMIZERS, n=1)
-        raise ConfigError(f"{file}: 'optimizer.name' is {name!r}; use one of {', '.join(OPTIMIZERS)}"
-                          + (f" (did you mean '{near[0]}'?)" if near else ""))
-    trainer = config.setdefault("trainer", {})
-    for key, low in (("epochs", 1), ("batch_size", 1), ("accumulate_steps", 1)):
-        if key in trainer and trainer[key] < low:
-            raise ConfigError(f"{file}: 'trainer.{key}' must be at least {low}, got {trainer[key]}")
-    if trainer.get("strategy", "auto") not in STRATEGIES:
-        raise ConfigError(f"{file}: 'trainer.strategy' must be one of {', '.join(STRATEGIES)}, "
-                          f"got {trainer['strategy']!r}")
-    if "bucket_cap_mb" in trainer and trainer["bucket_cap_mb"] <= 0:
-        raise ConfigError(f"{file}: 'trainer.bucket_cap_mb' must be positive, got {trainer['bucket_cap_mb']}")
-    if "scheduler" in config and config["scheduler"].get("name") not in SCHEDULERS:
-        raise ConfigError(f"{file}: 'scheduler.name' must be one of {', '.join(SCHEDULERS)}")
-    for i, cb in enumerate(config.get("callbacks", [])):
-        if not isinstance(cb, (str, dict)) or (isinstance(cb, dict) and "name" not in cb and "class_path" not in cb):
-            raise ConfigError(f"{file}: 'callbacks[{i}]' must be a name or a mapping with 'name' or 'class_path'")
-    config.setdefault("name", file.stem)
-    config.setdefault("output_dir", "runs")
+        _set(raw, assignment, file)
+    config = dataclasses.asdict(_resolve(RunConfig, raw, "", file))
+    if config["name"] is None:
+        config["name"] = file.stem
     config["_file"], config["_dir"] = str(file), str(file.resolve().parent)
     return config
 
 
+def _flow(value) -> str:
+    """``value`` as one line of YAML."""
+    return yaml.safe_dump([value], default_flow_style=True, sort_keys=False, width=sys.maxsize).strip()[1:-1]
+
+
+def _help(f: dataclasses.Field) -> str:
+    text = f.metadata.get("help", "")
+    choices = f.metadata.get("choices")
+    if callable(choices) and not isinstance(choices, Registry):
+        choices = choices()
+    if choices is not None:
+        text += f" (one of {', '.join(map(str, choices))})"
+    return f"  # {text}" if text else ""
+
+
+def dump(config: dict) -> str:
+    """The config as YAML with every key's help as a comment; ``load`` reads it back (without ``_file`` / ``_dir``).
+
+    >>> print(dump({"output_dir": "runs", "trainer": {"epochs": 3}}))
+    output_dir: runs  # where run folders go (relative to the working directory)
+    trainer:  # how to train
+      epochs: 3  # the number of epochs
+    <BLANKLINE>
+    """
+    lines = []
+
+    def write(cls, values: dict, indent: str) -> None:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        for key, value in values.items():
+            if key.startswith("_"):
+                continue
+            f = fields.get(key)
+            if f is not None and _is_section(hints[key]) and isinstance(value, dict):
+                lines.append(f"{indent}{key}:{_help(f)}")
+                write(hints[key], value, indent + "  ")
+            else:
+                lines.append(f"{indent}{key}: {_flow(value)}{_help(f) if f else ''}")
+
+    write(RunConfig, config, "")
+    return "\n".join(lines) + "\n"
+
+
 def resolve_class(spec: str, base_dir: str | Path, file: str, key: str):
-    """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class."""
+    """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
+
+    >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
+    'Linear'
+    """
     try:
         if ":" in spec:
             module_file, _, name = spec.partition(":")
@@ -174,7 +419,11 @@ def resolve_class(spec: str, base_dir: str | Path, file: str, key: str):
 
 
 def saved_form(config: dict) -> dict:
-    """The resolved config as it is written into the run folder (without the bookkeeping keys)."""
+    """The resolved config as it is written into the run folder (without the bookkeeping keys).
+
+    >>> saved_form({"name": "r", "_file": "r.yaml", "_dir": "."})
+    {'name': 'r'}
+    """
     out = copy.deepcopy(config)
     out.pop("_file", None)
     out.pop("_dir", None)

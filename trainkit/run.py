@@ -1,15 +1,20 @@
-"""A training run from a checked config: the model, data, optimizer, loss, callbacks and Trainer it describes."""
+"""A training run from a checked config: the model, data, optimizer, loss, callbacks and Trainer it describes.
+
+``build`` passes each section's settings on by name: the trainer section's keys go to ``Trainer(...)`` or to
+``Trainer.fit`` (whichever takes them), a data kind's builder takes the data keys its loader takes, and the named
+optimizer, scheduler, loss and callbacks come from the registries of ``trainkit.registry``.
+"""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import callbacks as callback_module
-from . import optim
 from .autograd.random import manual_seed
 from .config import ConfigError, resolve_class
-from .optim import lr_scheduler
+from .registry import CALLBACKS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .registry import build as make
 from .trainer import Trainer
 
 
@@ -23,118 +28,148 @@ class Run:
     fit_args: dict = field(default_factory=dict)
 
 
-def _kwargs_error(config: dict, key: str, err: TypeError) -> ConfigError:
+def _kwargs_error(config: dict, key: str, err: Exception) -> ConfigError:
     return ConfigError(f"{config['_file']}: '{key}': {err}")
 
 
-def _dataset(config: dict):
-    from . import data
+def _by_name(settings: dict, func, skip: tuple = ()) -> dict:
+    """The settings ``func`` takes as keyword arguments (null ones left to its own defaults)."""
+    params = inspect.signature(func).parameters
+    return {k: v for k, v in settings.items() if k in params and k not in skip and v is not None}
 
-    spec, file = config["data"], config["_file"]
-    kind = spec["kind"]
-    if kind == "regression_curve":
-        return data.regression_curve(n=spec.get("n", 100), noise=spec.get("noise", 0.1), seed=spec.get("seed", 0))
-    if kind in ("npz", "csv"):
-        path = Path(config["_dir"]) / spec["path"]
+
+# ------------------------------------------------------------------------------------------------------ data kinds
+def _regression_curve(spec: dict, config: dict):
+    from .data import regression_curve
+
+    return regression_curve(**_by_name(spec, regression_curve))
+
+
+def _file_loader(name: str):
+    def load(spec: dict, config: dict):
+        from . import data
+
+        loader = getattr(data, name)
         try:
-            if kind == "npz":
-                return data.load_npz(path, inputs=spec.get("inputs", "x"), targets=spec.get("targets", "y"))
-            return data.load_csv(path, inputs=spec["inputs"], targets=spec["targets"])
-        except KeyError as err:
-            raise ConfigError(f"{file}: 'data': {err}") from None
-    cls = resolve_class(spec["class_path"], config["_dir"], file, "data.class_path")
+            return loader(Path(config["_dir"]) / spec["path"], **_by_name(spec, loader, skip=("path",)))
+        except (KeyError, TypeError) as err:
+            raise ConfigError(f"{config['_file']}: 'data': {err}") from None
+
+    load.__name__ = name
+    return load
+
+
+def _class_path(spec: dict, config: dict):
+    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], "data.class_path")
     try:
-        return cls(**spec.get("init_args", {}))
+        return cls(**spec["init_args"])
     except TypeError as err:
         raise _kwargs_error(config, "data.init_args", err) from None
 
 
+# data.kind -> a function (data section, whole config) -> Dataset; register your own to use it from configs
+DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader("load_npz"),
+                                    "csv": _file_loader("load_csv"), "class_path": _class_path})
+
+
+# ---------------------------------------------------------------------------------------------------- the parts
+def _named(config: dict, registry: Registry, name: str, key: str, **kwargs):
+    try:
+        return make(registry, name, **kwargs)
+    except UnknownNameError as err:  # a config from load() has only known names; a hand-made one may not
+        raise ConfigError(f"{config['_file']}: '{key}' names an {err}") from None
+    except (TypeError, ValueError) as err:
+        raise _kwargs_error(config, key.rpartition(".name")[0] or key, err) from None
+
+
+def _optimizer(config: dict, model):
+    spec = config["optimizer"]
+    kwargs = {"lr": spec["lr"]} if spec["lr"] is not None else {}
+    kwargs.update(spec["options"] or {})
+    if spec["class_path"] is None:
+        return _named(config, OPTIMIZERS, spec["name"], "optimizer.name", params=model.parameters(), **kwargs)
+    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], "optimizer.class_path")
+    try:
+        return cls(model.parameters(), **kwargs)
+    except (TypeError, ValueError) as err:
+        raise _kwargs_error(config, "optimizer", err) from None
+
+
+def _loss(config: dict):
+    spec = config["loss"]
+    if isinstance(spec, str):
+        return _named(config, LOSSES, spec, "loss")
+    options = {k: v for k, v in spec.items() if k != "name"}
+    return _named(config, LOSSES, spec["name"], "loss.name", **options)
+
+
 def _callback(config: dict, i: int, spec):
-    file = config["_file"]
     if isinstance(spec, str):
         spec = {"name": spec}
-    spec = dict(spec)
-    if "class_path" in spec:
-        cls = resolve_class(spec.pop("class_path"), config["_dir"], file, f"callbacks[{i}].class_path")
-    else:
-        name = spec.pop("name")
-        cls = getattr(callback_module, name, None)
-        if cls is None or not isinstance(cls, type):
-            names = [n for n in callback_module.__all__ if n not in ("Callback", "CallbackList")]
-            raise ConfigError(
-                f"{file}: 'callbacks[{i}].name': unknown callback {name!r}; use one of {', '.join(names)}"
-            )
+    options = {k: v for k, v in spec.items() if k not in ("name", "class_path")}
+    if "class_path" not in spec:
+        return _named(config, CALLBACKS, spec["name"], f"callbacks[{i}].name", **options)
+    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], f"callbacks[{i}].class_path")
     try:
-        return cls(**spec)
+        return cls(**options)
     except TypeError as err:
         raise _kwargs_error(config, f"callbacks[{i}]", err) from None
 
 
+def _takes(func, key: str) -> bool:
+    params = inspect.signature(func).parameters
+    return key in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
+    """Split the trainer section by name: what ``Trainer.fit`` names goes to fit, the rest to ``Trainer(...)``."""
+    fit_names = inspect.signature(Trainer.fit).parameters
+    to_fit = {k: v for k, v in settings.items() if k in fit_names}
+    to_trainer = {k: v for k, v in settings.items() if k not in to_fit}
+    for key in to_trainer:
+        if not _takes(Trainer, key):
+            raise TypeError(f"trainer.{key} is declared in trainkit.config but neither Trainer nor Trainer.fit "
+                            "takes it")
+    return to_trainer, to_fit
+
+
 def build(config: dict) -> Run:
-    """Make everything ``config`` describes (a checked config from ``trainkit.config.load``)."""
+    """Make everything ``config`` describes (a checked config from ``trainkit.config.load``).
+
+    >>> from trainkit.config import load
+    >>> run = build(load("configs/regression.yaml", ["trainer.verbose=false"]))  # doctest: +SKIP
+    >>> run.fit_args  # doctest: +SKIP
+    {'epochs': 200, 'batch_size': 10, 'shuffle': True, 'validation_split': 0.0}
+    """
     file = config["_file"]
-    settings = config["trainer"]
-    seed = settings.get("seed", 0)
-    manual_seed(seed)
+    trainer_args, fit_args = _trainer_and_fit_settings(config["trainer"])
+    manual_seed(trainer_args["seed"])  # before the model: its initial weights come from this seed
     model_cls = resolve_class(config["model"]["class_path"], config["_dir"], file, "model.class_path")
     try:
-        model = model_cls(**config["model"].get("init_args", {}))
+        model = model_cls(**config["model"]["init_args"])
     except TypeError as err:
         raise _kwargs_error(config, "model.init_args", err) from None
-    device = settings.get("device", "cpu")
-    model.to(device)
-
-    opt_spec = dict(config["optimizer"])
-    opt_cls = (resolve_class(opt_spec.pop("class_path"), config["_dir"], file, "optimizer.class_path")
-               if "class_path" in opt_spec else getattr(optim, opt_spec.pop("name", "SGD")))
-    opt_spec.pop("name", None)
-    options = opt_spec.pop("options", {}) or {}
-    try:
-        optimizer = opt_cls(model.parameters(), **opt_spec, **options)
-    except (TypeError, ValueError) as err:
-        raise _kwargs_error(config, "optimizer", err) from None
-
+    model.to(trainer_args["device"])
+    optimizer = _optimizer(config, model)
     scheduler = None
-    if "scheduler" in config:
-        sched = config["scheduler"]
-        try:
-            scheduler = getattr(lr_scheduler, sched["name"])(optimizer, **(sched.get("options") or {}))
-        except (TypeError, ValueError) as err:
-            raise _kwargs_error(config, "scheduler", err) from None
-
-    loss = config.get("loss", "mse")
-    if isinstance(loss, dict):
-        loss = dict(loss)
-        from .trainer import _LOSSES
-
-        name = loss.pop("name", None)
-        if name not in _LOSSES:
-            raise ConfigError(f"{file}: 'loss.name' must be one of {', '.join(sorted(_LOSSES))}, got {name!r}")
-        try:
-            loss = _LOSSES[name](**loss)
-        except TypeError as err:
-            raise _kwargs_error(config, "loss", err) from None
+    if config["scheduler"]["name"] is not None:
+        scheduler = _named(config, SCHEDULERS, config["scheduler"]["name"], "scheduler.name", optimizer=optimizer,
+                           **config["scheduler"]["options"])
 
     run_dir = Path(config["output_dir"]) / config["name"]
-    verbose = settings.get("verbose", True)
-    callbacks = [_callback(config, i, spec) for i, spec in enumerate(config.get("callbacks", []))]
+    callbacks = [_callback(config, i, spec) for i, spec in enumerate(config["callbacks"])]
     given = {type(c).__name__ for c in callbacks}
-    monitor = "val_loss" if config["data"].get("validation_split") else "loss"
-    # paths relative to the run folder
+    monitor = "val_loss" if config["data"]["validation_split"] else "loss"
+    # paths relative to the run folder; the Trainer writes last.npz itself
     defaults = [("ProgressBar", {}), ("CSVLogger", {"filename": "metrics.csv"}),
-                ("ModelCheckpoint", {"monitor": monitor, "save_last": False})]  # the Trainer writes last.npz
+                ("ModelCheckpoint", {"monitor": monitor, "save_last": False})]
     for name, kwargs in defaults:
-        if name not in given and (verbose or name != "ProgressBar"):
-            callbacks.append(getattr(callback_module, name)(**kwargs))
+        if name not in given and (trainer_args["verbose"] or name != "ProgressBar"):
+            callbacks.append(make(CALLBACKS, name, **kwargs))
     try:
-        trainer = Trainer(model, optimizer, loss, config.get("metrics", []), callbacks, device=device, seed=seed,
-                          scheduler=scheduler, grad_clip_norm=settings.get("grad_clip_norm"),
-                          accumulate_steps=settings.get("accumulate_steps", 1), freeze=config.get("freeze", []),
-                          run_dir=run_dir, verbose=verbose, strategy=settings.get("strategy", "auto"),
-                          bucket_cap_mb=settings.get("bucket_cap_mb", 25.0))
+        trainer = Trainer(model, optimizer, _loss(config), config["metrics"], callbacks, scheduler=scheduler,
+                          freeze=config["freeze"], run_dir=run_dir, **trainer_args)
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
-    fit_args = {"epochs": settings.get("epochs", 1), "batch_size": settings.get("batch_size", 32),
-                "shuffle": settings.get("shuffle", True),
-                "validation_split": config["data"].get("validation_split", 0.0)}
-    return Run(trainer, _dataset(config), run_dir, fit_args)
+    fit_args.update(_by_name(config["data"], Trainer.fit))  # validation_split
+    return Run(trainer, DATA_KINDS.get(config["data"]["kind"])(config["data"], config), run_dir, fit_args)
