@@ -63,6 +63,26 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
         assert np.array_equal(v, weights(second)[k]), k
 
 
+def test_a_resumed_run_resumed_again_equals_an_uninterrupted_run(tmp_path):
+    """The second checkpoint holds the random stream as it was when written, not the one the first resume read."""
+
+    def run(name, epochs, resume=None):
+        trainkit.manual_seed(0)
+        model = nn.Sequential(nn.Linear(1, 16), nn.Dropout(0.5), nn.Linear(16, 1))  # dropout draws from the stream
+        trainer = Trainer(model, optim.SGD(model.parameters(), lr=0.1), "mse", seed=0, verbose=False,
+                          run_dir=tmp_path / name)
+        trainer.fit(regression_curve(16, seed=0), epochs=epochs, batch_size=4,
+                    resume_from=None if resume is None else tmp_path / resume / "checkpoints" / "last.npz")
+        return weights(trainer)
+
+    full = run("full", 3)
+    run("a", 1)
+    run("b", 2, resume="a")
+    third = run("c", 3, resume="b")
+    for k, v in full.items():
+        assert np.array_equal(v, third[k]), k
+
+
 def test_evaluate_and_predict_build_no_graph_and_restore_train_mode():
     trainer = make()
     seen = []
