@@ -28,8 +28,10 @@ import inspect
 import sys
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -55,7 +57,7 @@ class SettingError(ValueError):
         self.key, self.message = key, message
 
 
-def default_of(func, name: str):
+def default_of(func: Callable, name: str) -> Any:
     """The default of parameter ``name`` in ``func``'s signature: a config default that means the same as the code's.
 
     >>> default_of(Trainer, "bucket_cap_mb")
@@ -64,7 +66,8 @@ def default_of(func, name: str):
     return inspect.signature(func).parameters[name].default
 
 
-def setting(default=MISSING, help: str = "", *, choices=None, ge=None, gt=None, lt=None):  # noqa: A002
+def setting(default: Any = MISSING, help: str = "", *, choices: Any = None, ge: float | None = None,  # noqa: A002
+            gt: float | None = None, lt: float | None = None) -> Any:
     """One config key: a dataclass field with its default (none: required), help text and allowed values or bounds.
 
     ``choices`` is a tuple of values or a ``Registry`` (or a function returning one, for a registry defined in a
@@ -82,8 +85,12 @@ def setting(default=MISSING, help: str = "", *, choices=None, ge=None, gt=None, 
     return field(default=default, metadata=metadata)
 
 
-def section(help: str):  # noqa: A002
-    """A field holding a whole section (its type is the section's dataclass; its keys come from there)."""
+def section(help: str) -> Any:  # noqa: A002
+    """A field holding a whole section (its type is the section's dataclass; its keys come from there).
+
+    >>> dataclasses.fields(RunConfig)[2].name, dataclasses.fields(RunConfig)[2].metadata["help"]
+    ('model', 'the model to train')
+    """
     return field(default=None, metadata={"help": help})
 
 
@@ -96,6 +103,8 @@ def _data_kinds() -> Registry:
 # ------------------------------------------------------------------------------------------------------ sections
 @dataclass(kw_only=True)
 class ModelSection:
+    """``model``: the class to train and its arguments."""
+
     class_path: str = setting(help="the model class, e.g. model.py:Net (a file relative to the config's folder) "
                                    "or package.module.Class")
     init_args: dict = setting({}, "keyword arguments of the model class")
@@ -103,6 +112,8 @@ class ModelSection:
 
 @dataclass(kw_only=True)
 class DataSection:
+    """``data``: a kind of ``trainkit.run.DATA_KINDS`` and the keys its loader takes."""
+
     kind: str = setting("regression_curve", "where the samples come from", choices=_data_kinds)
     path: str | None = setting(None, "the .npz or .csv file (relative to the config's folder), for kinds npz, csv")
     inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
@@ -125,6 +136,8 @@ class DataSection:
 
 @dataclass(kw_only=True)
 class OptimizerSection:
+    """``optimizer``: a name of ``trainkit.registry.OPTIMIZERS`` (or a class_path), its lr and other options."""
+
     name: str | None = setting(DEFAULT_OPTIMIZER["name"], "an optimizer of trainkit.optim", choices=OPTIMIZERS)
     class_path: str | None = setting(None, "your own optimizer class instead of a name, e.g. opt.py:MyOptimizer")
     lr: float | None = setting(None, "the learning rate; null: the optimizer's default", ge=0)
@@ -145,6 +158,8 @@ class OptimizerSection:
 
 @dataclass(kw_only=True)
 class SchedulerSection:
+    """``scheduler``: a name of ``trainkit.registry.SCHEDULERS`` and its options; no name, no scheduler."""
+
     name: str | None = setting(None, "a scheduler of trainkit.optim.lr_scheduler; null: none", choices=SCHEDULERS)
     options: dict | None = setting({}, "its keyword arguments, e.g. {step_size: 30}")
 
@@ -391,7 +406,7 @@ def dump(config: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def resolve_class(spec: str, base_dir: str | Path, file: str, key: str):
+def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
 
     >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
