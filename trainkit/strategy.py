@@ -82,26 +82,30 @@ class Strategy:
         return self.rank == 0
 
     def root_device(self, device: Any) -> Any:
+        """The device this process trains on, given the one the Trainer was asked for."""
         return device
 
     def setup(self, trainer: Trainer) -> None:
-        pass
+        """Prepare for ``trainer``, whose model (on its device), optimizer and seed are set."""
 
     def select_callbacks(self, callbacks: Sequence[Any]) -> list:
+        """The callbacks this process runs."""
         return list(callbacks)
 
     def shard_loader(self, loader: Any) -> Any:
+        """The loader of this process's share of every batch of ``loader``."""
         return loader
 
     def gather_rng_states(self) -> None:
-        pass
+        """Collect every rank's random stream for ``rng_states`` (fit calls it at start and after each epoch)."""
 
     def rng_states(self) -> list:
         """The random stream of every rank, for a checkpoint (this process's own here)."""
         return [default_generator.get_state()]
 
     def set_rng_states(self, states: list) -> None:
-        pass
+        """The streams a checkpoint of as many ranks held, loaded: ``rng_states`` returns them until the next
+        gather."""
 
     def before_batch(self, loader: Any, index: int, inputs: Any, training: bool = True) -> tuple[int, int]:
         """(this process's, the whole batch's) sample counts of the batch just drawn."""
@@ -109,29 +113,34 @@ class Strategy:
         return size, size
 
     def scale_loss(self, loss: Any, size: int, global_size: int) -> Any:
+        """The loss to call ``backward`` on, for a share of ``size`` samples of a batch of ``global_size``."""
         return loss
 
     def after_backward(self, step_now: bool) -> None:
-        pass
+        """After each batch's backward (also where a rank had nothing to run it on); ``step_now``: the optimizer
+        steps after this batch."""
 
     def reduce_batch_loss(self, value: float, size: int) -> tuple[float, int]:
         """The mean loss over the whole batch and its size."""
         return value, size
 
     def reduce_sums(self, total: float, count: int) -> tuple[float, int]:
+        """An evaluation's summed loss and sample count, over all the data."""
         return total, count
 
     def reduce_metrics(self, metrics: Sequence[Metric]) -> None:
-        pass
+        """Make each metric's running totals cover all the data, so that ``compute()`` does."""
 
     def should_stop(self, stop_training: bool) -> bool:
+        """Whether training stops, given this process's ``trainer.stop_training``."""
         return stop_training
 
     def call_epoch_end(self, callbacks: Any, epoch: int, logs: dict) -> None:
+        """Run the callbacks' ``on_epoch_end`` on the epoch's logs."""
         callbacks.on_epoch_end(epoch, logs)
 
     def on_exception(self, trainer: Trainer, exc: BaseException) -> None:
-        pass
+        """``fit`` raised ``exc`` (it is raised again afterwards)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -83,7 +83,8 @@ class Trainer:
 
     ``optimizer=None`` makes ``DEFAULT_OPTIMIZER``; ``loss`` is a loss module, a callable or a name of
     ``trainkit.registry.LOSSES``; ``strategy`` is ``"auto"``, ``"ddp"``, ``"single_device"`` or a
-    ``trainkit.strategy.Strategy`` (``bucket_cap_mb`` then does nothing).
+    ``trainkit.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``, its name
+    as ``strategy``.
 
     >>> import trainkit
     >>> from trainkit import nn, optim
