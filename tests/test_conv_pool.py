@@ -13,8 +13,9 @@ import pytest
 from conftest import assert_same_error, to_numpy
 
 import trainkit
+from trainkit import functional as tkF
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops import conv as tkF
+from trainkit.functional import conv
 from trainkit.layers.conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -75,7 +76,7 @@ def test_conv2d_values_and_grads_match_torch(xs, ws, bias, kwargs, device, torch
 
 @pytest.mark.parametrize("cache_bytes", [1, 3000])  # one image at a time, and slices of two with a shorter last
 def test_conv2d_input_grad_in_slices_of_the_batch_matches_torch(cache_bytes, monkeypatch, device, torch, rng):
-    monkeypatch.setattr(tkF, "_CACHE_BYTES", cache_bytes)
+    monkeypatch.setattr(conv, "_CACHE_BYTES", cache_bytes)
     _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, stride=2, padding=1),
              lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride=2, padding=1),
              [(5, 3, 7, 6), (4, 3, 3, 3), (4,)])

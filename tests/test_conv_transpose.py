@@ -15,7 +15,7 @@ from conftest import assert_same_error, to_numpy
 
 import trainkit
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops.conv_transpose import conv_transpose2d
+from trainkit.functional import conv_transpose2d
 from trainkit.layers.conv import ConvTranspose2d
 
 RTOL, ATOL = 1e-4, 1e-5

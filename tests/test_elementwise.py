@@ -1,18 +1,24 @@
-"""The ops of ``trainkit.autograd.ops.elementwise``: finite-difference checks (float64) and parity with PyTorch
-(float32 values, gradients and node names), plus dtypes and the ops without a gradient."""
+"""The ops of ``trainkit.autograd.ops.elementwise`` and ``.trigonometric``, and ``F.softplus``: finite-difference
+checks (float64) and parity with PyTorch (float32 values, gradients and node names), plus dtypes and the ops without
+a gradient."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import to_numpy
 
 import trainkit
+from trainkit import functional
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops import elementwise as ew
+from trainkit.autograd.ops import elementwise, trigonometric
+
+ew = SimpleNamespace(**{n: getattr(m, n) for m in (elementwise, trigonometric) for n in m.__all__},
+                     softplus=functional.softplus)
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -25,7 +31,7 @@ class Lib:
 
     def __getattr__(self, name):
         if self.module is trainkit:
-            return getattr(ew, name) if name in ew.__all__ else getattr(trainkit, name)
+            return getattr(ew, name) if hasattr(ew, name) else getattr(trainkit, name)
         return getattr(self.module, name) if hasattr(self.module, name) else getattr(self.module.nn.functional, name)
 
 
@@ -206,5 +212,6 @@ def test_binary_ops_name_both_shapes_when_they_do_not_broadcast(device):
 
 
 def test_all_names_are_public_functions():
-    assert sorted(ew.__all__) == sorted(set(ew.__all__))
-    assert all(callable(getattr(ew, n)) for n in ew.__all__)
+    for module in (elementwise, trigonometric):
+        assert sorted(module.__all__) == sorted(set(module.__all__))
+        assert all(callable(getattr(module, n)) for n in module.__all__)

@@ -15,7 +15,7 @@ from conftest import assert_same_error, to_numpy
 
 import trainkit
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops.interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
+from trainkit.functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from trainkit.layers.upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 

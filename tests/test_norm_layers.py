@@ -9,8 +9,8 @@ import pytest
 from conftest import assert_same_error, to_numpy
 
 import trainkit
+from trainkit import functional as tkF
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops import normalization as tkF
 from trainkit.layers.dropout import Dropout1d, Dropout2d, Dropout3d
 from trainkit.layers.normalization import GroupNorm, LayerNorm
 

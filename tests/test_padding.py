@@ -8,7 +8,7 @@ from conftest import assert_same_error, to_numpy
 
 import trainkit
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops.padding import pad
+from trainkit.functional import pad
 
 PADS = [(1, 2), (1, 2, 0, 1), (0, 0, 2, 0, 1, 1), (-1, 0), (1, -1, -1, 2)]
 

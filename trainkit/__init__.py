@@ -137,16 +137,12 @@ def numel(input: Tensor) -> int:  # noqa: A002
 
 
 from . import data, layers, nn, optim, utils  # noqa: E402
+from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402
+from .autograd.ops.einsum import einsum, outer  # noqa: E402
 from .autograd.ops.elementwise import (  # noqa: E402
-    acos,
     addcdiv,
     addcmul,
-    asin,
-    atan,
-    atan2,
     ceil,
-    cos,
-    cosh,
     erf,
     exp2,
     expm1,
@@ -161,43 +157,16 @@ from .autograd.ops.elementwise import (  # noqa: E402
     log10,
     round,
     rsqrt,
-    sin,
-    sinh,
     square,
-    tan,
     trunc,
 )
-from .autograd.ops.indexing import (  # noqa: E402
-    argsort,
-    cumprod,
-    cumsum,
-    diag,
-    dist,
-    einsum,
-    flip,
-    gather,
-    index_select,
-    masked_fill,
-    masked_select,
-    movedim,
-    narrow,
-    nonzero,
-    norm,
-    outer,
-    prod,
-    repeat,
-    roll,
-    scatter,
-    scatter_add,
-    scatter_reduce,
-    select,
-    sort,
-    take_along_dim,
-    tile,
-    topk,
-    tril,
-    triu,
-)
+from .autograd.ops.gather_scatter import gather, index_select, scatter, scatter_add, scatter_reduce, take_along_dim  # noqa: E402
+from .autograd.ops.masking import masked_fill, masked_select, nonzero  # noqa: E402
+from .autograd.ops.norm import dist, norm  # noqa: E402
+from .autograd.ops.rearrange import flip, movedim, narrow, repeat, roll, select, tile  # noqa: E402
+from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
+from .autograd.ops.triangular import diag, tril, triu  # noqa: E402
+from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402
 from .autograd.out import wrap_namespace as _wrap_namespace  # noqa: E402
 from .layers.summary import summary  # noqa: E402
 from .serialization import load, save  # noqa: E402

@@ -1,6 +1,6 @@
 """trainkit.layers (also ``trainkit.nn``): Module, Parameter, layers and losses."""
 
-from . import functional, init
+from . import init
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
@@ -30,5 +30,5 @@ __all__ = [
     "GELU", "GroupNorm", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
     "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Unflatten", "Upsample", "UpsamplingBilinear2d",
-    "UpsamplingNearest2d", "functional", "init", "summary",
+    "UpsamplingNearest2d", "init", "summary",
 ]

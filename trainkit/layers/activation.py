@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..autograd.ops import nn as F
+from .. import functional as F
 from ..autograd.tensor import Tensor
 from .module import Module
 

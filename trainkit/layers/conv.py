@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import math
 
+from .. import functional as F
 from ..autograd.creation import empty
-from ..autograd.ops import conv as F
-from ..autograd.ops.conv_transpose import conv_transpose2d
-from ..autograd.ops.padding import pad
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module
@@ -89,7 +87,7 @@ class Conv2d(Module):
 
     def _pad_edges(self, x: Tensor) -> Tensor:
         t, b, l, r = self._edge_pads()
-        return pad(x, (l, r, t, b), mode=self.padding_mode)
+        return F.pad(x, (l, r, t, b), mode=self.padding_mode)
 
     def forward(self, input: Tensor) -> Tensor:
         if self.padding_mode != "zeros":
@@ -188,8 +186,8 @@ class ConvTranspose2d(Module):
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
         output_padding = self._output_padding(input, output_size)
-        return conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
-                                self.dilation)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                                  self.dilation)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

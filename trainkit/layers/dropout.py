@@ -3,8 +3,7 @@ its input through in evaluation."""
 
 from __future__ import annotations
 
-from ..autograd.ops import nn as F
-from ..autograd.ops.normalization import dropout1d, dropout2d, dropout3d
+from .. import functional as F
 from ..autograd.tensor import Tensor
 from .module import Module
 
@@ -51,7 +50,7 @@ class Dropout1d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return dropout1d(input, self.p, self.training, self.inplace)
+        return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
@@ -67,7 +66,7 @@ class Dropout2d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return dropout2d(input, self.p, self.training, self.inplace)
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
@@ -83,4 +82,4 @@ class Dropout3d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return dropout3d(input, self.p, self.training, self.inplace)
+        return F.dropout3d(input, self.p, self.training, self.inplace)

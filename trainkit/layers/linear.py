@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from .. import functional as F
 from ..autograd.creation import empty
-from ..autograd.ops import nn as F
 from ..autograd.ops.shape import flatten
 from ..autograd.tensor import Tensor
 from . import init

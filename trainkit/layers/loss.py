@@ -6,8 +6,9 @@ flags are accepted, with PyTorch's deprecation warning, and turned into a reduct
 
 from __future__ import annotations
 
-from ..autograd.ops import nn as F
+from .. import functional as F
 from ..autograd.tensor import Tensor
+from ..functional.reduction import check_reduction
 from .module import Module
 
 
@@ -15,7 +16,7 @@ class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = F._reduction(reduction, size_average, reduce)
+            reduction = check_reduction(reduction, size_average, reduce)
         self.reduction = reduction
 
 

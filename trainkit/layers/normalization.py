@@ -6,10 +6,9 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 
+from .. import functional as F
 from ..autograd.backend import int64
 from ..autograd.creation import empty, ones, tensor, zeros
-from ..autograd.ops import nn as F
-from ..autograd.ops.normalization import group_norm, layer_norm
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module
@@ -165,7 +164,7 @@ class LayerNorm(Module):
                 init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
-        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -215,7 +214,7 @@ class GroupNorm(Module):
                 init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
-        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from .. import functional as F
 from ..autograd.creation import empty
 from ..autograd.grad_mode import no_grad
-from ..autograd.ops import nn as F
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module

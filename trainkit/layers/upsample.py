@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..autograd.ops.interpolate import interpolate
 from ..autograd.tensor import Tensor
+from ..functional import interpolate
 from .module import Module
 
 

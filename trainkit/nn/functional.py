@@ -1,4 +1,4 @@
-"""``trainkit.nn.functional``: the functional forms of layers and losses (see ``trainkit.layers.functional``)."""
+"""``trainkit.nn.functional``: the functional forms of layers and losses (``trainkit.functional``)."""
 
-from ..layers.functional import *  # noqa: F403
-from ..layers.functional import __all__  # noqa: F401
+from ..functional import *  # noqa: F403
+from ..functional import __all__  # noqa: F401

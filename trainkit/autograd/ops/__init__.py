@@ -3,10 +3,23 @@
 from . import (  # noqa: F401
     activation,
     copy,
+    cumulative,
     dual,
+    einsum,
+    elementwise,
+    gather_scatter,
+    inplace,
     linalg,
+    masking,
     math,
     methods,  # noqa: F401  (binds the methods and operators onto Tensor)
+    norm,
+    rearrange,
     reduction,
     shape,
+    sorting,
+    special,
+    triangular,
+    trigonometric,
+    type_names,
 )

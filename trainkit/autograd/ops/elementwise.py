@@ -1,5 +1,5 @@
-"""More element-wise math: trigonometric and hyperbolic functions, exp/log variants, erf, softplus, lerp, addcmul,
-addcdiv, fmod, the rounding ops and a few tests of values. Each op states its derivative in its docstring.
+"""More element-wise math: exp/log variants, rsqrt, square, erf, the rounding ops, fmod, lerp, addcmul, addcdiv
+and a few tests of values. Each op states its derivative in its docstring.
 
 ``g`` is the gradient of the output; a backward returns one gradient per input (None where none is wanted) and
 works on arrays and on Tensors alike (``create_graph``). Integer inputs of the floating functions are computed in
@@ -15,51 +15,17 @@ from ..function import Op
 from ..tensor import Tensor
 from . import dual
 from . import math as _m
+from .special import erf as _erf
 
 __all__ = [
-    "acos",
-    "addcdiv",
-    "addcmul",
-    "asin",
-    "atan",
-    "atan2",
-    "ceil",
-    "cos",
-    "cosh",
-    "erf",
-    "exp2",
-    "expm1",
-    "floor",
-    "fmod",
-    "frac",
-    "isclose",
-    "isinf",
-    "lerp",
-    "log10",
-    "log1p",
-    "log2",
-    "round",
-    "rsqrt",
-    "sin",
-    "sinh",
-    "softplus",
-    "square",
-    "tan",
-    "trunc",
+    "addcdiv", "addcmul", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose", "isinf", "lerp",
+    "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc"
 ]
+
 
 _LN2 = _math.log(2.0)
 _LN10 = _math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
-
-
-def _call(name: str, v):
-    """``name(v)`` on an array (NumPy/CuPy) or on a Tensor (recorded, for ``create_graph``)."""
-    if isinstance(v, Tensor):
-        return _TENSOR_FNS[name](v)
-    if name == "sigmoid":
-        return _array_sigmoid(v)
-    return getattr(xp_of(v), name)(v)
 
 
 def _floating(t: Tensor) -> Tensor:
@@ -77,111 +43,6 @@ def _promote_all(*values, floating: bool = False) -> list:
     for i, v in enumerate(rest):
         first, rest[i] = _m.promote(first, v, floating)
     return [first, *rest]
-
-
-# ---------------------------------------------------------------------------------------------- unary ops
-class Sin(Op, name="SinBackward0"):
-    """out = sin x.   dx = g * cos x."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).sin(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * _call("cos", x)
-
-
-class Cos(Op, name="CosBackward0"):
-    """out = cos x.   dx = -g * sin x."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).cos(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return -g * _call("sin", x)
-
-
-class Tan(Op, name="TanBackward0"):
-    """out = tan x.   dx = g * (1 + out^2)."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).tan(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * (1 + out * out)
-
-
-class Asin(Op, name="AsinBackward0"):
-    """out = asin x.   dx = g / sqrt(1 - x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).arcsin(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / _call("sqrt", 1 - x * x)
-
-
-class Acos(Op, name="AcosBackward0"):
-    """out = acos x.   dx = -g / sqrt(1 - x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).arccos(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return -g / _call("sqrt", 1 - x * x)
-
-
-class Atan(Op, name="AtanBackward0"):
-    """out = atan x.   dx = g / (1 + x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).arctan(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / (1 + x * x)
-
-
-class Sinh(Op, name="SinhBackward0"):
-    """out = sinh x.   dx = g * cosh x."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).sinh(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * _call("cosh", x)
-
-
-class Cosh(Op, name="CoshBackward0"):
-    """out = cosh x.   dx = g * sinh x."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).cosh(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * _call("sinh", x)
 
 
 class Exp2(Op, name="Exp2Backward0"):
@@ -268,32 +129,11 @@ class Erf(Op, name="ErfBackward0"):
     save_inputs = (0,)
 
     def forward(self, x):
-        from .nn import erf as _erf
-
         return _erf(x)
 
     def backward(self, g):
         (x,) = self.saved_tensors
         return g * (_TWO_OVER_SQRT_PI * dual.exp(-(x * x)))
-
-
-class Softplus(Op, name="SoftplusBackward0"):
-    """out = log(1 + e^(beta x)) / beta, or x where beta x > threshold.
-    dx = g * sigmoid(beta x), or g where beta x > threshold."""
-
-    save_inputs = (0,)
-
-    def forward(self, x, beta, threshold):
-        self.beta, self.threshold = beta, threshold
-        xp = xp_of(x)
-        bx = x * beta
-        return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        bx = x * self.beta
-        linear = dual.data(bx) > self.threshold
-        return dual.where(linear, g, g * _call("sigmoid", bx))
 
 
 class Frac(Op, name="FracBackward0"):
@@ -346,22 +186,6 @@ class RoundDecimals(_Rounding, name="RoundBackward1"):
 
     def forward(self, x, decimals):
         return xp_of(x).round(x, decimals)
-
-
-# --------------------------------------------------------------------------------------------- binary ops
-class Atan2(Op, name="Atan2Backward0"):
-    """out = atan2(y, x).   dy = g * x / (x^2 + y^2),  dx = -g * y / (x^2 + y^2)."""
-
-    save_inputs = (0, 1)
-
-    def forward(self, y, x):
-        return xp_of(y).arctan2(y, x)
-
-    def backward(self, g):
-        y, x = self.saved_tensors
-        scaled = g / (x * x + y * y)
-        (fy, _), (fx, _) = self.next_functions
-        return (scaled * x if fy is not None else None, -scaled * y if fx is not None else None)
 
 
 class Fmod(Op, name="FmodBackward0"):
@@ -464,46 +288,6 @@ class Addcdiv(Op, name="AddcdivBackward0"):
         )
 
 
-# --------------------------------------------------------------------------------------------------- functions
-def sin(input) -> Tensor:
-    """sin x element-wise.
-
-    >>> import trainkit
-    >>> from trainkit.autograd.ops.elementwise import sin
-    >>> sin(trainkit.zeros(2))
-    tensor([0., 0.])
-    """
-    return Sin.apply(_floating(input))
-
-
-def cos(input) -> Tensor:
-    return Cos.apply(_floating(input))
-
-
-def tan(input) -> Tensor:
-    return Tan.apply(_floating(input))
-
-
-def asin(input) -> Tensor:
-    return Asin.apply(_floating(input))
-
-
-def acos(input) -> Tensor:
-    return Acos.apply(_floating(input))
-
-
-def atan(input) -> Tensor:
-    return Atan.apply(_floating(input))
-
-
-def sinh(input) -> Tensor:
-    return Sinh.apply(_floating(input))
-
-
-def cosh(input) -> Tensor:
-    return Cosh.apply(_floating(input))
-
-
 def exp2(input) -> Tensor:
     """2^x element-wise."""
     return Exp2.apply(_floating(input))
@@ -540,11 +324,6 @@ def erf(input) -> Tensor:
 def square(input) -> Tensor:
     """x * x (as ``x ** 2``: integers stay integers)."""
     return _m.pow(input, 2)
-
-
-def softplus(input, beta=1, threshold=20) -> Tensor:
-    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
-    return Softplus.apply(_floating(input), beta=beta, threshold=threshold)
 
 
 def _exact(input) -> bool:
@@ -589,11 +368,6 @@ def frac(input) -> Tensor:
     if _exact(input):
         raise NotImplementedError(f'"frac" not implemented for \'{str(input.dtype).rsplit(".", 1)[-1]}\'')
     return Frac.apply(input)
-
-
-def atan2(input, other) -> Tensor:
-    """The angle of the point (other, input): atan(input / other) in the right quadrant."""
-    return _m._binary(Atan2, input, other, true_divide=True)
 
 
 def fmod(input, other) -> Tensor:
@@ -644,17 +418,3 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
     da, db = getattr(a, "_data", a), getattr(b, "_data", b)
     xp = xp_of(da if isinstance(a, Tensor) else db)
     return Tensor._make(xp.asarray(xp.isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan)))
-
-
-def _sigmoid(v):
-    from .activation import sigmoid as _tsigmoid
-
-    return _tsigmoid(v)
-
-
-def _array_sigmoid(v):
-    xp = xp_of(v)
-    return xp.exp(-xp.logaddexp(0, -v))
-
-
-_TENSOR_FNS = {"cos": cos, "sin": sin, "cosh": cosh, "sinh": sinh, "sqrt": _m.sqrt, "sigmoid": _sigmoid}

@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from ..backend import xp_of
 from ..tensor import Tensor
-from . import activation, copy, elementwise, indexing, linalg, math, reduction, shape
+from . import (
+    activation,
+    copy,
+    cumulative,
+    einsum,
+    elementwise,
+    gather_scatter,
+    linalg,
+    masking,
+    math,
+    norm,
+    rearrange,
+    reduction,
+    shape,
+    sorting,
+    triangular,
+    trigonometric,
+)
 from .inplace import apply_inplace, arithmetic_inplace, setitem
 
 
@@ -136,9 +153,10 @@ _METHODS = {
     "tanh_": _inplace(activation.Tanh, "tanh in place."),
 }
 
-# the wider element-wise family: each function is also a method (softplus lives only in nn.functional)
-_METHODS.update({name: getattr(elementwise, name) for name in elementwise.__all__ if name != "softplus"})
-_METHODS.update({name: getattr(indexing, name) for name in indexing.__all__ if name != "einsum"})
+# the wider families: each function is also a method, but einsum (a function of several operands)
+for _module in (elementwise, trigonometric, gather_scatter, masking, rearrange, triangular, sorting, cumulative, norm,
+                einsum):
+    _METHODS.update({name: getattr(_module, name) for name in _module.__all__ if name != "einsum"})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

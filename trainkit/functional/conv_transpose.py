@@ -3,31 +3,18 @@
 A transposed convolution is the adjoint of ``conv2d``: read with the same kernel, stride, padding and dilation, the
 convolution maps an image of the transposed convolution's *output* size to one of its *input* size, and the transposed
 convolution runs that map backwards. So its forward is a convolution's input gradient, ``col2im(W2d^T @ x)``, and its
-input gradient is a convolution, ``W2d @ im2col(g)``, both with the im2col / col2im helpers of ``ops.conv``.
+input gradient is a convolution, ``W2d @ im2col(g)``, both with the im2col / col2im helpers of ``functional.im2col``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
-from ..function import Op
-from ..tensor import Tensor
-from .conv import Geometry, Im2Col, col2im, im2col
-
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _scalar_name(dtype) -> str:
-    """PyTorch's name of a dtype in its error messages ('Float', 'Int', ...)."""
-    name = np.dtype(dtype).name
-    return _TYPE_NAMES.get(name, name)
-
-
-def _type_name(t: Tensor) -> str:
-    """PyTorch's legacy type name ('torch.FloatTensor'), which its dtype-mismatch errors quote."""
-    return f"torch.{'cuda.' if t.is_cuda else ''}{_scalar_name(t._data.dtype)}Tensor"
+from ..autograd.backend import xp_of
+from ..autograd.function import Op
+from ..autograd.ops.type_names import legacy_type_name, scalar_name
+from ..autograd.tensor import Tensor
+from .im2col import Geometry, Im2Col, col2im, im2col
 
 
 class ConvolutionTranspose(Op, name="ConvolutionBackward0"):
@@ -139,13 +126,13 @@ def _check(input: Tensor, weight: Tensor, bias: Tensor | None, groups: int, stri
         for other, what in ((weight, "weight"), (bias, "bias")):
             if other is not None and other._data.dtype != x.dtype:
                 raise RuntimeError(
-                    f"Input type ({_type_name(input)}) and {what} type ({_type_name(other)}) should be the same or "
-                    f"input should be a MKLDNN tensor and {what} is a dense tensor"
+                    f"Input type ({legacy_type_name(input)}) and {what} type ({legacy_type_name(other)}) should be the "
+                    f"same or input should be a MKLDNN tensor and {what} is a dense tensor"
                 )
     elif w.dtype != x.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(x.dtype)} but found {_scalar_name(w.dtype)}")
+        raise RuntimeError(f"expected scalar type {scalar_name(x.dtype)} but found {scalar_name(w.dtype)}")
     if x.dtype.kind != "f":
-        raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{_scalar_name(x.dtype)}'")
+        raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{scalar_name(x.dtype)}'")
     (oph, opw), (sh, sw), (dh, dw) = output_padding, stride, dilation
     if not (oph < sh or oph < dh) or not (opw < sw or opw < dw):
         raise RuntimeError(

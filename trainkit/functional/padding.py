@@ -1,4 +1,4 @@
-"""Padding in its four modes (``F.pad``) and one-hot encoding (``F.one_hot``).
+"""Padding in its four modes (``F.pad``).
 
 'constant' fills a border with a value (negative amounts crop). 'reflect', 'replicate' and 'circular' fill it from
 the input itself: each output position along a padded axis reads one input position, given by an index map built
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
-from ..function import Op
-from ..tensor import Tensor
-from .shape import index_into_zeros
+from ..autograd.backend import xp_of
+from ..autograd.function import Op
+from ..autograd.ops.shape import index_into_zeros
+from ..autograd.tensor import Tensor
 
 
 class ConstantPad(Op, name="ConstantPadNdBackward0"):
@@ -253,25 +253,4 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant", value: float | None =
     return ConstantPad.apply(input, widths=tuple(widths), value=0 if value is None else value)
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """int64 one-hot rows for integer class indices (``num_classes`` defaults to the largest index + 1).
-
-    >>> import trainkit
-    >>> one_hot(trainkit.tensor([0, 2]), 3).tolist()
-    [[1, 0, 0], [0, 0, 1]]
-    """
-    data = tensor._data
-    if data.dtype.kind not in "iu":
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    xp = xp_of(data)
-    if data.size and int(data.min()) < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if num_classes == -1:
-        num_classes = int(data.max()) + 1 if data.size else 0
-    elif data.size and int(data.max()) >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    out = (data[..., None] == xp.arange(num_classes)).astype(np.int64)
-    return Tensor._make(out)
-
-
-__all__ = ["one_hot", "pad"]
+__all__ = ["pad"]

@@ -1,15 +1,14 @@
-"""Layer and group normalisation, and channel-wise dropout: ``F.layer_norm``, ``F.group_norm``, ``F.dropout1d`` and
-``F.dropout2d``.
+"""Batch, layer and group normalisation: ``F.batch_norm``, ``F.layer_norm`` and ``F.group_norm``.
 
+Each is one node, named as PyTorch names it (``NativeBatchNormBackward0``, ``NativeLayerNormBackward0``,
+``NativeGroupNormBackward0``), with a hand-written backward. Layer and group normalisation normalise groups of n values
+to
 Layer and group normalisation are one node each, named as PyTorch names them (``NativeLayerNormBackward0``,
 ``NativeGroupNormBackward0``), with a hand-written backward. Both normalise groups of n values to
 xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (the biased variance), then scale and shift by ``weight`` and
 ``bias``. Statistics are computed in the input's dtype (float16 inputs in float32, as PyTorch accumulates them). With
 ``create_graph`` the backward recomputes the statistics from the input with differentiable ops, so that second
 derivatives come out right.
-
-Channel dropout zeroes whole channels (``input[n, c]``) and scales the rest by 1 / (1 - p); it is a multiplication by
-a random mask, so its node is ``MulBackward0``, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -17,24 +16,16 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..backend import on_device, xp_of
-from ..function import Op
-from ..random import generator_for
-from ..tensor import Tensor
-from . import math as tmath
+from ..autograd.backend import xp_of
+from ..autograd.function import Op
+from ..autograd.ops.type_names import scalar_name
+from ..autograd.tensor import Tensor
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-                 "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _scalar_name(dtype) -> str:
-    name = np.dtype(dtype).name
-    return _SCALAR_NAMES.get(name, name)
+__all__ = ["batch_norm", "group_norm", "layer_norm"]
 
 
 def _compute_dtype(x):
@@ -83,13 +74,13 @@ def _check_param_dtypes(input: Tensor, params: tuple) -> None:
     for p in given[1:]:
         if p.dtype != input.dtype:
             raise RuntimeError(
-                f"expected scalar type {_scalar_name(input._data.dtype)} but found {_scalar_name(p._data.dtype)}"
+                f"expected scalar type {scalar_name(input._data.dtype)} but found {scalar_name(p._data.dtype)}"
             )
 
 
 def _check_floating(input: Tensor, kernel: str) -> None:
     if input._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(input._data.dtype)}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input._data.dtype)}\'')
 
 
 # --------------------------------------------------------------------------------------------------- layer norm
@@ -272,114 +263,105 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     return GroupNorm.apply(input, weight, bias, groups=num_groups, eps=eps)
 
 
-# ---------------------------------------------------------------------------------------------- channel dropout
-def _check_p(p: float) -> None:
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+class BatchNorm(Op, name="NativeBatchNormBackward0"):
+    """Per channel (dimension 1), over the other dimensions (n values):
+    out = w * xhat + b, xhat = (x - mean) * invstd, invstd = 1 / sqrt(var + eps).
+    Training: mean and (biased) var of the batch, and
+        dx = w * invstd * (g - sum(g) / n - xhat * sum(g * xhat) / n).
+    Evaluation: the running statistics, constants:  dx = g * w * invstd.
+    Both:  dw = sum(g * xhat),  db = sum(g)."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        xp = xp_of(x)
+        self.axes = (0,) + tuple(range(2, x.ndim))
+        self.shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        self.training, self.eps, self.n = training, eps, x.size // x.shape[1]
+        if training:
+            mean = x.mean(axis=self.axes, keepdims=True)
+            xc = x - mean
+            var = (xc * xc).mean(axis=self.axes)
+            n = self.n
+            if running_mean is not None:  # updated in place, with the unbiased variance, as PyTorch does
+                running_mean *= 1 - momentum
+                running_mean += momentum * mean.reshape(-1)
+            if running_var is not None:
+                running_var *= 1 - momentum
+                running_var += (momentum * n / (n - 1)) * var
+        else:
+            mean = running_mean.reshape(self.shape).copy()  # copies: later updates must not reach this backward
+            xc = x - mean
+            var = running_var
+        invstd = (1 / xp.sqrt(var + eps)).astype(x.dtype, copy=False).reshape(self.shape)
+        self.extra = (mean, invstd)
+        out = xc  # a fresh array: normalise it in place
+        out *= invstd
+        if weight is not None:
+            out *= weight.reshape(self.shape)
+        if bias is not None:
+            out += bias.reshape(self.shape)
+        return out
+
+    def backward(self, g):
+        x, weight = self.saved_tensors
+        (fx, _), (fw, _), (fb, _) = self.next_functions
+        axes, n = self.axes, self.n
+        if self.training and isinstance(x, Tensor):
+            # with create_graph the batch statistics are functions of x: recompute them differentiably
+            mean = x.mean(axis=axes, keepdims=True)
+            xc = x - mean
+            invstd = ((xc * xc).mean(axis=axes, keepdims=True) + self.eps) ** -0.5
+        else:
+            mean, invstd = self.extra
+            xc = None  # only needed for xhat
+        batch_dx = fx is not None and self.training
+        gsum = g.sum(axis=axes, keepdims=True) if fb is not None or batch_dx else None
+        xhat = (x - mean if xc is None else xc) * invstd if fw is not None or batch_dx else None
+        gxhat = (g * xhat).sum(axis=axes, keepdims=True) if xhat is not None else None
+        dx = None
+        if fx is not None:
+            scale = invstd if weight is None else invstd * weight.reshape(self.shape)
+            dx = (g - gsum / n - xhat * (gxhat / n)) * scale if self.training else g * scale
+        return dx, (gxhat.reshape(-1) if fw is not None else None), (gsum.reshape(-1) if fb is not None else None)
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, lead: int = 2) -> Tensor:
-    """Multiply by a mask drawn once per index of the first ``lead`` dimensions (the channels of each sample)."""
-    if not training or p == 0.0:
-        return input
-    if input.ndim + 2 - lead < 2:  # lead=1 stands for a batch dimension of one in front
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    data = input._data
-    xp = xp_of(data)
-    shape = tuple(data.shape[:lead]) + (1,) * (data.ndim - lead)
-    if p == 1.0:
-        mask = xp.zeros(shape, dtype=data.dtype)
-    else:
-        if data.dtype.kind != "f":
-            raise RuntimeError(f"result type Float can't be cast to the desired output type {_scalar_name(data.dtype)}")
-        draw_dtype = np.float64 if data.dtype == np.float64 else np.float32
-        with on_device(input.device):
-            u = generator_for(input.device).rng.random(shape, dtype=draw_dtype)
-        mask = (u < 1 - p).astype(data.dtype)
-        mask *= 1 / (1 - p)
-    mask = Tensor._make(mask)
-    return input.mul_(mask) if inplace else tmath.mul(input, mask)
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dimension 1) of a (N, C, ...) input to zero mean and unit variance, then scale by
+    ``weight`` and shift by ``bias``.
 
-
-def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of a (N, C, L) or (C, L) input with probability ``p`` and scale the others by
-    1 / (1 - p). Masks come from the seeded default generator of ``input``'s device.
-
-    >>> import trainkit
-    >>> y = dropout1d(trainkit.ones(1, 4, 3))
-    >>> sorted(set(y[0, 0].tolist())) in ([0.0], [2.0])     # a channel is kept or dropped as a whole
-    True
-    """
-    _check_p(p)
-    if input.ndim not in (2, 3):
-        raise RuntimeError(
-            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that dropout1d exists to "
-            "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional "
-            "batch dimension (i.e. 2D or 3D inputs)."
-        )
-    if input.ndim == 3:
-        return _feature_dropout(input, p, training, inplace)
-    if inplace:  # no in-place unsqueeze here: a (C, 1) mask drops the same channels
-        return _feature_dropout(input, p, training, inplace, lead=1)
-    return _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
-
-
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of a (N, C, H, W) input with probability ``p`` and scale the others by 1 / (1 - p).
-    Masks come from the seeded default generator of ``input``'s device.
-
-    As in PyTorch, a 3-D input is taken as (N, C, L) (1-D channel dropout) with a warning, and other ranks warn that
-    they are deprecated.
-
-    >>> import trainkit
-    >>> y = dropout2d(trainkit.ones(2, 3, 4, 4), p=0.5)
-    >>> sorted(set(y.flatten().tolist())) in ([0.0], [2.0], [0.0, 2.0])
-    True
-    """
-    _check_p(p)
-    if input.ndim not in (3, 4):
-        warnings.warn(
-            f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result in an error "
-            "in a future release. To retain the behavior and silence this warning, please use dropout instead. Note "
-            "that dropout2d exists to provide channel-wise dropout on inputs with 2 spatial dimensions, a channel "
-            "dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
-            stacklevel=2,
-        )
-    if input.ndim == 3:
-        warnings.warn(
-            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
-            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will change "
-            "in a future release to interpret the input as one without a batch dimension, i.e. shape (C, H, W). To "
-            "maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
-            stacklevel=2,
-        )
-    return _feature_dropout(input, p, training, inplace)
-
-
-def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability ``p`` and scale the others by
-    1 / (1 - p). Masks come from the seeded default generator of ``input``'s device. As in PyTorch, other ranks warn
-    that they are deprecated and are taken as unbatched (a channel per index of the first dimension).
+    In training the batch's statistics are used and the running ones updated in place:
+    running = (1 - momentum) * running + momentum * batch (the unbiased variance for ``running_var``). Otherwise the
+    running statistics normalise.
 
     >>> import trainkit
-    >>> y = dropout3d(trainkit.ones(2, 3, 2, 2, 2))
-    >>> all(len(set(y[n, c].flatten().tolist())) == 1 for n in range(2) for c in range(3))  # whole channels
-    True
+    >>> x = trainkit.tensor([[1.0], [3.0]])
+    >>> mean, var = trainkit.zeros(1), trainkit.ones(1)
+    >>> batch_norm(x, mean, var, training=True, eps=0.0)
+    tensor([[-1.],
+            [ 1.]])
+    >>> mean, var
+    (tensor([0.2000]), tensor([1.1000]))
     """
-    _check_p(p)
-    if input.ndim not in (4, 5):
-        warnings.warn(
-            f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result in an error "
-            "in a future release. To retain the behavior and silence this warning, please use dropout instead. Note "
-            "that dropout3d exists to provide channel-wise dropout on inputs with 3 spatial dimensions, a channel "
-            "dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
-            stacklevel=2,
-        )
-    if input.ndim == 5:
-        return _feature_dropout(input, p, training, inplace)
-    if inplace:  # as in dropout1d: a mask over the first dimension drops the same channels
-        return _feature_dropout(input, p, training, inplace, lead=1)
-    return _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
-
-
-__all__ = ["dropout1d", "dropout2d", "dropout3d", "group_norm", "layer_norm"]
+    if input.ndim < 2:
+        raise ValueError(f"Expected 2D or higher input (got {input.ndim}D input)")
+    channels = input.shape[1]
+    if training and input.numel() // max(channels, 1) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.size()}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    out = BatchNorm.apply(
+        input, weight, bias,
+        running_mean=None if running_mean is None else running_mean._data,
+        running_var=None if running_var is None else running_var._data,
+        training=training, momentum=momentum, eps=eps,
+    )
+    if training:
+        for t in (running_mean, running_var):
+            if t is not None:
+                t._version_counter[0] += 1
+    return out

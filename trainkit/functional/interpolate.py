@@ -16,12 +16,11 @@ import warnings
 
 import numpy as np
 
-from ..backend import xp_of
-from ..function import Op
-from ..tensor import Tensor
-
-_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-          "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+from ..autograd.backend import xp_of
+from ..autograd.function import Op
+from ..autograd.ops.type_names import scalar_name
+from ..autograd.tensor import Tensor
+from .pooling import adaptive_avg_pool2d
 
 
 # ---------------------------------------------------------------------------------------------------- taps
@@ -262,7 +261,7 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
     dtype = input._data.dtype
     if dtype.kind != "f" and not (kind == "nearest" and dtype == np.uint8):
         raise NotImplementedError(
-            f"\"compute_indices_weights_{kind}\" not implemented for '{_NAMES.get(dtype.name, dtype.name)}'"
+            f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'"
         )
     ft = _opmath(dtype)
     # PyTorch's CPU forward picks its kernel by layout and size, and its two nearest kernels map positions
@@ -372,8 +371,6 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             raise NotImplementedError(f"interpolate: antialias=True is not supported (mode {mode!r})")
         return _resample(input, "linear", out, scales, bool(align_corners))
     if mode == "area" and dim == 2:  # as PyTorch: adaptive average pooling to the output size
-        from .conv import adaptive_avg_pool2d
-
         return adaptive_avg_pool2d(input, out)
     if (mode in ("nearest-exact", "area") and dim in (1, 2, 3)) or (mode in ("bicubic", "lanczos") and dim == 2):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {ndim}D input")

@@ -1,0 +1,21 @@
+"""PyTorch's names of dtypes in its error messages: 'Float', 'Long', ... and the legacy 'torch.FloatTensor'."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                 "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_name(value) -> str:
+    """PyTorch's name of a dtype, or of a tensor's dtype ('Float', 'Int', ...)."""
+    name = np.dtype(value._data.dtype if isinstance(value, Tensor) else value).name
+    return _SCALAR_NAMES.get(name, name)
+
+
+def legacy_type_name(t: Tensor) -> str:
+    """PyTorch's legacy type name of a tensor ('torch.FloatTensor'), which its dtype-mismatch errors quote."""
+    return f"torch.{'cuda.' if t.is_cuda else ''}{scalar_name(t)}Tensor"
