@@ -15,6 +15,7 @@ from ..autograd.function import Function
 from ..autograd.hooks import HookDict, RemovableHandle, add_hook
 from ..autograd.tensor import Tensor
 from .parameter import Buffer, Parameter
+from .summary import summary as _summary
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -517,9 +518,7 @@ class Module:
 
     def summary(self, input_shape, **kwargs) -> str:
         """Keras-style table of layers, output shapes and parameter counts (see ``trainkit.summary``)."""
-        from .summary import summary
-
-        return summary(self, input_shape, **kwargs)
+        return _summary(self, input_shape, **kwargs)
 
 
 def _register(hooks: HookDict, hook, prepend: bool) -> RemovableHandle:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..autograd import grad_mode
 from ..autograd.creation import zeros
 from ..autograd.tensor import Tensor
-from .module import Module
+
+if TYPE_CHECKING:  # module.py imports this module for Module.summary
+    from .module import Module
 
 
 def _shape_of(output) -> str:
