@@ -1,8 +1,7 @@
 """Losses with ``torch.nn.functional``'s signatures: mse, l1, huber and smooth_l1; nll, cross_entropy, binary
 cross-entropy with and without logits.
 
-
-Where PyTorch has a node of its own for an op (``NativeBatchNormBackward0``, ``NllLossBackward0``, ...), the op is one
+Where PyTorch has a node of its own for a loss (``MseLossBackward0``, ``NllLossBackward0``, ...), the loss is one
 class here with that name, its forward and a hand-written backward side by side; the rest is composed from existing
 ops. Fused ops (cross-entropy is log-softmax and NLL in one) keep only small per-row statistics and recompute the
 rest in backward from the saved input. With ``create_graph`` each backward runs on Tensors: values that depend on an

@@ -1,14 +1,11 @@
 """Batch, layer and group normalisation: ``F.batch_norm``, ``F.layer_norm`` and ``F.group_norm``.
 
 Each is one node, named as PyTorch names it (``NativeBatchNormBackward0``, ``NativeLayerNormBackward0``,
-``NativeGroupNormBackward0``), with a hand-written backward. Layer and group normalisation normalise groups of n values
-to
-Layer and group normalisation are one node each, named as PyTorch names them (``NativeLayerNormBackward0``,
-``NativeGroupNormBackward0``), with a hand-written backward. Both normalise groups of n values to
-xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (the biased variance), then scale and shift by ``weight`` and
-``bias``. Statistics are computed in the input's dtype (float16 inputs in float32, as PyTorch accumulates them). With
-``create_graph`` the backward recomputes the statistics from the input with differentiable ops, so that second
-derivatives come out right.
+``NativeGroupNormBackward0``), with a hand-written backward. Each normalises groups of n values (per channel over the
+batch for batch norm, per sample for the other two) to xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (the
+biased variance), then scales and shifts by ``weight`` and ``bias``. Layer and group statistics are computed in the
+input's dtype (float16 inputs in float32, as PyTorch accumulates them). With ``create_graph`` the backward recomputes
+the statistics from the input with differentiable ops, so that second derivatives come out right.
 """
 
 from __future__ import annotations
