@@ -56,6 +56,7 @@ def _softplus_neg(v):
     return xp.maximum(-v, 0) + xp.log1p(xp.exp(-xp.abs(v)))
 
 
+# ---------------------------------------------------------------------------------------------------- regression losses
 class PointwiseLoss(Op):
     """Base of the losses of d = input - target, element by element: ``loss(d)``, reduced, and its ``slope(d)``.
     dinput = slope(d) * g,  dtarget = -dinput."""

@@ -260,6 +260,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     return GroupNorm.apply(input, weight, bias, groups=num_groups, eps=eps)
 
 
+# ----------------------------------------------------------------------------------------------------------- batch norm
 class BatchNorm(Op, name="NativeBatchNormBackward0"):
     """Per channel (dimension 1), over the other dimensions (n values):
     out = w * xhat + b, xhat = (x - mean) * invstd, invstd = 1 / sqrt(var + eps).

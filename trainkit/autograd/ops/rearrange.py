@@ -66,6 +66,7 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     return permute(input, *order)
 
 
+# ---------------------------------------------------------------------------------------------------------- rearranging
 class Repeat(Op, name="RepeatBackward0"):
     """out = x tiled ``repeats`` times along each dimension.   dx = the sum of g over the copies."""
 
