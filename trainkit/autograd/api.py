@@ -98,6 +98,19 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, creat
             _accumulate(t, g if create_graph else as_array(g).copy(), create_graph)
 
 
+def tensor_backward(self: Tensor, gradient=None, retain_graph: bool | None = None, create_graph: bool = False,
+                    inputs=None) -> None:
+    """``tensor.backward()``: compute the gradient of this tensor with respect to the graph leaves, into their
+    ``.grad``.
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x ** 2).sum().backward(); x.grad
+    tensor([2., 4.])
+    """
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
 def _places(inputs: tuple) -> list:
     places = []
     for t in inputs:

@@ -333,3 +333,13 @@ def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     """
     dt, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def new_tensor(input: Tensor, data, dtype=None, requires_grad: bool = False) -> Tensor:
+    """``input.new_tensor(data)``: a copy of ``data`` with ``input``'s dtype and device unless given.
+
+    >>> import trainkit
+    >>> trainkit.zeros(1, dtype=trainkit.float64).new_tensor([1, 2])
+    tensor([1., 2.], dtype=trainkit.float64)
+    """
+    return tensor(data, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)

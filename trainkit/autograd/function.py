@@ -19,7 +19,7 @@ from .tensor import Tensor
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
 
 
-def _device_error(inputs) -> RuntimeError:
+def device_error(inputs) -> RuntimeError:
     devices = [str(x.device) for x in inputs if isinstance(x, Tensor)]
     first = devices[0]
     other = next(d for d in devices if d != first)
@@ -136,7 +136,7 @@ class Op(Node):
                 a = x._data
                 if type(a) is not kind:
                     if kind is not None:
-                        raise _device_error(inputs)
+                        raise device_error(inputs)
                     kind = type(a)
                 if x._requires_grad:
                     requires = True

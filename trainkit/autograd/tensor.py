@@ -264,10 +264,6 @@ class Tensor:
         return dim % n
 
     # ------------------------------------------------------------------------------------------------- autograd
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        """Compute the gradient of this tensor with respect to the graph leaves, into their ``.grad``."""
-        _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     def retain_grad(self) -> None:
         """Keep this non-leaf's gradient in ``.grad`` during backward (a no-op on leaves)."""
         if not self._requires_grad:
@@ -351,33 +347,6 @@ class Tensor:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype)
 
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``: self when nothing changes.
-
-        >>> import trainkit
-        >>> trainkit.ones(2).to(trainkit.float64).dtype
-        trainkit.float64
-        """
-        dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dev, dt = a.device, a.dtype
-            elif isinstance(a, (device, str)) and not (isinstance(a, str) and a in ("float32", "float64")):
-                dev = a
-            elif a is not None:
-                dt = a
-        dev = None if dev is None else device(dev)
-        dt = None if dt is None else to_dtype(dt)
-        if (dev is None or dev == self.device) and (dt is None or dt.np == self._data.dtype) and not copy:
-            return self
-        from .ops.copy import ToCopy
-
-        return ToCopy.apply(self, dtype=None if dt is None else dt.np, device=dev)
-
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
@@ -425,11 +394,6 @@ class Tensor:
 
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
-
-    def new_tensor(self, data, dtype=None, requires_grad=False) -> Tensor:
-        from .creation import tensor
-
-        return tensor(data, dtype=dtype or self.dtype, device=self.device, requires_grad=requires_grad)
 
     def _new_filled(self, fill, sizes, dtype, requires_grad) -> Tensor:
         xp = xp_of(self._data)
@@ -547,8 +511,3 @@ def unwrap(value):
 
 
 __all__ = ["Size", "Tensor", "is_tensor", "as_array", "grad_mode"]
-
-
-# Last: api.py needs the Tensor class, and Tensor.backward needs api only when it runs (an import statement in the
-# method would run on every call).
-from . import api as _api  # noqa: E402

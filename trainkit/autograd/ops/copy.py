@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..backend import device_of, to_device, xp_of
+from ..backend import device, device_of, to_device, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 
@@ -72,3 +72,29 @@ def clone(input: Tensor) -> Tensor:
     'CloneBackward0'
     """
     return Clone.apply(input)
+
+
+def to(input: Tensor, *args, **kwargs) -> Tensor:
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``: input when nothing changes.
+
+    >>> import trainkit
+    >>> trainkit.ones(2).to(trainkit.float64).dtype
+    trainkit.float64
+    """
+    dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a.device, a.dtype
+        elif isinstance(a, (device, str)) and not (isinstance(a, str) and a in ("float32", "float64")):
+            dev = a
+        elif a is not None:
+            dt = a
+    dev = None if dev is None else device(dev)
+    dt = None if dt is None else to_dtype(dt)
+    if (dev is None or dev == input.device) and (dt is None or dt.np == input._data.dtype) and not copy:
+        return input
+    return ToCopy.apply(input, dtype=None if dt is None else dt.np, device=dev)

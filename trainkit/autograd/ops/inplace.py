@@ -12,7 +12,9 @@ import numpy as np
 
 from .. import grad_mode
 from ..backend import xp_of
+from ..function import device_error
 from ..tensor import Tensor
+from . import math
 from .shape import IndexPut, SetItem, WriteView, normalize_index
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -98,14 +100,10 @@ _UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
 
 def arithmetic_inplace(self: Tensor, name: str, other, alpha=1) -> Tensor:
     """``add_``, ``sub_``, ``mul_``, ``div_``: a ufunc writing into the storage when no graph is recorded."""
-    from . import math
-
     if alpha != 1:
         other = math.mul(other, alpha)
     if isinstance(other, Tensor) and type(other._data) is not type(self._data):
-        from ..function import _device_error
-
-        raise _device_error((self, other))
+        raise device_error((self, other))
     if _in_graph(self, (other,)):
         cls = {"add": math.Add, "sub": math.Sub, "mul": math.Mul, "div": math.Div}[name]
         return apply_inplace(self, cls, other)
@@ -140,9 +138,7 @@ def setitem(self: Tensor, key, value) -> None:
     if not isinstance(value, (Tensor, bool, int, float)):
         value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
     if isinstance(value, Tensor) and type(value._data) is not type(self._data):
-        from ..function import _device_error
-
-        raise _device_error((self, value))
+        raise device_error((self, value))
     if _in_graph(self, (value,)):
         parts = index if isinstance(index, tuple) else (index,)
         if all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..backend import is_array, xp_of
 from ..function import Op
 from ..tensor import Tensor
+from .type_names import scalar_name
 
 
 class Matmul(Op, name="UnsafeViewBackward0"):
@@ -205,7 +206,5 @@ def svdvals(A: Tensor) -> Tensor:
     if A._data.ndim < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     if A._data.dtype.kind != "f":
-        from .indexing import _dtype_name
-
-        raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. Got " + _dtype_name(A))
+        raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. Got " + scalar_name(A))
     return Svdvals.apply(A)

@@ -11,9 +11,10 @@ import math as _math
 import numpy as np
 
 from ..backend import get_default_dtype, result_type, xp_of
-from ..function import Op
+from ..function import Op, device_error
 from ..tensor import Tensor
 from . import dual
+from .copy import ToCopy
 
 _NUMBERS = (bool, int, float)
 _OPERANDS = (Tensor, *_NUMBERS)
@@ -32,8 +33,6 @@ def _operand(v):
 
 
 def _cast(t: Tensor, np_dtype) -> Tensor:
-    from .copy import ToCopy
-
     return ToCopy.apply(t, dtype=np_dtype, device=None)
 
 
@@ -522,9 +521,7 @@ def _compare(ufunc_name: str):
         da = a._data if isinstance(a, Tensor) else a
         db = b._data if isinstance(b, Tensor) else b
         if isinstance(a, Tensor) and isinstance(b, Tensor) and type(da) is not type(db):
-            from ..function import _device_error
-
-            raise _device_error((a, b))
+            raise device_error((a, b))
         xp = xp_of(da if isinstance(a, Tensor) else db)
         return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
 

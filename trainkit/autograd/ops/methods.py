@@ -6,6 +6,7 @@ module stays free of the Tensor class body. Every method is the function of the 
 
 from __future__ import annotations
 
+from .. import api, creation
 from ..backend import xp_of
 from ..tensor import Tensor
 from . import (
@@ -161,4 +162,8 @@ for _module in (elementwise, trigonometric, gather_scatter, masking, rearrange, 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
+# Methods that need modules above tensor.py: the engine's entry, conversions and factories.
+Tensor.backward = api.tensor_backward
+Tensor.to = copy.to
+Tensor.new_tensor = creation.new_tensor
 Tensor.sum_to_size = shape.sum_to_size

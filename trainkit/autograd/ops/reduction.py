@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual
+from . import dual, math
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -223,8 +223,6 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 
 def _extreme(input, dim, keepdim, other, kwargs, reduce: str):
-    from . import math
-
     if isinstance(dim, Tensor):
         other, dim = dim, None
     if other is not None:
