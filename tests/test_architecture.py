@@ -1,0 +1,179 @@
+"""The house rules of the package layout, checked on the source (docs/architecture.md draws them).
+
+- no file in the package over 600 lines; the engine at most 300, the trainer at most 400;
+- imports point down only: a module imports from its own layer or the ones below (see ``LAYERS``), at module
+  level and inside functions alike;
+- the autograd core has no import cycle at module level, and imports nothing inside functions but optional
+  packages.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "trainkit"
+
+# Bottom to top. A module may import from its own layer and the ones below it.
+LAYERS = [
+    ("trainkit.autograd",),
+    ("trainkit.functional",),
+    ("trainkit.layers", "trainkit.nn", "trainkit.optim", "trainkit.data", "trainkit.utils", "trainkit.metrics",
+     "trainkit.serialization", "trainkit.distributed", "trainkit.cuda", "trainkit.process"),
+    ("trainkit.checkpoint", "trainkit.callbacks"),
+    ("trainkit.registry", "trainkit.strategy"),
+    ("trainkit.trainer",),
+    ("trainkit.config", "trainkit.run", "trainkit.cli", "trainkit"),  # the package root gathers everything
+]
+MAX_LINES = {"autograd/engine.py": 300, "trainer.py": 400}
+OPTIONAL = {"cupy", "cupyx", "scipy", "matplotlib", "mpi4py", "sklearn", "tqdm", "safetensors", "tensorboardX"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = ("trainkit",) + path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path):
+    """Yield ``(target module, line, inside a function)`` for every trainkit-internal import of a module, and
+    ``(top-level package, line, True)`` for other imports made inside functions."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(node, in_function: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # names for annotations only: never imported when the program runs
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, child.lineno, in_function
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    module = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    module = child.module or ""
+                # ``from pkg import sub``: the edge goes to the submodule when there is one
+                subs = [f"{module}.{a.name}" for a in child.names if f"{module}.{a.name}" in MODULES]
+                if subs and len(subs) == len(child.names):
+                    for sub in subs:
+                        yield sub, child.lineno, in_function
+                else:
+                    yield module, child.lineno, in_function
+            else:
+                yield from visit(child, nested)
+
+    yield from visit(tree, False)
+
+
+def _owner(module: str) -> str | None:
+    """The module itself if it is one of ours, else its nearest enclosing module of ours (a name it imports)."""
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def _layer(module: str) -> int:
+    best, rank = "", None
+    for i, names in enumerate(LAYERS):
+        for prefix in names:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, rank = prefix, i
+    assert rank is not None, f"{module} belongs to no layer in LAYERS: place it there"
+    return rank
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_file_size(name):
+    path = MODULES[name]
+    lines = len(path.read_text().splitlines())
+    limit = MAX_LINES.get(path.relative_to(ROOT).as_posix(), 600)
+    assert lines <= limit, f"{path.relative_to(ROOT.parent)} has {lines} lines; the limit is {limit}: split it"
+
+
+def test_imports_point_down():
+    upward = []
+    for name, path in MODULES.items():
+        for target, line, _ in _imports(name, path):
+            owner = _owner(target) if target.startswith("trainkit") else None
+            if owner and _layer(owner) > _layer(name):
+                upward.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target} (a layer above)")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_function_level_imports_in_autograd():
+    hidden = []
+    for name, path in MODULES.items():
+        if not name.startswith("trainkit.autograd"):
+            continue
+        for target, line, in_function in _imports(name, path):
+            if in_function and target.partition(".")[0] not in OPTIONAL:
+                hidden.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target} inside a function")
+    assert not hidden, "\n".join(hidden)
+
+
+def _cycles(graph: dict[str, set]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    counter = [0]
+
+    def connect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_no_module_level_cycle_in_autograd():
+    core = {n: p for n, p in MODULES.items() if n.startswith("trainkit.autograd")}
+    # a package's __init__ gathers its submodules; a submodule reaching back to it is what closes a cycle
+    graph = {n: set() for n in core}
+    for name, path in core.items():
+        for target, _, in_function in _imports(name, path):
+            owner = _owner(target) if target.startswith("trainkit") else None
+            if not in_function and owner in core and owner != name:
+                graph[name].add(owner)
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles among autograd modules:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_checks_catch_what_they_look_for(tmp_path):
+    """The helpers above see an upward import, a hidden import and a cycle when there is one."""
+    assert _layer("trainkit.functional.loss") == 1 and _layer("trainkit.cli") == 6
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    path = tmp_path / "m.py"
+    path.write_text("from .. import layers\n\ndef f():\n    from . import grad_mode\n")
+    found = list(_imports("trainkit.autograd.m", path))
+    assert ("trainkit.layers", 1, False) in found and ("trainkit.autograd.grad_mode", 4, True) in found
