@@ -8,11 +8,10 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
 from ..autograd import grad_mode
-from ..autograd.backend import device as device_cls
-from ..autograd.backend import to_dtype
 from ..autograd.creation import zeros_like
 from ..autograd.function import Function
 from ..autograd.hooks import HookDict, RemovableHandle, add_hook
+from ..autograd.ops.copy import parse_to
 from ..autograd.tensor import Tensor
 from .parameter import Buffer, Parameter
 from .summary import summary as _summary
@@ -301,18 +300,7 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """Move to a device and/or cast floating parameters and buffers to a dtype: ``model.to('cuda')``."""
-        dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dev, dt = a.device, a.dtype
-            elif isinstance(a, (str, device_cls)):
-                dev = a
-            elif a is not None:
-                dt = a
-        dt = None if dt is None else to_dtype(dt)
+        dev, dt, _ = parse_to(*args, **kwargs)
         if dt is not None and not dt.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}")
 

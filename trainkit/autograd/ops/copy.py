@@ -74,12 +74,12 @@ def clone(input: Tensor) -> Tensor:
     return Clone.apply(input)
 
 
-def to(input: Tensor, *args, **kwargs) -> Tensor:
-    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``: input when nothing changes.
+def parse_to(*args, **kwargs) -> tuple:
+    """The ``(device, dtype, copy)`` that arguments of ``Tensor.to`` or ``Module.to`` ask for (None: unchanged).
 
     >>> import trainkit
-    >>> trainkit.ones(2).to(trainkit.float64).dtype
-    trainkit.float64
+    >>> parse_to("cpu", trainkit.float64)
+    (device(type='cpu'), trainkit.float64, False)
     """
     dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -93,8 +93,17 @@ def to(input: Tensor, *args, **kwargs) -> Tensor:
             dev = a
         elif a is not None:
             dt = a
-    dev = None if dev is None else device(dev)
-    dt = None if dt is None else to_dtype(dt)
+    return (None if dev is None else device(dev)), (None if dt is None else to_dtype(dt)), copy
+
+
+def to(input: Tensor, *args, **kwargs) -> Tensor:
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``: input when nothing changes.
+
+    >>> import trainkit
+    >>> trainkit.ones(2).to(trainkit.float64).dtype
+    trainkit.float64
+    """
+    dev, dt, copy = parse_to(*args, **kwargs)
     if (dev is None or dev == input.device) and (dt is None or dt.np == input._data.dtype) and not copy:
         return input
     return ToCopy.apply(input, dtype=None if dt is None else dt.np, device=dev)
