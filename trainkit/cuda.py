@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .autograd.backend import _load_cupy, cuda_is_available
+from .autograd.backend import cuda_is_available, load_cupy
+from .autograd.random import manual_seed as seed_all
 
 
 def is_available() -> bool:
@@ -18,19 +19,17 @@ def device_count() -> int:
     """How many GPUs CuPy sees (0 without CuPy)."""
     if not cuda_is_available():
         return 0
-    return _load_cupy().cuda.runtime.getDeviceCount()
+    return load_cupy().cuda.runtime.getDeviceCount()
 
 
 def synchronize() -> None:
     """Wait for all work queued on the current GPU to finish."""
     if cuda_is_available():
-        _load_cupy().cuda.Device().synchronize()
+        load_cupy().cuda.Device().synchronize()
 
 
 def manual_seed(seed: int) -> None:
     """Seed the GPUs' streams (``trainkit.manual_seed`` seeds them all already)."""
-    from .autograd.random import manual_seed as seed_all
-
     seed_all(seed)
 
 

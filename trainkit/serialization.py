@@ -28,6 +28,7 @@ import numpy as np
 
 from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
+from .layers.parameter import Parameter
 
 __all__ = ["load", "save"]
 
@@ -87,8 +88,6 @@ def _encode(value, path: str, arrays: list):
 
 
 def _is_parameter(t: Tensor) -> bool:
-    from .layers.parameter import Parameter
-
     return isinstance(t, Parameter)
 
 
@@ -99,9 +98,7 @@ def _decode(value, arrays, dev):
             if dev is not None and dev != CPU:
                 t = t.to(dev)
             if value.get("parameter"):
-                from .layers.parameter import Parameter
-
-                return Parameter(t, requires_grad=bool(value.get("requires_grad", False)))
+                            return Parameter(t, requires_grad=bool(value.get("requires_grad", False)))
             if value.get("requires_grad"):
                 t.requires_grad_(True)
             return t

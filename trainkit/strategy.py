@@ -45,8 +45,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import cuda
+from .autograd.backend import load_cupy
 from .autograd.random import default_generator, manual_seed
 from .autograd.tensor import Tensor
+from .data import DataLoader
+from .data.dataloader import default_collate
 from .distributed import (
     DistributedDataParallel,
     GradientReducer,
@@ -172,11 +176,8 @@ class DDPStrategy(Strategy):
     def root_device(self, device: Any) -> Any:
         if self.world_size == 1 or str(device) != "cuda":
             return device
-        from . import cuda
-        from .autograd.backend import _load_cupy
-
         index = self.world.local_rank % max(cuda.device_count(), 1)  # one GPU per rank on each machine, in turn
-        _load_cupy().cuda.Device(index).use()  # NCCL and fresh buffers go to the current device
+        load_cupy().cuda.Device(index).use()  # NCCL and fresh buffers go to the current device
         return f"cuda:{index}"
 
     def setup(self, trainer: Trainer) -> None:
@@ -203,9 +204,6 @@ class DDPStrategy(Strategy):
             return loader
         if loader.batch_sampler is None:
             raise ValueError("data-parallel training needs batches: give the DataLoader a batch_size")
-        from .data import DataLoader
-        from .data.dataloader import default_collate
-
         shards = DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
                                                                               self.world_size),
                             collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)

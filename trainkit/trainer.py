@@ -30,13 +30,16 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .autograd import grad_mode
+from .autograd.ops.shape import cat
 from .autograd.random import Generator, default_generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.base import CallbackList
 from .callbacks.history import History
+from .data import DataLoader, Dataset, Subset, TensorDataset
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
 from .metrics import Metric, get_metric
+from .optim.lr_scheduler import ReduceLROnPlateau
 from .registry import LOSSES, OPTIMIZERS, UnknownNameError, build
 from .strategy import Strategy, resolve
 
@@ -150,8 +153,6 @@ class Trainer:
         >>> [len(b[0]) for b in trainer.make_loader(trainkit.zeros(5, 1), trainkit.zeros(5, 1), batch_size=2)]
         [2, 2, 1]
         """
-        from .data import DataLoader, Dataset, TensorDataset
-
         if isinstance(x, DataLoader):
             loader = x
         elif isinstance(x, Dataset):
@@ -182,8 +183,6 @@ class Trainer:
         """Train for ``epochs`` epochs (counting those done before a resume); returns a ``History`` whose
         ``.history`` maps each log key ('loss', 'val_loss', metrics, 'lr', monitor figures) to one value per
         epoch."""
-        from .data import DataLoader, Dataset, Subset, TensorDataset
-
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
@@ -294,8 +293,6 @@ class Trainer:
         return logs
 
     def _step_scheduler(self, logs: dict) -> None:
-        from .optim.lr_scheduler import ReduceLROnPlateau
-
         if isinstance(self.scheduler, ReduceLROnPlateau):
             self.scheduler.step(logs.get("val_loss", logs["loss"]))
         elif self.scheduler is not None:
@@ -327,8 +324,6 @@ class Trainer:
 
     def predict(self, x: Any, *, batch_size: int = 32) -> Tensor:
         """The model's outputs for ``x`` (a tensor, array, dataset or loader), concatenated, without graphs."""
-        from .autograd.ops.shape import cat
-
         loader = self.make_loader(x, batch_size=batch_size, shard=False)  # every rank predicts everything
         with eval_mode(self.model):
             outputs = [self.model(self.unpack_batch(batch)[0]) for batch in loader]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .backend import as_array, xp_of
-from .engine import _accumulate, accumulator, run_backward
+from .engine import accumulate, accumulator, run_backward
 from .tensor import Tensor
 
 
@@ -95,7 +95,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, creat
     for t, place in zip(inputs, places):
         g = captured.get(place)
         if g is not None:
-            _accumulate(t, g if create_graph else as_array(g).copy(), create_graph)
+            accumulate(t, g if create_graph else as_array(g).copy(), create_graph)
 
 
 def tensor_backward(self: Tensor, gradient=None, retain_graph: bool | None = None, create_graph: bool = False,

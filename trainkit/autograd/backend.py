@@ -14,7 +14,7 @@ _cupy = None  # the cupy module once loaded
 _cupy_ndarray: type | None = None  # cupy.ndarray once loaded, for fast type checks
 
 
-def _load_cupy():
+def load_cupy():
     """Import CuPy on first use and check that a GPU answers; raise a RuntimeError that says which part is missing."""
     global _cupy, _cupy_ndarray
     if _cupy is None:
@@ -42,7 +42,7 @@ def cuda_is_available() -> bool:
     True
     """
     try:
-        _load_cupy()
+        load_cupy()
     except RuntimeError:
         return False
     return True
@@ -186,7 +186,7 @@ def get_default_device() -> device:
     if dev is None:
         return CPU
     if dev.type == "cuda" and dev.index is None:
-        return _device_cls("cuda", _load_cupy().cuda.runtime.getDevice())
+        return _device_cls("cuda", load_cupy().cuda.runtime.getDevice())
     return dev
 
 
@@ -206,7 +206,7 @@ def to_device(array, dev: device):
         if _cupy_ndarray is not None and type(array) is _cupy_ndarray:
             return array.get()
         return array
-    cp = _load_cupy()
+    cp = load_cupy()
     index = 0 if dev.index is None else dev.index
     if type(array) is _cupy_ndarray and array.device.id == index:
         return array
@@ -216,7 +216,7 @@ def to_device(array, dev: device):
 
 def module_for(dev: device):
     """The array module that creates arrays on ``dev`` (use inside ``on_device(dev)``)."""
-    return np if dev.type == "cpu" else _load_cupy()
+    return np if dev.type == "cpu" else load_cupy()
 
 
 class on_device:
@@ -229,7 +229,7 @@ class on_device:
 
     def __enter__(self):
         if self.dev.type == "cuda":
-            self.ctx = _load_cupy().cuda.Device(self.dev.index or 0)
+            self.ctx = load_cupy().cuda.Device(self.dev.index or 0)
             self.ctx.__enter__()
 
     def __exit__(self, *exc):

@@ -20,7 +20,7 @@ from .backend import (
     to_dtype,
 )
 from .random import generator_for
-from .tensor import Tensor, _flatten_sizes
+from .tensor import Tensor, flatten_sizes
 
 _device_cls = device
 
@@ -123,7 +123,7 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     >>> zeros(2, dtype='int64')
     tensor([0, 0])
     """
-    return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
+    return _make_filled(flatten_sizes(size), 0, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -132,7 +132,7 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     >>> ones((1, 2))
     tensor([[1., 1.]])
     """
-    return _make_filled(_flatten_sizes(size), 1, dtype, device, requires_grad)
+    return _make_filled(flatten_sizes(size), 1, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -141,7 +141,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     >>> empty(2, 3).shape
     trainkit.Size([2, 3])
     """
-    return _make_filled(_flatten_sizes(size), 0, dtype, device, requires_grad)
+    return _make_filled(flatten_sizes(size), 0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -152,7 +152,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     """
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else ("int64" if isinstance(fill_value, int) else None)
-    return _make_filled(_flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
+    return _make_filled(flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -212,7 +212,7 @@ def _random(draw, size, generator, dtype, device, requires_grad, kernel: str) ->
     if dt.kind != "f":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_NAMES[dt.name]}\'')
     with on_device(dev):
-        array = draw(generator_for(dev, generator).rng, _flatten_sizes(size), dt)
+        array = draw(generator_for(dev, generator).rng, flatten_sizes(size), dt)
     return _finish(array, None, requires_grad)
 
 
@@ -252,7 +252,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if dt.kind == "b" and high > 2:
         raise RuntimeError("to - 1 is out of bounds for bool")
     with on_device(dev):
-        array = generator_for(dev, generator).rng.integers(low, high, size=_flatten_sizes((size,))).astype(dt)
+        array = generator_for(dev, generator).rng.integers(low, high, size=flatten_sizes((size,))).astype(dt)
     return _finish(array, None, requires_grad)
 
 

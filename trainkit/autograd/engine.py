@@ -27,7 +27,7 @@ from .ownership import owned
 from .saved import FREED_MESSAGE, unpack
 from .tensor import Tensor
 
-_next_seq = itertools.count().__next__
+next_seq = itertools.count().__next__
 _LAST = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
 
 
@@ -68,7 +68,7 @@ class Node(NodeHookMethods):
     num_outputs = 1
 
     def __init__(self):
-        self._seq = _next_seq()
+        self._seq = next_seq()
 
     def name(self) -> str:
         """The node's class name, as PyTorch reports it (``MulBackward0``)."""
@@ -126,7 +126,7 @@ def _same(g):
     return g
 
 
-def _accumulate(leaf, g, create: bool) -> None:
+def accumulate(leaf, g, create: bool) -> None:
     """Add ``g`` into ``leaf.grad``; the first time, take the array over when nothing else holds it."""
     old = leaf._grad
     if create:
@@ -198,7 +198,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     heappop, heappush = heapq.heappop, heapq.heappush
     # hooks see Tensors: the plain pass's arrays are wrapped for them
     wrap, unwrap = (_same, _same) if create_graph else (lambda g: Tensor._make(as_array(g)), lambda t: t._data)
-    state = grad_mode._state
+    state = grad_mode.state
     anomaly = state.anomaly  # read once per pass, not once per node
     prev_mode, prev_create = state.enabled, state.create_graph
     state.enabled = state.create_graph = create_graph
@@ -220,7 +220,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 if buf is not None and buf[0] is not None:
                     g = buf[0]
                     buf = None
-                    _accumulate(fn.variable, g, create_graph)
+                    accumulate(fn.variable, g, create_graph)
                     g = None
                     post = fn.variable._post_accumulate_hooks
                     if post:

@@ -12,7 +12,7 @@ import functools
 
 from . import grad_mode
 from .backend import as_array, xp_of
-from .engine import ALL_SAME, SAME_AS_OUTPUT, Node, _next_seq, accumulator
+from .engine import ALL_SAME, SAME_AS_OUTPUT, Node, accumulator, next_seq
 from .saved import FREED_MESSAGE, OUTPUT0, SavedOutput, unpack_tensor
 from .tensor import Tensor
 
@@ -36,7 +36,7 @@ _new = object.__new__
 def _connect(node: Node, inputs, out=None) -> tuple:
     """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype.
     With ``out``, the array of the node's only output, an input of the same shape and dtype is recorded as such."""
-    node._seq = _next_seq()
+    node._seq = next_seq()
     edges = []
     meta = []
     all_same = out is not None
@@ -148,7 +148,7 @@ class Op(Node):
             out = node.forward(*arrays, **params) if params else node.forward(*arrays)
         except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
             raise _shape_error(cls, arrays, err) from None
-        record = requires and grad_mode._state.enabled
+        record = requires and grad_mode.state.enabled
         if cls.multi_output:
             return _wrap_outputs(node, inputs, out, record)
         if type(out) is not kind:
@@ -244,7 +244,7 @@ class BackwardCFunction(Node, FunctionCtx):
         return tuple(None if is_none else values.pop(0) for is_none in self._saved_nones)
 
     def backward(self, *grad_outputs):
-        create = grad_mode._state.create_graph
+        create = grad_mode.state.create_graph
         grads = [g if (g is None or create) else Tensor._make(as_array(g)) for g in grad_outputs]
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):
@@ -325,7 +325,7 @@ class Function(metaclass=_FunctionMeta):
             outputs = cls.forward(node, *args, **kwargs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        requires = grad_mode._state.enabled and any(t._requires_grad for t in tensor_args)
+        requires = grad_mode.state.enabled and any(t._requires_grad for t in tensor_args)
         dirty = {id(t) for t in node._dirty}
         if dirty:
             _check_dirty(node._dirty, outs, requires)

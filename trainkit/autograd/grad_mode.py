@@ -16,7 +16,7 @@ class _State(threading.local):
     create_graph = False  # a backward pass in progress records a graph of itself (its gradients are Tensors)
 
 
-_state = _State()
+state = _State()
 
 
 def is_grad_enabled() -> bool:
@@ -25,7 +25,7 @@ def is_grad_enabled() -> bool:
     >>> is_grad_enabled()
     True
     """
-    return _state.enabled
+    return state.enabled
 
 
 class _GradModeGuard:
@@ -37,11 +37,11 @@ class _GradModeGuard:
         self.prev = True
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = self.mode
+        self.prev = state.enabled
+        state.enabled = self.mode
 
     def __exit__(self, *exc):
-        _state.enabled = self.prev
+        state.enabled = self.prev
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -137,11 +137,11 @@ class detect_anomaly:
         self.prev = False
 
     def __enter__(self):
-        self.prev = _state.anomaly
-        _state.anomaly = self.check_nan
+        self.prev = state.anomaly
+        state.anomaly = self.check_nan
 
     def __exit__(self, *exc):
-        _state.anomaly = self.prev
+        state.anomaly = self.prev
 
 
 def check_finite(node, grads: tuple) -> None:
@@ -162,15 +162,15 @@ class set_grad_enabled(_GradModeGuard):
     """
 
     def __init__(self, mode: bool):
-        self.prev = _state.enabled
+        self.prev = state.enabled
         self.mode = bool(mode)
-        _state.enabled = self.mode
+        state.enabled = self.mode
 
     def __enter__(self):
         pass
 
     def __call__(self, fn):
-        _state.enabled = self.prev  # used as a decorator: the call above must not leak
+        state.enabled = self.prev  # used as a decorator: the call above must not leak
         mode = self.mode
 
         @functools.wraps(fn)

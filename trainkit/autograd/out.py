@@ -290,7 +290,7 @@ def _pair_type(name: str, fields: tuple):
 def _call(fn, spec: _Spec, public: str, args: tuple, kwargs: dict, out):
     spec = _resolve(spec, args, kwargs)
     outs = _out_tensors(public, out, spec.pair)
-    recording = grad_mode._state.enabled
+    recording = grad_mode.state.enabled
     if spec.kind == "factory":
         o = outs[0]
         if recording and o._requires_grad:

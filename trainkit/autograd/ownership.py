@@ -14,7 +14,7 @@ from .backend import as_array
 
 
 def owned(g) -> bool:
-    """Whether ``g``, held only by the engine's local and passed on through ``_accumulate``, is ours to keep: an
+    """Whether ``g``, held only by the engine's local and passed on through ``accumulate``, is ours to keep: an
     array that owns its memory, or a C-contiguous view of the whole of an array that nothing else holds (the
     transpose of a transposed product)."""
     if sys.getrefcount(g) > _SOLE_REFS[0]:
@@ -38,7 +38,7 @@ def _refcounts(g) -> tuple[int, int]:
 
 def _sole_refcounts() -> tuple[int, int]:
     """The counts ``owned`` sees when nothing else holds the array: a local here, a parameter in
-    ``_accumulate``'s stand-in, as in the engine."""
+    ``accumulate``'s stand-in, as in the engine."""
 
     def through_accumulate(g):
         return _refcounts(g)

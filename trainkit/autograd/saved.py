@@ -40,7 +40,7 @@ def unpack(node) -> tuple:
         if node._freed:
             raise RuntimeError(FREED_MESSAGE)
         return ()
-    if not grad_mode._state.create_graph:
+    if not grad_mode.state.create_graph:
         arrays = []  # a plain loop: this runs once per node and pass, and a generator costs twice as much
         for entry in saved:
             if entry is None:

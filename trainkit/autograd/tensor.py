@@ -59,7 +59,7 @@ class Size(tuple):
         return n
 
 
-def _flatten_sizes(sizes) -> tuple:
+def flatten_sizes(sizes) -> tuple:
     """``f(2, 3)`` and ``f((2, 3))`` both mean shape (2, 3), as in PyTorch."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
@@ -110,7 +110,7 @@ class Tensor:
                 data = data._data
             array = np.array(data, dtype=dt) if not is_array(data) else data.astype(dt)
         else:
-            array = np.empty(_flatten_sizes(args), dtype=dt)
+            array = np.empty(flatten_sizes(args), dtype=dt)
         self._data = array
         self._requires_grad = False
         self._grad_fn = None
@@ -398,7 +398,7 @@ class Tensor:
     def _new_filled(self, fill, sizes, dtype, requires_grad) -> Tensor:
         xp = xp_of(self._data)
         dt = self._data.dtype if dtype is None else to_dtype(dtype).np
-        t = Tensor._make(xp.full(_flatten_sizes(sizes), fill, dtype=dt))
+        t = Tensor._make(xp.full(flatten_sizes(sizes), fill, dtype=dt))
         return t.requires_grad_(requires_grad) if requires_grad else t
 
     def new_zeros(self, *size, dtype=None, requires_grad=False) -> Tensor:

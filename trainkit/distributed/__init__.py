@@ -17,7 +17,7 @@ tensor([1., 1.])
 from __future__ import annotations
 
 from ..autograd.tensor import Tensor
-from .comm import ReduceOp, World, launched_size, world
+from .comm import ReduceOp, World, is_initialized, launched_size, world
 from .ddp import DistributedDataParallel
 from .reducer import GradientReducer, broadcast_tensors
 from .sampler import ShardedBatchSampler, shard_bounds
@@ -37,13 +37,6 @@ def init_process_group(backend: str = "mpi") -> World:
     if backend != "mpi":
         raise ValueError(f"init_process_group: backend {backend!r} is not supported; use 'mpi'")
     return world()
-
-
-def is_initialized() -> bool:
-    """Whether this process has joined its world."""
-    from . import comm
-
-    return comm._world is not None
 
 
 def get_rank() -> int:

@@ -215,3 +215,12 @@ def world() -> World:
     if _world is None:
         _world = World()
     return _world
+
+
+def is_initialized() -> bool:
+    """Whether this process has joined its world.
+
+    >>> _ = world(); is_initialized()
+    True
+    """
+    return _world is not None

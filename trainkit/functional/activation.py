@@ -11,7 +11,7 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
-from ..autograd.ops.elementwise import _floating
+from ..autograd.ops.elementwise import as_floating
 from ..autograd.ops.inplace import apply_inplace
 from ..autograd.ops.special import erf
 from ..autograd.tensor import Tensor
@@ -222,4 +222,4 @@ class Softplus(Op, name="SoftplusBackward0"):
 
 def softplus(input, beta=1, threshold=20) -> Tensor:
     """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
-    return Softplus.apply(_floating(input), beta=beta, threshold=threshold)
+    return Softplus.apply(as_floating(input), beta=beta, threshold=threshold)

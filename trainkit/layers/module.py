@@ -418,7 +418,7 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        if self._backward_hooks and grad_mode._state.enabled:
+        if self._backward_hooks and grad_mode.state.enabled:
             return self._call_with_backward_hooks(args, kwargs)
         output = self.forward(*args, **kwargs)
         if self._forward_hooks:

@@ -10,13 +10,13 @@ from ..autograd.creation import tensor, zeros_like
 from ..autograd.tensor import Tensor
 from .optimizer import (
     Optimizer,
-    _bump,
-    _check_tensor_hyper,
-    _hyper,
     addcdiv_,
     addcmul_,
     added,
     blocks,
+    bump_version,
+    check_tensor_hyper,
+    hyper,
     lerp_,
 )
 
@@ -60,7 +60,7 @@ class Adam(Optimizer):
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        _check_tensor_hyper("lr", lr)
+        check_tensor_hyper("lr", lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -80,7 +80,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), eps = _hyper(group["lr"]), group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = hyper(group["lr"]), group["betas"], group["eps"]
         weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
         for p in params:
@@ -94,7 +94,7 @@ class Adam(Optimizer):
             param, grad = p._data, p._grad._data
             step_t = state["step"]
             step_t._data += 1
-            _bump(step_t)
+            bump_version(step_t)
             # the bias corrections are Python floats, as in PyTorch's default (non-capturable) path
             step = step_t.item()
             bias_correction1 = 1 - beta1**step
@@ -107,10 +107,10 @@ class Adam(Optimizer):
                                     decoupled=decoupled, maximize=maximize, step_size=step_size,
                                     bias_correction2_sqrt=bias_correction2_sqrt)
             for key in keys:
-                _bump(state[key])
+                bump_version(state[key])
             if weight_decay != 0 and decoupled:  # PyTorch changes the parameter twice: a mul_, then the step
-                _bump(p)
-            _bump(p)
+                bump_version(p)
+            bump_version(p)
 
     @staticmethod
     def _update_arrays(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, lr, beta1, beta2, eps,

@@ -40,17 +40,17 @@ def _typename(obj: Any) -> str:
     return cls.__qualname__ if cls.__module__ in ("", "builtins") else f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _bump(t: Tensor) -> None:
+def bump_version(t: Tensor) -> None:
     """Record one in-place change of ``t`` (what saved tensors check against)."""
     t._version_counter[0] += 1
 
 
-def _hyper(x: Any) -> float:
+def hyper(x: Any) -> float:
     """A hyper-parameter as a Python float: a one-element Tensor learning rate is read at each step."""
     return float(x.item()) if isinstance(x, Tensor) else x
 
 
-def _check_tensor_hyper(name: str, value: Any) -> None:
+def check_tensor_hyper(name: str, value: Any) -> None:
     if isinstance(value, Tensor) and value.numel() != 1:
         raise ValueError(f"Tensor {name} must be 1-element")
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..autograd.backend import xp_of
 from ..autograd.creation import tensor, zeros_like
 from ..autograd.tensor import Tensor
-from .optimizer import Optimizer, _bump, _check_tensor_hyper, _hyper, add_, addcdiv_, addcmul_, added, lerp_
+from .optimizer import Optimizer, add_, addcdiv_, addcmul_, added, bump_version, check_tensor_hyper, hyper, lerp_
 
 
 class RMSprop(Optimizer):
@@ -49,7 +49,7 @@ class RMSprop(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        _check_tensor_hyper("lr", lr)
+        check_tensor_hyper("lr", lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -67,7 +67,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, alpha, eps = _hyper(group["lr"]), group["alpha"], group["eps"]
+        lr, alpha, eps = hyper(group["lr"]), group["alpha"], group["eps"]
         weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
         for p in params:
             state = self.state[p]
@@ -81,7 +81,7 @@ class RMSprop(Optimizer):
             param, grad = p._data, p._grad._data
             xp = xp_of(param)
             state["step"]._data += 1
-            _bump(state["step"])
+            bump_version(state["step"])
             if group["maximize"]:
                 grad = xp.negative(grad)
             if weight_decay != 0:
@@ -90,11 +90,11 @@ class RMSprop(Optimizer):
             square_avg = state["square_avg"]._data
             xp.multiply(square_avg, square_avg.dtype.type(alpha), out=square_avg)
             addcmul_(square_avg, grad, grad, 1 - alpha)
-            _bump(state["square_avg"])
+            bump_version(state["square_avg"])
             if centered:
                 grad_avg = state["grad_avg"]._data
                 lerp_(grad_avg, grad, 1 - alpha)
-                _bump(state["grad_avg"])
+                bump_version(state["grad_avg"])
                 avg = square_avg.copy()
                 addcmul_(avg, grad_avg, grad_avg, -1)
                 xp.sqrt(avg, out=avg)
@@ -106,8 +106,8 @@ class RMSprop(Optimizer):
                 buf = state["momentum_buffer"]._data
                 xp.multiply(buf, buf.dtype.type(momentum), out=buf)
                 addcdiv_(buf, grad, avg)
-                _bump(state["momentum_buffer"])
+                bump_version(state["momentum_buffer"])
                 add_(param, buf, -lr)
             else:
                 addcdiv_(param, grad, avg, -lr)
-            _bump(p)
+            bump_version(p)

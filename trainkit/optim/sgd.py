@@ -7,7 +7,7 @@ from typing import Any
 
 from ..autograd.backend import xp_of
 from ..autograd.tensor import Tensor
-from .optimizer import Optimizer, _bump, _check_tensor_hyper, _hyper, add_, added
+from .optimizer import Optimizer, add_, added, bump_version, check_tensor_hyper, hyper
 
 
 class SGD(Optimizer):
@@ -45,7 +45,7 @@ class SGD(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        _check_tensor_hyper("lr", lr)
+        check_tensor_hyper("lr", lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -61,7 +61,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, momentum, dampening = _hyper(group["lr"]), group["momentum"], group["dampening"]
+        lr, momentum, dampening = hyper(group["lr"]), group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         for p in params:
             param = p._data
@@ -78,7 +78,7 @@ class SGD(Optimizer):
                 else:
                     xp_of(buf._data).multiply(buf._data, buf._data.dtype.type(momentum), out=buf._data)
                     add_(buf._data, grad, 1 - dampening)
-                    _bump(buf)
+                    bump_version(buf)
                 grad = added(grad, buf._data, momentum) if nesterov else buf._data
             add_(param, grad, -lr)
-            _bump(p)
+            bump_version(p)

@@ -12,7 +12,7 @@ from ..backend import to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
-from .rearrange import _flip
+from .rearrange import flip_grads
 from .shape import cat_grads
 
 __all__ = ["cumprod", "cumsum", "prod"]
@@ -50,7 +50,7 @@ def _shift(v, axis: int, reverse: bool):
 def _prod_others(x, axis: int):
     """For each element, the product of the others along ``axis`` (no division: exact with zeros)."""
     left = _cumprod(_shift(x, axis, False), axis)
-    right = _flip(_cumprod(_flip(_shift(x, axis, True), (axis,)), axis), (axis,))
+    right = flip_grads(_cumprod(flip_grads(_shift(x, axis, True), (axis,)), axis), (axis,))
     return left * right
 
 
@@ -62,7 +62,7 @@ class Cumsum(Op, name="CumsumBackward0"):
         return xp_of(x).cumsum(x, axis=dim, dtype=dtype)
 
     def backward(self, g):
-        return _flip(_cumsum(_flip(g, (self.dim,)), self.dim), (self.dim,))
+        return flip_grads(_cumsum(flip_grads(g, (self.dim,)), self.dim), (self.dim,))
 
 
 def _int_to_long(input: Tensor, dtype):
@@ -99,7 +99,7 @@ class Cumprod(Op, name="CumprodBackward0"):
         d = self.dim
         xd = dual.data(x)
         if not isinstance(g, Tensor) and xd.size and bool((xd != 0).all()):
-            return _flip(_cumsum(_flip(g * out, (d,)), d), (d,)) / x
+            return flip_grads(_cumsum(flip_grads(g * out, (d,)), d), (d,)) / x
         n = xd.shape[d]
         nd = xd.ndim
         order = tuple(a for a in range(nd) if a != d) + (d,)

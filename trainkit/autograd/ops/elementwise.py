@@ -28,11 +28,11 @@ _LN10 = _math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
-def _floating(t: Tensor) -> Tensor:
+def as_floating(t: Tensor) -> Tensor:
     """``t`` itself when it is floating, else cast to the default float dtype."""
     if t._data.dtype.kind in "fc":
         return t
-    return _m._cast(t, get_default_dtype().np)
+    return _m.cast(t, get_default_dtype().np)
 
 
 def _promote_all(*values, floating: bool = False) -> list:
@@ -290,35 +290,35 @@ class Addcdiv(Op, name="AddcdivBackward0"):
 
 def exp2(input) -> Tensor:
     """2^x element-wise."""
-    return Exp2.apply(_floating(input))
+    return Exp2.apply(as_floating(input))
 
 
 def expm1(input) -> Tensor:
     """e^x - 1, accurate near 0."""
-    return Expm1.apply(_floating(input))
+    return Expm1.apply(as_floating(input))
 
 
 def log2(input) -> Tensor:
-    return Log2.apply(_floating(input))
+    return Log2.apply(as_floating(input))
 
 
 def log10(input) -> Tensor:
-    return Log10.apply(_floating(input))
+    return Log10.apply(as_floating(input))
 
 
 def log1p(input) -> Tensor:
     """ln(1 + x), accurate near 0."""
-    return Log1p.apply(_floating(input))
+    return Log1p.apply(as_floating(input))
 
 
 def rsqrt(input) -> Tensor:
     """1 / sqrt(x) element-wise."""
-    return Rsqrt.apply(_floating(input))
+    return Rsqrt.apply(as_floating(input))
 
 
 def erf(input) -> Tensor:
     """The error function, element-wise."""
-    return Erf.apply(_floating(input))
+    return Erf.apply(as_floating(input))
 
 
 def square(input) -> Tensor:
@@ -360,7 +360,7 @@ def round(input, *, decimals: int = 0) -> Tensor:
         return Tensor._make(input._data.copy())
     if decimals == 0:
         return Round.apply(input)
-    return RoundDecimals.apply(_floating(input), decimals=decimals)
+    return RoundDecimals.apply(as_floating(input), decimals=decimals)
 
 
 def frac(input) -> Tensor:
@@ -373,9 +373,9 @@ def frac(input) -> Tensor:
 def fmod(input, other) -> Tensor:
     """The C remainder ``input - trunc(input / other) * other``: it has the sign of ``input``."""
     if isinstance(other, Tensor):
-        return _m._binary(FmodTensor, input, other)
+        return _m.binary(FmodTensor, input, other)
     x, other = _m.promote(input, other)
-    return Fmod.apply(x, other=_m._operand(other))
+    return Fmod.apply(x, other=_m.operand(other))
 
 
 def lerp(input, end, weight) -> Tensor:

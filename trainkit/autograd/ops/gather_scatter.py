@@ -1,7 +1,7 @@
 """Gather and scatter along a dimension: gather, take_along_dim, index_select, scatter, scatter_add and
 scatter_reduce (and their in-place forms).
 
-The forward computes one advanced index (``_along``); the backward of a gather adds the gradient back at it, that
+The forward computes one advanced index (``along``); the backward of a gather adds the gradient back at it, that
 of a scatter gathers the gradient from it.
 """
 
@@ -36,7 +36,7 @@ def _index_array(index, fn: str, like):
     return index._data
 
 
-def _along(index, dim: int) -> tuple:
+def along(index, dim: int) -> tuple:
     """The full advanced index that picks ``index[..., i, ...]`` along ``dim`` and the same position elsewhere."""
     xp = xp_of(index)
     nd = index.ndim
@@ -118,7 +118,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     _check_along("gather", input, idx, d)
     if input._data.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(1)).reshape(idx.shape)
-    return Gather.apply(input, index=_along(idx, d), accumulate=True)
+    return Gather.apply(input, index=along(idx, d), accumulate=True)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -236,12 +236,12 @@ def _scatter_op(input: Tensor, dim: int, index: Tensor, src, value, reduce):
         src = _scatter_src(src, idx)
         if reduce is not None:
             warnings.warn(SCATTER_REDUCE_WARNING, UserWarning, stacklevel=3)
-            return ScatterReduceLegacy, src, {"index": _along(idx, d), "ufunc": reduce}
-        return Scatter, src, {"index": _along(idx, d)}
+            return ScatterReduceLegacy, src, {"index": along(idx, d), "ufunc": reduce}
+        return Scatter, src, {"index": along(idx, d)}
     _check_along("scatter", input, idx, d)
     if reduce is not None:
-        return ScatterReduceLegacy, src, {"index": _along(idx, d), "ufunc": reduce}
-    return ScatterValue, src, {"index": _along(idx, d)}
+        return ScatterReduceLegacy, src, {"index": along(idx, d), "ufunc": reduce}
+    return ScatterValue, src, {"index": along(idx, d)}
 
 
 _REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
@@ -390,7 +390,7 @@ def _scatter_reduce_op(input: Tensor, dim: int, index: Tensor, src: Tensor, redu
     if reduce == "mean" and input._data.dtype.kind == "b":
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     _check_along("scatter_reduce", input, idx, d, src._data.shape)
-    return _scatter_src(src, idx), {"index": _along(idx, d), "reduce": reduce, "include_self": bool(include_self)}
+    return _scatter_src(src, idx), {"index": along(idx, d), "reduce": reduce, "include_self": bool(include_self)}
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -421,7 +421,7 @@ def _scatter_add_op(input: Tensor, dim: int, index: Tensor, src: Tensor):
     if src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     _check_along("scatter_add", input, idx, d, src._data.shape)
-    return _scatter_src(src, idx), _along(idx, d)
+    return _scatter_src(src, idx), along(idx, d)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -21,7 +21,7 @@ LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place 
 
 
 def _in_graph(self: Tensor, others) -> bool:
-    if not grad_mode._state.enabled:
+    if not grad_mode.state.enabled:
         return False
     if self._requires_grad:
         if self._grad_fn is None:

@@ -21,7 +21,7 @@ _OPERANDS = (Tensor, *_NUMBERS)
 _INT_OR_FLOAT = (int, float)
 
 
-def _operand(v):
+def operand(v):
     """Tensors and Python numbers pass as they are (NumPy 2 treats numbers as weakly typed, as PyTorch does)."""
     if isinstance(v, _OPERANDS):
         return v
@@ -32,7 +32,7 @@ def _operand(v):
     raise TypeError(f"unsupported operand type for a tensor op: {type(v).__name__}")
 
 
-def _cast(t: Tensor, np_dtype) -> Tensor:
+def cast(t: Tensor, np_dtype) -> Tensor:
     return ToCopy.apply(t, dtype=np_dtype, device=None)
 
 
@@ -46,7 +46,7 @@ def promote(a, b, true_divide: bool = False):
             return a, b
     elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and b._data.dtype.kind == "f":
         return a, b
-    a, b = _operand(a), _operand(b)
+    a, b = operand(a), operand(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     da = a._data if ta else a
     db = b._data if tb else b
@@ -57,13 +57,13 @@ def promote(a, b, true_divide: bool = False):
     if true_divide and target.kind != "f":
         target = get_default_dtype().np
     if ta and da.dtype != target:
-        a = _cast(a, target)
+        a = cast(a, target)
     if tb and db.dtype != target:
-        b = _cast(b, target)
+        b = cast(b, target)
     return a, b
 
 
-def _binary(cls, a, b, true_divide: bool = False) -> Tensor:
+def binary(cls, a, b, true_divide: bool = False) -> Tensor:
     a, b = promote(a, b, true_divide)
     return cls.apply(a, b)
 
@@ -359,7 +359,7 @@ def add(input, other, *, alpha=1) -> Tensor:
         other = mul(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Add.apply(input, other)  # the common case, without the promotion step
-    return _binary(Add, input, other)
+    return binary(Add, input, other)
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
@@ -368,7 +368,7 @@ def sub(input, other, *, alpha=1) -> Tensor:
         other = mul(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
-    return _binary(Sub, input, other)
+    return binary(Sub, input, other)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
@@ -378,13 +378,13 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     if isinstance(other, _NUMBERS):
         x, other = promote(input, other)
         return Rsub.apply(x, other=other)
-    return _binary(Sub, other, input)
+    return binary(Sub, other, input)
 
 
 def reciprocal(input) -> Tensor:
     """1 / x element-wise (integers give floats)."""
     if input._data.dtype.kind != "f":
-        input = _cast(input, get_default_dtype().np)
+        input = cast(input, get_default_dtype().np)
     return Reciprocal.apply(input)
 
 
@@ -392,7 +392,7 @@ def mul(input, other) -> Tensor:
     """``input * other``, broadcasting as NumPy does."""
     if isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Mul.apply(input, other)  # as in add
-    return _binary(Mul, input, other)
+    return binary(Mul, input, other)
 
 
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
@@ -400,7 +400,7 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         if isinstance(other, Tensor) and isinstance(input, _NUMBERS):
             return mul(reciprocal(other), input)  # as PyTorch: number / x is reciprocal(x) * number
-        return _binary(Div, input, other, true_divide=True)
+        return binary(Div, input, other, true_divide=True)
     a, b = promote(input, other)
     da, db = getattr(a, "_data", a), getattr(b, "_data", b)
     xp = xp_of(da if isinstance(a, Tensor) else db)
@@ -431,10 +431,10 @@ def pow(input, exponent) -> Tensor:
         base, exponent = promote(input, exponent)
         return RPow.apply(exponent, base=base)
     if isinstance(exponent, Tensor):
-        return _binary(PowTensor, input, exponent)
-    exponent = _operand(exponent)
+        return binary(PowTensor, input, exponent)
+    exponent = operand(exponent)
     if isinstance(exponent, float) and input._data.dtype.kind != "f":
-        input = _cast(input, get_default_dtype().np)
+        input = cast(input, get_default_dtype().np)
     return Pow.apply(input, p=exponent)
 
 
@@ -497,11 +497,11 @@ def where(condition, input=None, other=None) -> Tensor:
 
 
 def maximum(input, other) -> Tensor:
-    return _binary(Maximum, input, _as_tensor_like(other, input))
+    return binary(Maximum, input, _as_tensor_like(other, input))
 
 
 def minimum(input, other) -> Tensor:
-    return _binary(Minimum, input, _as_tensor_like(other, input))
+    return binary(Minimum, input, _as_tensor_like(other, input))
 
 
 def _as_tensor_like(v, like):
@@ -517,7 +517,7 @@ def sign(input) -> Tensor:
 
 def _compare(ufunc_name: str):
     def compare(input, other) -> Tensor:
-        a, b = _operand(input), _operand(other)
+        a, b = operand(input), operand(other)
         da = a._data if isinstance(a, Tensor) else a
         db = b._data if isinstance(b, Tensor) else b
         if isinstance(a, Tensor) and isinstance(b, Tensor) and type(da) is not type(db):

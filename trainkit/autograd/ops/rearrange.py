@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ..backend import xp_of
 from ..function import Op
-from ..tensor import Tensor, _flatten_sizes
+from ..tensor import Tensor, flatten_sizes
 from .shape import getitem, permute
 
 __all__ = ["flip", "movedim", "narrow", "repeat", "roll", "select", "tile"]
 
 
-def _flip(v, axes: tuple):
+def flip_grads(v, axes: tuple):
     if isinstance(v, Tensor):
         return Flip.apply(v, dims=axes)
     return xp_of(v).flip(v, axis=axes).copy()
@@ -87,7 +87,7 @@ class Repeat(Op, name="RepeatBackward0"):
 
 def repeat(input: Tensor, *repeats) -> Tensor:
     """``input`` copied ``repeats[i]`` times along each dimension (leading ones added as needed)."""
-    repeats = _flatten_sizes(repeats)
+    repeats = flatten_sizes(repeats)
     if len(repeats) < input._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     if any(r < 0 for r in repeats):
@@ -97,7 +97,7 @@ def repeat(input: Tensor, *repeats) -> Tensor:
 
 def tile(input: Tensor, *dims) -> Tensor:
     """As ``repeat``, with ones prepended to ``dims`` when it is shorter than the tensor's dimensions."""
-    dims = _flatten_sizes(dims)
+    dims = flatten_sizes(dims)
     dims = (1,) * (input._data.ndim - len(dims)) + dims
     return repeat(input, *dims)
 
@@ -110,12 +110,12 @@ class Flip(Op, name="FlipBackward0"):
         return xp_of(x).flip(x, axis=dims).copy() if dims else x.copy()
 
     def backward(self, g):
-        return _flip(g, self.dims) if self.dims else g
+        return flip_grads(g, self.dims) if self.dims else g
 
 
 def flip(input: Tensor, *dims) -> Tensor:
     """A copy of ``input`` reversed along ``dims``."""
-    dims = _flatten_sizes(dims)
+    dims = flatten_sizes(dims)
     axes = tuple(input._dim(d) for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError(

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..backend import device_of, dtype_of, result_type, sum_to, to_device, xp_of
 from ..function import Op
-from ..tensor import Tensor, _flatten_sizes
+from ..tensor import Tensor, flatten_sizes
 from . import dual
 
 
@@ -134,7 +134,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     >>> trainkit.ones(2, 3).sum_to_size(1, 3)
     tensor([[2., 2., 2.]])
     """
-    shape = _flatten_sizes(size)
+    shape = flatten_sizes(size)
     return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
 
 
@@ -379,7 +379,7 @@ def reshape(input: Tensor, *shape) -> Tensor:
     >>> trainkit.arange(6).reshape(2, -1).shape
     trainkit.Size([2, 3])
     """
-    shape = _flatten_sizes(shape)
+    shape = flatten_sizes(shape)
     size = input._data.size
     known = int(np.prod([s for s in shape if s != -1])) if shape else 1
     if shape.count(-1) > 1 or (-1 in shape and (known == 0 or size % known)) or (-1 not in shape and known != size):
@@ -443,7 +443,7 @@ def t(input: Tensor) -> Tensor:
 
 def permute(input: Tensor, *dims) -> Tensor:
     """Reorder dimensions: ``permute(2, 0, 1)``."""
-    dims = _flatten_sizes(dims)
+    dims = flatten_sizes(dims)
     if len(dims) != input._data.ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
@@ -455,7 +455,7 @@ def permute(input: Tensor, *dims) -> Tensor:
 
 def expand(input: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` without copying; -1 keeps a dimension as it is."""
-    sizes = _flatten_sizes(sizes)
+    sizes = flatten_sizes(sizes)
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise RuntimeError(

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..backend import xp_of
 from ..tensor import Tensor
-from .gather_scatter import _along
+from .gather_scatter import along
 from .shape import Index
 
 __all__ = ["argsort", "sort", "topk"]
@@ -44,7 +44,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         return sort_result(input.clone(), Tensor._make(xp_of(data).zeros((), dtype=np.int64)))
     d = input._dim(dim)
     order = _sort_index(data, d, descending, stable)
-    values = Sort.apply(input, index=_along(order, d), accumulate=False)
+    values = Sort.apply(input, index=along(order, d), accumulate=False)
     return sort_result(values, Tensor._make(order.astype(np.int64)))
 
 
@@ -68,5 +68,5 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         return topk_result(input.clone(), Tensor._make(xp_of(data).zeros((), dtype=np.int64)))
     order = _sort_index(data, d, largest, True)
     order = order[(slice(None),) * d + (slice(0, k),)]
-    values = Topk.apply(input, index=_along(order, d), accumulate=False)
+    values = Topk.apply(input, index=along(order, d), accumulate=False)
     return topk_result(values, Tensor._make(order.astype(np.int64)))

@@ -8,7 +8,7 @@ from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import math as _m
-from .elementwise import _floating
+from .elementwise import as_floating
 
 __all__ = ["acos", "asin", "atan", "atan2", "cos", "cosh", "sin", "sinh", "tan"]
 
@@ -147,40 +147,40 @@ def sin(input) -> Tensor:
     >>> sin(trainkit.zeros(2))
     tensor([0., 0.])
     """
-    return Sin.apply(_floating(input))
+    return Sin.apply(as_floating(input))
 
 
 def cos(input) -> Tensor:
-    return Cos.apply(_floating(input))
+    return Cos.apply(as_floating(input))
 
 
 def tan(input) -> Tensor:
-    return Tan.apply(_floating(input))
+    return Tan.apply(as_floating(input))
 
 
 def asin(input) -> Tensor:
-    return Asin.apply(_floating(input))
+    return Asin.apply(as_floating(input))
 
 
 def acos(input) -> Tensor:
-    return Acos.apply(_floating(input))
+    return Acos.apply(as_floating(input))
 
 
 def atan(input) -> Tensor:
-    return Atan.apply(_floating(input))
+    return Atan.apply(as_floating(input))
 
 
 def sinh(input) -> Tensor:
-    return Sinh.apply(_floating(input))
+    return Sinh.apply(as_floating(input))
 
 
 def cosh(input) -> Tensor:
-    return Cosh.apply(_floating(input))
+    return Cosh.apply(as_floating(input))
 
 
 def atan2(input, other) -> Tensor:
     """The angle of the point (other, input): atan(input / other) in the right quadrant."""
-    return _m._binary(Atan2, input, other, true_divide=True)
+    return _m.binary(Atan2, input, other, true_divide=True)
 
 
 _TENSOR_FNS = {"cos": cos, "sin": sin, "cosh": cosh, "sinh": sinh, "sqrt": _m.sqrt}
