@@ -8,6 +8,7 @@ the registries, with the nearest one suggested; a bad type or bound names the fi
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ import yaml
 
 from trainkit import config as cfg
 from trainkit import run as run_module
-from trainkit.registry import CALLBACKS, LOSSES, OPTIMIZERS, SCHEDULERS
+from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
+from trainkit.trainer import DEFAULT_OPTIMIZER, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "regression.yaml"
@@ -79,18 +81,12 @@ def test_a_declared_trainer_key_reaches_the_trainer_by_name(minimal, warmup_key,
 
 
 def test_every_trainer_key_is_taken_by_the_trainer_or_fit():
-    import inspect
-
     takes = set(inspect.signature(run_module.Trainer).parameters) | set(
         inspect.signature(run_module.Trainer.fit).parameters)
     assert {f.name for f in dataclasses.fields(cfg.TrainerSection)} <= takes
 
 
 def test_defaults_shared_with_the_trainer_come_from_it(minimal):
-    import inspect
-
-    from trainkit.trainer import DEFAULT_OPTIMIZER, Trainer
-
     loaded = cfg.load(minimal)
     init = inspect.signature(Trainer).parameters
     for key in ("device", "grad_clip_norm", "accumulate_steps", "verbose", "strategy", "bucket_cap_mb"):
@@ -223,5 +219,6 @@ def test_build_makes_the_named_parts(minimal):
 
 
 def test_data_kinds_come_from_one_registry():
-    assert cfg.DataSection.__dataclass_fields__["kind"].metadata["choices"]() is run_module.DATA_KINDS
-    assert set(run_module.DATA_KINDS.names()) == {"regression_curve", "npz", "csv", "class_path"}
+    assert cfg.DataSection.__dataclass_fields__["kind"].metadata["choices"] is DATA_KINDS
+    assert set(DATA_KINDS.names()) == {"regression_curve", "npz", "csv", "class_path"}
+

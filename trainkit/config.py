@@ -22,8 +22,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import importlib
-import importlib.util
 import inspect
 import sys
 import types
@@ -36,7 +34,8 @@ from typing import Any
 import yaml
 
 from .data import regression_curve
-from .registry import CALLBACKS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .registry import resolve_class as _resolve_class
 from .strategy import STRATEGIES
 from .trainer import DEFAULT_OPTIMIZER, Trainer
 
@@ -70,8 +69,7 @@ def setting(default: Any = MISSING, help: str = "", *, choices: Any = None, ge: 
             gt: float | None = None, lt: float | None = None) -> Any:
     """One config key: a dataclass field with its default (none: required), help text and allowed values or bounds.
 
-    ``choices`` is a tuple of values or a ``Registry`` (or a function returning one, for a registry defined in a
-    module that imports this one); a mutable default (``{}``, ``[]``) is copied for every config.
+    ``choices`` is a tuple of values or a ``Registry``; a mutable default (``{}``, ``[]``) is copied for every config.
 
     >>> @dataclass(kw_only=True)
     ... class Example:
@@ -94,12 +92,6 @@ def section(help: str) -> Any:  # noqa: A002
     return field(default=None, metadata={"help": help})
 
 
-def _data_kinds() -> Registry:
-    from .run import DATA_KINDS  # run imports this module: the registry is fetched when first needed
-
-    return DATA_KINDS
-
-
 # ------------------------------------------------------------------------------------------------------ sections
 @dataclass(kw_only=True)
 class ModelSection:
@@ -112,9 +104,9 @@ class ModelSection:
 
 @dataclass(kw_only=True)
 class DataSection:
-    """``data``: a kind of ``trainkit.run.DATA_KINDS`` and the keys its loader takes."""
+    """``data``: a kind of ``trainkit.registry.DATA_KINDS`` and the keys its loader takes."""
 
-    kind: str = setting("regression_curve", "where the samples come from", choices=_data_kinds)
+    kind: str = setting("regression_curve", "where the samples come from", choices=DATA_KINDS)
     path: str | None = setting(None, "the .npz or .csv file (relative to the config's folder), for kinds npz, csv")
     inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
     targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
@@ -237,8 +229,6 @@ def _is_section(hint) -> bool:
 
 
 def _check_choice(value, choices, key: str) -> None:
-    if callable(choices) and not isinstance(choices, Registry):
-        choices = choices()
     if isinstance(choices, Registry):
         try:
             choices.get(value)
@@ -371,8 +361,6 @@ def _flow(value) -> str:
 def _help(f: dataclasses.Field) -> str:
     text = f.metadata.get("help", "")
     choices = f.metadata.get("choices")
-    if callable(choices) and not isinstance(choices, Registry):
-        choices = choices()
     if choices is not None:
         text += f" (one of {', '.join(map(str, choices))})"
     return f"  # {text}" if text else ""
@@ -406,31 +394,33 @@ def dump(config: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def class_error(file: str, key: str, spec: str, err: ImportError) -> ConfigError:
+    """The ``ConfigError`` for a ``class_path`` that ``trainkit.registry.resolve_class`` could not load.
+
+    >>> str(class_error("c.yaml", "model.class_path", "m.py:Net", ImportError("no file /m.py", path="/m.py")))
+    "c.yaml: 'model.class_path': no file /m.py"
+    """
+    if err.path is not None and err.name is None:  # the file itself is missing: the path says it all
+        return ConfigError(f"{file}: '{key}': {err}")
+    return ConfigError(f"{file}: '{key}': cannot load {spec!r}: {err}")
+
+
 def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
 
+    ``trainkit.registry.resolve_class`` with a ``ConfigError`` naming the config file and the key.
+
     >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
     'Linear'
+    >>> resolve_class("trainkit.nn.Linaer", ".", "c.yaml", "model.class_path")
+    Traceback (most recent call last):
+    ...
+    trainkit.config.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
     """
     try:
-        if ":" in spec:
-            module_file, _, name = spec.partition(":")
-            module_path = (Path(base_dir) / module_file).resolve()
-            if not module_path.is_file():
-                raise ConfigError(f"{file}: '{key}': no file {module_path}")
-            module_name = f"_trainkit_user_{module_path.stem}"
-            spec_ = importlib.util.spec_from_file_location(module_name, module_path)
-            module = importlib.util.module_from_spec(spec_)
-            sys.modules[module_name] = module
-            spec_.loader.exec_module(module)
-        else:
-            module_name, _, name = spec.rpartition(".")
-            module = importlib.import_module(module_name)
-        return getattr(module, name)
-    except ConfigError:
-        raise
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ConfigError(f"{file}: '{key}': cannot load {spec!r}: {err}") from None
+        return _resolve_class(spec, base_dir)
+    except ImportError as err:
+        raise class_error(file, key, spec, err) from None
 
 
 def saved_form(config: dict) -> dict:

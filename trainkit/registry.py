@@ -1,4 +1,4 @@
-"""Registries: the names a config or a call may use for optimizers, schedulers, losses and callbacks.
+"""Registries: the names a config or a call may use for optimizers, schedulers, losses, callbacks and data kinds.
 
 Each registry maps a name to a class. The built-in entries are the public classes of their package, found by base
 class, so a new optimizer, scheduler, loss or callback is registered by exporting it; short loss names (``mse``,
@@ -18,14 +18,25 @@ True
 Traceback (most recent call last):
 ...
 trainkit.registry.UnknownNameError: unknown loss 'mes'; did you mean 'mse'? (known: BCELoss, ...)
+
+``DATA_KINDS`` maps a config's ``data.kind`` to a function making the dataset, and ``resolve_class`` turns a
+``class_path`` (``package.module.Class`` or ``file.py:Class``) into the class it names. Both raise plain exceptions;
+``trainkit.config`` and ``trainkit.run`` add the config file and the key to the message.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import importlib.util
+import inspect
+import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
 
 from . import callbacks as _callbacks
+from . import data as _data
 from . import optim as _optim
 from .layers import loss as _loss
 from .optim import lr_scheduler as _lr_scheduler
@@ -39,11 +50,11 @@ class UnknownNameError(LookupError):
 
 
 class Registry:
-    """Names to classes of one kind (``kind`` is used in messages: 'optimizer', 'loss', ...)."""
+    """Names to classes (or functions) of one kind (``kind`` is used in messages: 'optimizer', 'loss', ...)."""
 
-    def __init__(self, kind: str, entries: dict[str, type] | None = None):
+    def __init__(self, kind: str, entries: dict[str, Callable] | None = None):
         self.kind = kind
-        self._entries: dict[str, type] = dict(entries or {})
+        self._entries: dict[str, Callable] = dict(entries or {})
 
     def register(self, name: str | None = None, cls: type | None = None):
         """Add ``cls`` under ``name`` (its class name when omitted); usable as a decorator."""
@@ -116,10 +127,85 @@ LOSSES = Registry("loss", _with_aliases(_public_subclasses(_loss, _loss._Loss, e
 CALLBACKS = Registry("callback", _public_subclasses(
     _callbacks, _callbacks.Callback, exclude=(_callbacks.CallbackList,)))
 
-__all__ = ["CALLBACKS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "Registry", "UnknownNameError"]
 
 
 def build(registry: Registry, name: str, **kwargs) -> object:
-    """``registry.get(name)(**kwargs)``: the one way the Trainer and the config make a named object."""
+    """``registry.get(name)(**kwargs)``: the one way the Trainer and the config make a named object.
+
+    >>> build(LOSSES, "huber", delta=2.0)
+    HuberLoss()
+    """
     cls: Callable = registry.get(name)
     return cls(**kwargs)
+
+
+def resolve_class(spec: str, base_dir: str | Path = ".") -> Any:
+    """``package.module.Class`` or ``path/to/file.py:Class`` (relative to ``base_dir``) -> the class it names.
+
+    Anything that cannot be loaded (no such file, module or name) raises ``ImportError``, as ``from m import X``
+    would; a file is loaded as module ``_trainkit_user_<its stem>``.
+
+    >>> resolve_class("trainkit.nn.Linear").__name__
+    'Linear'
+    >>> resolve_class("trainkit.nn.Linaer")
+    Traceback (most recent call last):
+    ...
+    ImportError: module 'trainkit.nn' has no attribute 'Linaer'
+    """
+    if ":" in spec:
+        module_file, _, name = spec.partition(":")
+        module_path = (Path(base_dir) / module_file).resolve()
+        if not module_path.is_file():
+            raise ImportError(f"no file {module_path}", path=str(module_path))
+        module_name = f"_trainkit_user_{module_path.stem}"
+        module_spec = importlib.util.spec_from_file_location(module_name, module_path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module_name, _, name = spec.rpartition(".")
+        if not module_name:
+            raise ImportError(f"{spec!r} names no module: write package.module.Class or file.py:Class")
+        module = importlib.import_module(module_name)
+    try:
+        return getattr(module, name)
+    except AttributeError as err:
+        raise ImportError(str(err), name=module_name) from None
+
+
+def by_name(settings: dict, func: Callable, skip: Iterable[str] = ()) -> dict:
+    """The ``settings`` that ``func`` takes as keyword arguments, null ones left out (so its own defaults apply).
+
+    >>> by_name({"n": 10, "noise": None, "path": "x"}, _data.regression_curve)
+    {'n': 10}
+    """
+    params = inspect.signature(func).parameters
+    return {k: v for k, v in settings.items() if k in params and k not in skip and v is not None}
+
+
+# ------------------------------------------------------------------------------------------------------ data kinds
+# A data kind is a function (the data section, the config's folder) -> Dataset. It takes the data keys its loader
+# takes by name and raises what the loader raises: KeyError or TypeError for keys that do not fit it, ImportError
+# for a class_path that cannot be loaded.
+def _regression_curve(spec: dict, base_dir: Path) -> _data.Dataset:
+    return _data.regression_curve(**by_name(spec, _data.regression_curve))
+
+
+def _file_loader(loader: Callable) -> Callable[[dict, Path], _data.Dataset]:
+    def load(spec: dict, base_dir: Path) -> _data.Dataset:
+        return loader(Path(base_dir) / spec["path"], **by_name(spec, loader, skip=("path",)))
+
+    load.__name__ = loader.__name__
+    return load
+
+
+def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
+    return resolve_class(spec["class_path"], base_dir)(**spec["init_args"])
+
+
+# data.kind -> its dataset function; register your own to use it from configs
+DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader(_data.load_npz),
+                                    "csv": _file_loader(_data.load_csv), "class_path": _class_path})
+
+__all__ = ["CALLBACKS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "Registry", "UnknownNameError", "build",
+           "by_name", "resolve_class"]

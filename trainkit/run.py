@@ -1,8 +1,9 @@
 """A training run from a checked config: the model, data, optimizer, loss, callbacks and Trainer it describes.
 
 ``build`` passes each section's settings on by name: the trainer section's keys go to ``Trainer(...)`` or to
-``Trainer.fit`` (whichever takes them), a data kind's builder takes the data keys its loader takes, and the named
-optimizer, scheduler, loss and callbacks come from the registries of ``trainkit.registry``.
+``Trainer.fit`` (whichever takes them), a data kind of ``trainkit.registry.DATA_KINDS`` takes the data keys its
+loader takes, and the named optimizer, scheduler, loss and callbacks come from the registries of
+``trainkit.registry``. What those raise is reported as a ``ConfigError`` naming the config file and the key.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .autograd.random import manual_seed
-from .config import ConfigError, resolve_class
-from .registry import CALLBACKS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .config import ConfigError, class_error, resolve_class
+from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError, by_name
 from .registry import build as make
 from .trainer import Trainer
 
@@ -30,46 +31,6 @@ class Run:
 
 def _kwargs_error(config: dict, key: str, err: Exception) -> ConfigError:
     return ConfigError(f"{config['_file']}: '{key}': {err}")
-
-
-def _by_name(settings: dict, func, skip: tuple = ()) -> dict:
-    """The settings ``func`` takes as keyword arguments (null ones left to its own defaults)."""
-    params = inspect.signature(func).parameters
-    return {k: v for k, v in settings.items() if k in params and k not in skip and v is not None}
-
-
-# ------------------------------------------------------------------------------------------------------ data kinds
-def _regression_curve(spec: dict, config: dict):
-    from .data import regression_curve
-
-    return regression_curve(**_by_name(spec, regression_curve))
-
-
-def _file_loader(name: str):
-    def load(spec: dict, config: dict):
-        from . import data
-
-        loader = getattr(data, name)
-        try:
-            return loader(Path(config["_dir"]) / spec["path"], **_by_name(spec, loader, skip=("path",)))
-        except (KeyError, TypeError) as err:
-            raise ConfigError(f"{config['_file']}: 'data': {err}") from None
-
-    load.__name__ = name
-    return load
-
-
-def _class_path(spec: dict, config: dict):
-    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], "data.class_path")
-    try:
-        return cls(**spec["init_args"])
-    except TypeError as err:
-        raise _kwargs_error(config, "data.init_args", err) from None
-
-
-# data.kind -> a function (data section, whole config) -> Dataset; register your own to use it from configs
-DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader("load_npz"),
-                                    "csv": _file_loader("load_csv"), "class_path": _class_path})
 
 
 # ---------------------------------------------------------------------------------------------------- the parts
@@ -93,6 +54,21 @@ def _optimizer(config: dict, model):
         return cls(model.parameters(), **kwargs)
     except (TypeError, ValueError) as err:
         raise _kwargs_error(config, "optimizer", err) from None
+
+
+def _dataset(config: dict):
+    spec = config["data"]
+    try:
+        make_dataset = DATA_KINDS.get(spec["kind"])
+    except UnknownNameError as err:  # a config from load() has only known kinds; a hand-made one may not
+        raise ConfigError(f"{config['_file']}: 'data.kind' names an {err}") from None
+    try:
+        return make_dataset(spec, Path(config["_dir"]))
+    except ImportError as err:  # only resolving data.class_path imports
+        raise class_error(config["_file"], "data.class_path", spec["class_path"], err) from None
+    except (KeyError, TypeError) as err:
+        # the class_path kind passes init_args on; the other kinds pass the data keys their loader takes
+        raise _kwargs_error(config, "data.init_args" if spec["kind"] == "class_path" else "data", err) from None
 
 
 def _loss(config: dict):
@@ -171,5 +147,5 @@ def build(config: dict) -> Run:
                           freeze=config["freeze"], run_dir=run_dir, **trainer_args)
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
-    fit_args.update(_by_name(config["data"], Trainer.fit))  # validation_split
-    return Run(trainer, DATA_KINDS.get(config["data"]["kind"])(config["data"], config), run_dir, fit_args)
+    fit_args.update(by_name(config["data"], Trainer.fit))  # validation_split
+    return Run(trainer, _dataset(config), run_dir, fit_args)
