@@ -12,7 +12,12 @@ import traceback
 from pathlib import Path
 
 from trainkit import __version__
+from trainkit import config as cfg
+from trainkit.autograd.graph import graph
+from trainkit.config import ConfigError
 from trainkit.distributed import launched_size, world
+from trainkit.process import keep_freed_memory
+from trainkit.run import build
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,16 +60,13 @@ def _bench(args) -> int:
                            "clone the repository and install it with pip install -e .")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
+    # not part of the installed package: only a source checkout has it, so it is imported when asked for
     from benchmarks.__main__ import main as bench_main
 
     return bench_main(args.args)
 
 
 def _train(args) -> int:
-    from trainkit import config as cfg
-    from trainkit.process import keep_freed_memory
-    from trainkit.run import build
-
     config = cfg.load(args.config, args.set)
     if args.print_config:
         print(cfg.dump(config), end="")
@@ -97,9 +99,6 @@ def _train(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from trainkit import config as cfg
-    from trainkit.run import build
-
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
     run = build(config)
@@ -112,9 +111,6 @@ def _evaluate(args) -> int:
 
 
 def _check(args) -> int:
-    from trainkit import config as cfg
-    from trainkit.run import build
-
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
     run = build(config)
@@ -126,10 +122,6 @@ def _check(args) -> int:
 
 
 def _graph(args) -> int:
-    from trainkit import config as cfg
-    from trainkit.autograd.graph import graph
-    from trainkit.run import build
-
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
     run = build(config)
@@ -167,8 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from trainkit.config import ConfigError
-
     if launched_size() > 1:
         world().show_traceback = args.debug
     handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
