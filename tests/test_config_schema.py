@@ -222,3 +222,24 @@ def test_data_kinds_come_from_one_registry():
     assert cfg.DataSection.__dataclass_fields__["kind"].metadata["choices"] is DATA_KINDS
     assert set(DATA_KINDS.names()) == {"regression_curve", "npz", "csv", "class_path"}
 
+
+def test_an_optimizer_section_without_lr_uses_that_optimizers_default(minimal, tmp_path):
+    sgd_default = inspect.signature(OPTIMIZERS.get("SGD")).parameters["lr"].default
+    assert sgd_default == 1e-3 != DEFAULT_OPTIMIZER["lr"]
+    path = tmp_path / "sgd.yaml"
+    path.write_text(MINIMAL + "optimizer: {name: SGD}\n")
+    loaded = cfg.load(path)
+    assert loaded["optimizer"]["lr"] == sgd_default
+    assert f"  lr: {sgd_default}  #" in cfg.dump(loaded)
+    run = run_module.build(cfg.load(path, ["trainer.verbose=false"]))
+    assert run.trainer.optimizer.param_groups[0]["lr"] == sgd_default
+
+
+def test_no_optimizer_section_means_the_trainers_default_optimizer(minimal):
+    loaded = cfg.load(minimal)
+    assert {k: loaded["optimizer"][k] for k in DEFAULT_OPTIMIZER} == DEFAULT_OPTIMIZER
+    run = run_module.build(cfg.load(minimal, ["trainer.verbose=false"]))
+    assert type(run.trainer.optimizer).__name__ == DEFAULT_OPTIMIZER["name"]
+    assert run.trainer.optimizer.param_groups[0]["lr"] == DEFAULT_OPTIMIZER["lr"]
+    # a section that only sets options is a section: the lr is the optimizer's own
+    assert cfg.load(minimal, ["optimizer.options.momentum=0.9"])["optimizer"]["lr"] == 1e-3

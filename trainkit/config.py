@@ -83,13 +83,15 @@ def setting(default: Any = MISSING, help: str = "", *, choices: Any = None, ge: 
     return field(default=default, metadata=metadata)
 
 
-def section(help: str) -> Any:  # noqa: A002
+def section(help: str, absent: dict | None = None) -> Any:  # noqa: A002
     """A field holding a whole section (its type is the section's dataclass; its keys come from there).
+
+    ``absent`` is what a config without the section (or with it null) means; by default, every key's default.
 
     >>> dataclasses.fields(RunConfig)[2].name, dataclasses.fields(RunConfig)[2].metadata["help"]
     ('model', 'the model to train')
     """
-    return field(default=None, metadata={"help": help})
+    return field(default=None, metadata={"help": help, "absent": absent})
 
 
 # ------------------------------------------------------------------------------------------------------ sections
@@ -128,7 +130,11 @@ class DataSection:
 
 @dataclass(kw_only=True)
 class OptimizerSection:
-    """``optimizer``: a name of ``trainkit.registry.OPTIMIZERS`` (or a class_path), its lr and other options."""
+    """``optimizer``: a name of ``trainkit.registry.OPTIMIZERS`` (or a class_path), its lr and other options.
+
+    A section without ``lr`` means the optimizer's own default lr (SGD: 1e-3, as in torch); a config without the
+    section trains with the Trainer's ``DEFAULT_OPTIMIZER`` (``RunConfig.optimizer``'s ``absent``).
+    """
 
     name: str | None = setting(DEFAULT_OPTIMIZER["name"], "an optimizer of trainkit.optim", choices=OPTIMIZERS)
     class_path: str | None = setting(None, "your own optimizer class instead of a name, e.g. opt.py:MyOptimizer")
@@ -140,8 +146,6 @@ class OptimizerSection:
             self.name = None  # the class named by class_path is the one used
         elif self.name is None:
             raise SettingError("name", "is required without optimizer.class_path")
-        elif self.lr is None and self.name == DEFAULT_OPTIMIZER["name"]:
-            self.lr = DEFAULT_OPTIMIZER["lr"]
         elif self.lr is None:  # the optimizer's own default, shown by --print-config
             lr = inspect.signature(OPTIMIZERS.get(self.name)).parameters.get("lr")
             self.lr = None if lr is None or lr.default is inspect.Parameter.empty else lr.default
@@ -188,7 +192,7 @@ class RunConfig:
     output_dir: str = setting("runs", "where run folders go (relative to the working directory)")
     model: ModelSection = section("the model to train")
     data: DataSection = section("the samples")
-    optimizer: OptimizerSection = section("the optimizer (name or class_path)")
+    optimizer: OptimizerSection = section("the optimizer (name or class_path)", absent=DEFAULT_OPTIMIZER)
     scheduler: SchedulerSection = section("the learning-rate scheduler")
     loss: str | dict = setting(default_of(Trainer, "loss"), "a loss name, or {name: ..., its keyword arguments}",
                                choices=LOSSES)
@@ -283,7 +287,10 @@ def _resolve(cls, raw, where: str, file: Path):
     for name, f in fields.items():
         path = f"{where}.{name}" if where else name
         if _is_section(hints[name]):
-            values[name] = _resolve(hints[name], raw.get(name), path, file)
+            given = raw.get(name)
+            if given is None and f.metadata.get("absent") is not None:
+                given = copy.deepcopy(f.metadata["absent"])
+            values[name] = _resolve(hints[name], given, path, file)
         elif name in raw:
             try:
                 _check_value(raw[name], hints[name], f.metadata, name)
