@@ -4,7 +4,8 @@
 - imports point down only: a module imports from its own layer or the ones below (see ``LAYERS``), at module
   level and inside functions alike;
 - the autograd core has no import cycle at module level, and imports nothing inside functions but optional
-  packages.
+  packages;
+- no module imports another's private (underscored) names.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ LAYERS = [
     ("trainkit.config", "trainkit.run", "trainkit.cli", "trainkit"),  # the package root gathers everything
 ]
 MAX_LINES = {"autograd/engine.py": 300, "trainer.py": 400}
+# private in PyTorch too (torch.nn.init._calculate_fan_in_and_fan_out, torch.nn.modules.loss._Loss), so kept so
+TORCH_PRIVATE = {"_calculate_fan_in_and_fan_out", "_Loss", "_WeightedLoss"}
 OPTIONAL = {"cupy", "cupyx", "scipy", "matplotlib", "mpi4py", "sklearn", "tqdm", "safetensors", "tensorboardX"}
 
 
@@ -121,6 +124,18 @@ def test_no_function_level_imports_in_autograd():
             if in_function and target.partition(".")[0] not in OPTIONAL:
                 hidden.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target} inside a function")
     assert not hidden, "\n".join(hidden)
+
+
+def test_no_module_imports_private_names_of_another():
+    private = []
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("trainkit")):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__") \
+                            and alias.name not in TORCH_PRIVATE:
+                        private.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} imports {alias.name}")
+    assert not private, "make these names public, or keep their use inside their module:\n" + "\n".join(private)
 
 
 def _cycles(graph: dict[str, set]) -> list[list[str]]:

@@ -91,7 +91,7 @@ def test_device_is_a_context_manager(torch):
 
 
 def test_blocks_nest_and_the_innermost_wins():
-    state = trainkit.autograd.backend._device_state
+    state = trainkit.autograd.backend.device_state
     trainkit.set_default_device("cuda")
     with trainkit.device("cpu"):
         assert state.current == trainkit.device("cpu")

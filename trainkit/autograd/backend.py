@@ -134,13 +134,13 @@ class device:
         return f"device(type='{self.type}', index={self.index})"
 
     def __enter__(self) -> device:
-        state = _device_state
+        state = device_state
         state.blocks = state.blocks + (self,)
         state.current = self
         return self
 
     def __exit__(self, *exc) -> None:
-        state = _device_state
+        state = device_state
         state.blocks = state.blocks[:-1]
         state.current = state.blocks[-1] if state.blocks else state.default
 
@@ -158,7 +158,7 @@ class _DeviceState(threading.local):
     current: device | None = None
 
 
-_device_state = _DeviceState()
+device_state = _DeviceState()
 
 
 def set_default_device(device: str | device | None) -> None:
@@ -171,7 +171,7 @@ def set_default_device(device: str | device | None) -> None:
     device(type='cpu')
     >>> set_default_device(None)
     """
-    state = _device_state
+    state = device_state
     state.default = None if device is None else _device_cls(device)
     state.current = state.blocks[-1] if state.blocks else state.default
 
@@ -182,7 +182,7 @@ def get_default_device() -> device:
     >>> get_default_device()
     device(type='cpu')
     """
-    dev = _device_state.current
+    dev = device_state.current
     if dev is None:
         return CPU
     if dev.type == "cuda" and dev.index is None:

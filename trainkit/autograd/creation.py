@@ -10,8 +10,8 @@ import numpy as np
 
 from .backend import (
     CPU,
-    _device_state,
     device,
+    device_state,
     get_default_dtype,
     is_array,
     module_for,
@@ -28,7 +28,7 @@ _device_cls = device
 def _dev(spec):
     """A device from a spec; None means the default device. The name ``device`` is taken by the keyword arguments."""
     if spec is None:
-        spec = _device_state.current
+        spec = device_state.current
         return CPU if spec is None else spec
     return _device_cls(spec)
 
@@ -58,7 +58,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     (trainkit.int64, trainkit.float32)
     """
     if device is None:
-        device = _device_state.current
+        device = device_state.current
     if isinstance(data, Tensor):
         array = data._data.copy()
         dev = device if device is not None else data.device
@@ -87,7 +87,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     (True, tensor([1, 2]))
     """
     if device is None:
-        device = _device_state.current
+        device = device_state.current
     if isinstance(data, Tensor) and (dtype is None or to_dtype(dtype).np == data._data.dtype) and (
         device is None or _device_cls(device) == data.device
     ):

@@ -23,7 +23,8 @@ def _tanh(v):
     return activation.tanh(v) if isinstance(v, Tensor) else xp_of(v).tanh(v)
 
 
-def _sigmoid(v):
+def dual_sigmoid(v):
+    """The logistic sigmoid of an array (the plain backward) or a Tensor (create_graph), without overflow."""
     if isinstance(v, Tensor):
         return activation.sigmoid(v)
     xp = xp_of(v)
@@ -217,7 +218,7 @@ class Softplus(Op, name="SoftplusBackward0"):
         (x,) = self.saved_tensors
         bx = x * self.beta
         linear = dual.data(bx) > self.threshold
-        return dual.where(linear, g, g * _sigmoid(bx))
+        return dual.where(linear, g, g * dual_sigmoid(bx))
 
 
 def softplus(input, beta=1, threshold=20) -> Tensor:

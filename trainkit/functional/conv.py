@@ -17,7 +17,7 @@ from ..autograd import grad_mode
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
-from .im2col import Col2Im, Geometry, Im2Col, _col2im_batch, _geometry, _im2col_batch, _pair, col2im, im2col
+from .im2col import Col2Im, Geometry, Im2Col, col2im, col2im_batch, geometry, im2col, im2col_batch, pair
 
 __all__ = ["conv2d", "fold", "unfold"]
 
@@ -33,7 +33,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
 
     As matrices, per group: out = W2d @ col with col = im2col(x) and W2d = w reshaped to (OC, C*KH*KW).
     dx = col2im(W2d^T @ g),  dw = sum over n of g @ col^T,  db = g summed over n, oh, ow.
-    Without groups, col holds the whole batch side by side (``_im2col_batch``) and g is laid out to match, so each
+    Without groups, col holds the whole batch side by side (``im2col_batch``) and g is laid out to match, so each
     of the three products is one large matrix product.
     """
 
@@ -45,7 +45,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc = x.shape[0], w.shape[0]
         oh, ow = geom.out
         if groups == 1:
-            col = _im2col_batch(x, geom)
+            col = im2col_batch(x, geom)
             out2d = w.reshape(oc, -1) @ col  # (OC, N*OH*OW)
             # laid out as (N, OC, OH, OW) by the one pass that also adds the bias
             by_image = out2d.reshape(oc, n, oh, ow).transpose(1, 0, 2, 3)
@@ -95,14 +95,14 @@ class Convolution(Op, name="ConvolutionBackward0"):
         return gx, gw, gb
 
     def _backward_batch(self, g, x, w, want_x: bool, want_w: bool, want_b: bool):
-        """The plain backward without groups, on the layout of ``_im2col_batch``."""
+        """The plain backward without groups, on the layout of ``im2col_batch``."""
         oc = g.shape[1]
         g2d = xp_of(g).ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(oc, -1)  # (OC, N*OH*OW), as col
         gx = gw = gb = None
         if want_x:
             gx = self._input_grad(g2d, w.reshape(oc, -1).T)
         if want_w:
-            col = self.extra if self.extra is not None else _im2col_batch(x, self.geom)
+            col = self.extra if self.extra is not None else im2col_batch(x, self.geom)
             gw = (g2d @ col.T).reshape(self.w_shape)
         if want_b:
             gb = g2d.sum(axis=1)
@@ -115,13 +115,13 @@ class Convolution(Op, name="ConvolutionBackward0"):
         per_image = w2d_t.shape[0] * (g2d.shape[1] // max(n, 1)) * g2d.itemsize
         step = max(1, _CACHE_BYTES // max(per_image, 1))
         if step >= n:  # the whole batch at once (an empty one included)
-            return _col2im_batch(w2d_t @ g2d, self.x_shape, self.geom)
+            return col2im_batch(w2d_t @ g2d, self.x_shape, self.geom)
         gx = xp_of(g2d).empty(self.x_shape, dtype=g2d.dtype)
         width = g2d.shape[1] // n
         for start in range(0, n, step):
             stop = min(n, start + step)
             cols = w2d_t @ g2d[:, start * width : stop * width]
-            _col2im_batch(cols, (stop - start,) + self.x_shape[1:], self.geom, gx[start:stop])
+            col2im_batch(cols, (stop - start,) + self.x_shape[1:], self.geom, gx[start:stop])
         return gx
 
 
@@ -228,17 +228,17 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: ({ekh} x {ekw}). Kernel size "
             "can't be greater than actual input size"
         )
-    geom = _geometry(h, w, kernel, stride, dilation, pads)
+    geom = geometry(h, w, kernel, stride, dilation, pads)
     keep_col = weight._requires_grad and grad_mode.is_grad_enabled()
     return Convolution.apply(input, weight, bias, geom=geom, groups=groups, keep_col=keep_col)
 
 
 def _unfold_geometry(h: int, w: int, kernel_size, dilation, padding, stride, fn: str) -> Geometry:
-    kernel, dilation = _pair(kernel_size, "kernel_size", fn), _pair(dilation, "dilation", fn)
-    (ph, pw), stride = _pair(padding, "padding", fn), _pair(stride, "stride", fn)
+    kernel, dilation = pair(kernel_size, "kernel_size", fn), pair(dilation, "dilation", fn)
+    (ph, pw), stride = pair(padding, "padding", fn), pair(stride, "stride", fn)
     if min(kernel) <= 0 or min(dilation) <= 0 or min(stride) <= 0 or min(ph, pw) < 0:
         raise RuntimeError(f"{fn}: kernel_size, dilation and stride must be positive and padding non-negative")
-    return _geometry(h, w, kernel, stride, dilation, (ph, ph, pw, pw))
+    return geometry(h, w, kernel, stride, dilation, (ph, ph, pw, pw))
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -274,7 +274,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     """
     if input._data.ndim != 3:
         raise RuntimeError(f"fold: expected a 3D (batched) input, but got input of size: {list(input.shape)}")
-    h, w = _pair(output_size, "output_size", "fold")
+    h, w = pair(output_size, "output_size", "fold")
     geom = _unfold_geometry(h, w, kernel_size, dilation, padding, stride, "fold")
     n, ckk, length = input._data.shape
     kh, kw = geom.kernel

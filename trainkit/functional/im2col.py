@@ -42,7 +42,7 @@ class Geometry(NamedTuple):
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _pair(value, name: str, fn: str) -> tuple[int, int]:
+def pair(value, name: str, fn: str) -> tuple[int, int]:
     """An int or a sequence of one or two ints as (h, w)."""
     if isinstance(value, (int, np.integer)):
         return int(value), int(value)
@@ -63,7 +63,7 @@ def _out_len(n: int, k: int, s: int, d: int, lo: int, hi: int, ceil_mode: bool =
     return out
 
 
-def _geometry(h: int, w: int, kernel, stride, dilation, pads, ceil_mode: bool = False) -> Geometry:
+def geometry(h: int, w: int, kernel, stride, dilation, pads, ceil_mode: bool = False) -> Geometry:
     """The geometry for an (h, w) input; the bottom/right padding grows so that ceil_mode's last taps exist."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     t, b, l, r = pads
@@ -74,7 +74,7 @@ def _geometry(h: int, w: int, kernel, stride, dilation, pads, ceil_mode: bool = 
     return Geometry(kernel, stride, dilation, (t, b, l, r), (oh, ow))
 
 
-def _pad(x, geom: Geometry, value=0):
+def pad_border(x, geom: Geometry, value=0):
     """``x`` (..., H, W) inside a border of ``value``; ``x`` itself when there is no border."""
     t, b, l, r = geom.pads
     if not (t or b or l or r):
@@ -85,13 +85,13 @@ def _pad(x, geom: Geometry, value=0):
     return out
 
 
-def _crop(x, geom: Geometry, h: int, w: int):
-    """The inverse of ``_pad``: the (h, w) interior of a padded array."""
+def crop_border(x, geom: Geometry, h: int, w: int):
+    """The inverse of ``pad_border``: the (h, w) interior of a padded array."""
     t, _, l, _ = geom.pads
     return x[..., t : t + h, l : l + w]
 
 
-def _const(like, array):
+def constant_like(like, array):
     """A constant for a backward formula: a Tensor when ``like`` is one (create_graph), else the array."""
     return Tensor._make(array) if isinstance(like, Tensor) else array
 
@@ -104,7 +104,7 @@ def im2col(x, geom: Geometry):
     if geom.kernel == (1, 1) and geom.stride == (1, 1) and not any(geom.pads):
         return x.reshape(n, c, oh * ow)  # every window is one pixel: a view when x is contiguous
     xp = xp_of(x)
-    padded = _pad(x, geom)
+    padded = pad_border(x, geom)
     (sh, sw), (dh, dw) = geom.stride, geom.dilation
     s = padded.strides
     # all windows as one strided view (N, C, KH, KW, OH, OW); one copy lays them out for the matmul
@@ -126,16 +126,16 @@ def col2im(col, shape: tuple, geom: Geometry):
     for i, j in geom.taps():  # one strided slice addition per tap: KH*KW passes, no scattered writes
         sh, sw = geom.tap(i, j)
         out[:, :, sh, sw] += taps[:, :, i, j]
-    return _crop(out, geom, h, w)
+    return crop_border(out, geom, h, w)
 
 
-def _im2col_batch(x, geom: Geometry):
+def im2col_batch(x, geom: Geometry):
     """(N, C, H, W) -> (C*KH*KW, N*OH*OW): ``im2col`` with the images side by side, so that a convolution of the
     whole batch is one matrix product (a single large BLAS call instead of one small one per image)."""
     n, c = x.shape[:2]
     (kh, kw), (oh, ow) = geom.kernel, geom.out
     xp = xp_of(x)
-    padded = _pad(x, geom)
+    padded = pad_border(x, geom)
     (sh, sw), (dh, dw) = geom.stride, geom.dilation
     s = padded.strides
     windows = xp.lib.stride_tricks.as_strided(
@@ -144,8 +144,8 @@ def _im2col_batch(x, geom: Geometry):
     return xp.ascontiguousarray(windows).reshape(c * kh * kw, n * oh * ow)
 
 
-def _col2im_batch(col, shape: tuple, geom: Geometry, out=None):
-    """The adjoint of ``_im2col_batch``: (C*KH*KW, N*OH*OW) -> (N, C, H, W), written into ``out`` when given."""
+def col2im_batch(col, shape: tuple, geom: Geometry, out=None):
+    """The adjoint of ``im2col_batch``: (C*KH*KW, N*OH*OW) -> (N, C, H, W), written into ``out`` when given."""
     n, c, h, w = shape
     (kh, kw), (oh, ow) = geom.kernel, geom.out
     xp = xp_of(col)
@@ -155,8 +155,8 @@ def _col2im_batch(col, shape: tuple, geom: Geometry, out=None):
         rows, cols = geom.tap(i, j)
         padded[:, :, rows, cols] += taps[:, i, j]
     if out is None:
-        return xp.ascontiguousarray(_crop(padded, geom, h, w).transpose(1, 0, 2, 3))
-    out[...] = _crop(padded, geom, h, w).transpose(1, 0, 2, 3)
+        return xp.ascontiguousarray(crop_border(padded, geom, h, w).transpose(1, 0, 2, 3))
+    out[...] = crop_border(padded, geom, h, w).transpose(1, 0, 2, 3)
     return out
 
 

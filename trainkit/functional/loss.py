@@ -23,7 +23,7 @@ from ..autograd.ops import activation, dual
 from ..autograd.ops import math as tmath
 from ..autograd.ops.shape import index_into_zeros
 from ..autograd.tensor import Tensor
-from .activation import _sigmoid
+from .activation import dual_sigmoid
 from .reduction import check_reduction, reduce_loss, unreduce_grad
 
 __all__ = [
@@ -546,7 +546,7 @@ class BinaryCrossEntropyWithLogits(Op, name="BinaryCrossEntropyWithLogitsBackwar
         pw = self.pos_weight
         dx = dt = None
         if fx is not None:
-            dx = s * (_sigmoid(x) - t) if pw is None else s * ((1 + (pw - 1) * t) * _sigmoid(x) - pw * t)
+            dx = s * (dual_sigmoid(x) - t) if pw is None else s * ((1 + (pw - 1) * t) * dual_sigmoid(x) - pw * t)
         if ft is not None:
             dt = -s * x if pw is None else s * ((pw - 1) * _softplus_neg(x) - x)
         return dx, dt

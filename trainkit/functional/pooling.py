@@ -11,7 +11,7 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops.shape import index_into_zeros
 from ..autograd.tensor import Tensor
-from .im2col import Geometry, _const, _crop, _geometry, _pad, _pair
+from .im2col import Geometry, constant_like, crop_border, geometry, pad_border, pair
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
 
@@ -23,9 +23,9 @@ def _pool_geometry(input: Tensor, fn: str, kernel_size, stride, padding, dilatio
         raise RuntimeError(
             f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:{list(shape)}"
         )
-    kernel = _pair(kernel_size, "kernel_size", fn)
-    stride = kernel if stride is None or stride == () or stride == [] else _pair(stride, "stride", fn)
-    (ph, pw), dilation = _pair(padding, "padding", fn), _pair(dilation, "dilation", fn)
+    kernel = pair(kernel_size, "kernel_size", fn)
+    stride = kernel if stride is None or stride == () or stride == [] else pair(stride, "stride", fn)
+    (ph, pw), dilation = pair(padding, "padding", fn), pair(dilation, "dilation", fn)
     if 0 in stride:
         raise RuntimeError("stride should not be zero")
     if min(kernel) <= 0:
@@ -48,7 +48,7 @@ def _pool_geometry(input: Tensor, fn: str, kernel_size, stride, padding, dilatio
             f"kW = {kernel[1]}, kH = {kernel[0]}"
         )
     c, h, w = shape[-3:]
-    geom = _geometry(h, w, kernel, stride, dilation, (ph, ph, pw, pw), ceil_mode)
+    geom = geometry(h, w, kernel, stride, dilation, (ph, ph, pw, pw), ceil_mode)
     oh, ow = geom.out
     if oh < 1 or ow < 1:
         raise RuntimeError(
@@ -78,7 +78,7 @@ def max_pool_scan(x, geom: Geometry):
     p, h, w = x.shape
     floating = x.dtype.kind == "f"
     lowest = -np.inf if floating else np.iinfo(x.dtype).min
-    padded = _pad(x, geom, lowest)
+    padded = pad_border(x, geom, lowest)
     taps = list(geom.taps())
     kind = np.uint8 if len(taps) <= 256 else np.int32
     views = [padded[(slice(None),) + geom.tap(i, j)] for i, j in taps]
@@ -170,7 +170,7 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
             rows, cols = geom.tap(i, j)
             xp.equal(arg, k, out=hit)
             gx[:, rows, cols] += pick(share)
-        return _crop(gx, geom, h, w).reshape(self.in_shape)
+        return crop_border(gx, geom, h, w).reshape(self.in_shape)
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
@@ -232,7 +232,7 @@ class AvgPool2D(Op, name="AvgPool2DBackward0"):
 
     def forward(self, x, geom, divisor, bounds):
         self.in_shape, self.geom, self.divisor, self.bounds = x.shape, geom, divisor, bounds
-        padded = _pad(x, geom)
+        padded = pad_border(x, geom)
         taps = [padded[..., rows, cols] for rows, cols in (geom.tap(i, j) for i, j in geom.taps())]
         total = taps[0].copy()
         for v in taps[1:]:
@@ -249,14 +249,14 @@ class AvgPool2D(Op, name="AvgPool2DBackward0"):
             (hs, he), (ws, we) = self.bounds
             rows = _window_matrix(xp, hs, he, h, g._data.dtype)
             cols = _window_matrix(xp, ws, we, w, g._data.dtype)
-            return _sandwich(g / _const(g, self.divisor), _const(g, rows.T), _const(g, cols.T))
+            return _sandwich(g / constant_like(g, self.divisor), constant_like(g, rows.T), constant_like(g, cols.T))
         xp, geom = xp_of(g), self.geom
         share = g / self.divisor
         gx = xp.zeros(self.in_shape[:-2] + geom.padded(h, w), dtype=g.dtype)
         for i, j in geom.taps():
             rows, cols = geom.tap(i, j)
             gx[..., rows, cols] += share
-        return _crop(gx, geom, h, w)
+        return crop_border(gx, geom, h, w)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -303,8 +303,8 @@ class AdaptiveAvgPool2D(Op, name="AdaptiveAvgPool2DBackward0"):
         return _sandwich(x, rows, cols) / sizes
 
     def backward(self, g):
-        rows, cols = _const(g, self.rows.T), _const(g, self.cols.T)
-        return _sandwich(g / _const(g, self.sizes), rows, cols)
+        rows, cols = constant_like(g, self.rows.T), constant_like(g, self.cols.T)
+        return _sandwich(g / constant_like(g, self.sizes), rows, cols)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
