@@ -131,6 +131,21 @@ def test_module_doctests(module_name: str):
                     f"{out.getvalue()}", pytrace=False)
 
 
+def test_architecture_page_example():
+    """The ```python blocks of docs/architecture.md run as doctests and print what the page says."""
+    page = DOCS.parent / "architecture.md"
+    blocks = [Block(m.group(1), page.read_text().count("\n", 0, m.start(1)) + 1)
+              for m in FENCE.finditer(page.read_text())]
+    assert blocks and all(block.is_doctest for block in blocks)
+    globs: dict = {"__name__": "docs_architecture"}
+    for block in blocks:
+        test = doctest.DocTestParser().get_doctest(block.code, globs, f"{page.name}:{block.line}", str(page),
+                                                   block.line - 1)
+        out = io.StringIO()
+        result = doctest.DocTestRunner(optionflags=OPTIONFLAGS).run(test, out=out.write)
+        assert not result.failed, out.getvalue()
+
+
 def test_readme_examples_run(capsys):  # capsys keeps the printed summary out of the report
     """Each ```python block of README.md runs as a script without raising."""
     text = (DOCS.parent.parent / "README.md").read_text()
