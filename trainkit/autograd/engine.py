@@ -24,30 +24,14 @@ from . import grad_mode
 from .backend import as_array, dtype_of, sum_to
 from .hooks import NodeHookMethods, NodeHooks, run_post_hooks, run_pre_hooks
 from .ownership import owned
-from .saved import FREED_MESSAGE, unpack
+from .saved import FREED_MESSAGE, SAME_AS_OUTPUT, unpack
 from .tensor import Tensor
 
 next_seq = itertools.count().__next__
 _LAST = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
 
 
-class _SameAsOutput:
-    """The ``_input_meta`` entry of an input with the shape and dtype of the node's only output."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "SAME_AS_OUTPUT"
-
-
-# Most inputs of element-wise ops are shaped like the output. Recording that as one shared marker, rather than a
-# (shape, dtype) pair per input, spares two tuples per edge that would live as long as the graph (and that the
-# garbage collector would visit), and lets the engine pass an output's gradient on to such an input unchecked.
-SAME_AS_OUTPUT = _SameAsOutput()
-ALL_SAME = [(SAME_AS_OUTPUT,) * n for n in range(8)]  # ALL_SAME[n]: the _input_meta of n such inputs, shared
-
-
-class Node(NodeHookMethods):
+class Node:
     """A step of the backward graph. Subclasses define ``backward(*grad_outputs)`` returning one grad per input.
 
     ``next_functions``: one ``(node or None, output_nr)`` per input, as in PyTorch. ``_input_meta``: the shape and
@@ -88,6 +72,11 @@ class Node(NodeHookMethods):
         return tuple(fn is not None for fn, _ in self.next_functions)
 
     saved_tensors = property(unpack, doc="The saved values, checked against in-place changes (see ``saved``).")
+
+    # the hook methods of hooks.py, as class attributes: a base class would lengthen every node's MRO, which costs
+    # each attribute lookup that misses the type cache
+    _hooks_or_new, register_hook, register_prehook = (NodeHookMethods._hooks_or_new, NodeHookMethods.register_hook,
+                                                      NodeHookMethods.register_prehook)
 
     def backward(self, *grad_outputs):
         raise NotImplementedError(f"{self.name()} has no backward")

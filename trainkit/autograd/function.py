@@ -12,8 +12,8 @@ import functools
 
 from . import grad_mode
 from .backend import as_array, xp_of
-from .engine import ALL_SAME, SAME_AS_OUTPUT, Node, accumulator, next_seq
-from .saved import FREED_MESSAGE, OUTPUT0, SavedOutput, unpack_tensor
+from .engine import Node, accumulator, next_seq
+from .saved import ALL_SAME, FREED_MESSAGE, OUTPUT0, SAME_AS_OUTPUT, SavedOutput, unpack_tensor
 from .tensor import Tensor
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change

@@ -65,7 +65,7 @@ class NodeHooks:
 
 
 class NodeHookMethods:
-    """The hook methods of a graph node, as PyTorch's ``Node`` has them (``engine.Node`` inherits them)."""
+    """The hook methods of a graph node, as PyTorch's ``Node`` has them (``engine.Node`` takes them over)."""
 
     _hooks: NodeHooks | None = None
 

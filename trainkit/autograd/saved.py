@@ -1,10 +1,14 @@
-"""Saved tensors: what a node keeps for its backward, and the version check that catches in-place changes.
+"""What a node keeps for its backward: saved tensors with the version check that catches in-place changes, and
+the shapes and dtypes of its inputs.
 
 A node's ``_saved`` holds one entry per saved value, ``(tensor, array, version, counter)``: the tensor (or a
 ``SavedOutput`` marker for the node's own output, which it must not hold, since that would be a reference cycle),
 its array, the version it had when saved, and its live version counter. Unpacking compares the two versions: a
 tensor changed in place since would give a wrong gradient, so backward refuses it, as PyTorch does. ``None`` marks
 a value no wanted gradient needs (not kept, not checked).
+
+``node._input_meta`` holds, per input that needs a gradient, its ``(shape, dtype)``, or ``SAME_AS_OUTPUT``: from
+them the engine sums a broadcast gradient back to the input's shape and casts it to its dtype.
 """
 
 from __future__ import annotations
@@ -30,6 +34,22 @@ class SavedOutput:
 
 
 OUTPUT0 = SavedOutput(0)
+
+
+class _SameAsOutput:
+    """The ``_input_meta`` entry of an input with the shape and dtype of the node's only output."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SAME_AS_OUTPUT"
+
+
+# Most inputs of element-wise ops are shaped like the output. Recording that as one shared marker, rather than a
+# (shape, dtype) pair per input, spares two tuples per edge that would live as long as the graph (and that the
+# garbage collector would visit), and lets the engine pass an output's gradient on to such an input unchecked.
+SAME_AS_OUTPUT = _SameAsOutput()
+ALL_SAME = [(SAME_AS_OUTPUT,) * n for n in range(8)]  # ALL_SAME[n]: the _input_meta of n such inputs, shared
 
 
 def unpack(node) -> tuple:
