@@ -243,3 +243,26 @@ def test_no_optimizer_section_means_the_trainers_default_optimizer(minimal):
     assert run.trainer.optimizer.param_groups[0]["lr"] == DEFAULT_OPTIMIZER["lr"]
     # a section that only sets options is a section: the lr is the optimizer's own
     assert cfg.load(minimal, ["optimizer.options.momentum=0.9"])["optimizer"]["lr"] == 1e-3
+
+
+def _dataset_config(tmp_path, class_path: str) -> dict:
+    (tmp_path / "data.py").write_text(
+        "def needs_a_missing_library():\n    import no_such_library_here  # noqa: F401\n\n"
+        "def loses_a_key():\n    return {}['x']\n")
+    path = tmp_path / "c.yaml"
+    path.write_text(MINIMAL + f"data: {{kind: class_path, class_path: {class_path}}}\n")
+    return cfg.load(path)
+
+
+def test_a_class_path_that_cannot_load_is_a_config_error(tmp_path):
+    with pytest.raises(cfg.ConfigError, match=r"c.yaml: 'data.class_path': cannot load 'data.py:nothing'"):
+        run_module.build(_dataset_config(tmp_path, "data.py:nothing"))
+    with pytest.raises(cfg.ConfigError, match=r"'data.class_path': cannot load 'no_such_package.Data'"):
+        run_module.build(_dataset_config(tmp_path, "no_such_package.Data"))
+
+
+@pytest.mark.parametrize("function,error", [("needs_a_missing_library", ImportError), ("loses_a_key", KeyError)])
+def test_what_a_dataset_itself_raises_is_not_taken_for_a_config_error(tmp_path, function, error):
+    with pytest.raises(error) as caught:
+        run_module.build(_dataset_config(tmp_path, f"data.py:{function}"))
+    assert not isinstance(caught.value, cfg.ConfigError)

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from .data import regression_curve
-from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError
+from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError, Registry, UnknownNameError
 from .registry import resolve_class as _resolve_class
 from .strategy import STRATEGIES
 from .trainer import DEFAULT_OPTIMIZER, Trainer
@@ -426,7 +426,7 @@ def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     """
     try:
         return _resolve_class(spec, base_dir)
-    except ImportError as err:
+    except ClassPathError as err:
         raise class_error(file, key, spec, err) from None
 
 

@@ -139,38 +139,49 @@ def build(registry: Registry, name: str, **kwargs) -> object:
     return cls(**kwargs)
 
 
+class ClassPathError(ImportError):
+    """A ``class_path`` that cannot be loaded (no such file, module or name, or its module fails to import); an
+    ``ImportError``, so that it reads as ``from m import X`` would fail, yet apart from one the class itself raises."""
+
+
 def resolve_class(spec: str, base_dir: str | Path = ".") -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to ``base_dir``) -> the class it names.
 
-    Anything that cannot be loaded (no such file, module or name) raises ``ImportError``, as ``from m import X``
-    would; a file is loaded as module ``_trainkit_user_<its stem>``.
+    Anything that cannot be loaded raises ``ClassPathError``; a file is loaded as module
+    ``_trainkit_user_<its stem>``.
 
     >>> resolve_class("trainkit.nn.Linear").__name__
     'Linear'
     >>> resolve_class("trainkit.nn.Linaer")
     Traceback (most recent call last):
     ...
-    ImportError: module 'trainkit.nn' has no attribute 'Linaer'
+    trainkit.registry.ClassPathError: module 'trainkit.nn' has no attribute 'Linaer'
     """
     if ":" in spec:
         module_file, _, name = spec.partition(":")
         module_path = (Path(base_dir) / module_file).resolve()
         if not module_path.is_file():
-            raise ImportError(f"no file {module_path}", path=str(module_path))
+            raise ClassPathError(f"no file {module_path}", path=str(module_path))
         module_name = f"_trainkit_user_{module_path.stem}"
         module_spec = importlib.util.spec_from_file_location(module_name, module_path)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except ImportError as err:  # the file imports what is not there
+            raise ClassPathError(str(err), name=err.name) from err
     else:
         module_name, _, name = spec.rpartition(".")
         if not module_name:
-            raise ImportError(f"{spec!r} names no module: write package.module.Class or file.py:Class")
-        module = importlib.import_module(module_name)
+            raise ClassPathError(f"{spec!r} names no module: write package.module.Class or file.py:Class")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ClassPathError(str(err), name=err.name, path=err.path) from err
     try:
         return getattr(module, name)
     except AttributeError as err:
-        raise ImportError(str(err), name=module_name) from None
+        raise ClassPathError(str(err), name=module_name) from None
 
 
 def by_name(settings: dict, func: Callable, skip: Iterable[str] = ()) -> dict:
@@ -185,8 +196,8 @@ def by_name(settings: dict, func: Callable, skip: Iterable[str] = ()) -> dict:
 
 # ------------------------------------------------------------------------------------------------------ data kinds
 # A data kind is a function (the data section, the config's folder) -> Dataset. It takes the data keys its loader
-# takes by name and raises what the loader raises: KeyError or TypeError for keys that do not fit it, ImportError
-# for a class_path that cannot be loaded.
+# takes by name and raises what the loader raises: KeyError or TypeError for keys that do not fit it,
+# ClassPathError for a class_path that cannot be loaded.
 def _regression_curve(spec: dict, base_dir: Path) -> _data.Dataset:
     return _data.regression_curve(**by_name(spec, _data.regression_curve))
 
@@ -207,5 +218,5 @@ def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
 DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader(_data.load_npz),
                                     "csv": _file_loader(_data.load_csv), "class_path": _class_path})
 
-__all__ = ["CALLBACKS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "Registry", "UnknownNameError", "build",
-           "by_name", "resolve_class"]
+__all__ = ["CALLBACKS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "ClassPathError", "Registry",
+           "UnknownNameError", "build", "by_name", "resolve_class"]

@@ -14,7 +14,17 @@ from pathlib import Path
 
 from .autograd.random import manual_seed
 from .config import ConfigError, class_error, resolve_class
-from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, Registry, UnknownNameError, by_name
+from .registry import (
+    CALLBACKS,
+    DATA_KINDS,
+    LOSSES,
+    OPTIMIZERS,
+    SCHEDULERS,
+    ClassPathError,
+    Registry,
+    UnknownNameError,
+    by_name,
+)
 from .registry import build as make
 from .trainer import Trainer
 
@@ -64,11 +74,14 @@ def _dataset(config: dict):
         raise ConfigError(f"{config['_file']}: 'data.kind' names an {err}") from None
     try:
         return make_dataset(spec, Path(config["_dir"]))
-    except ImportError as err:  # only resolving data.class_path imports
+    except ClassPathError as err:
         raise class_error(config["_file"], "data.class_path", spec["class_path"], err) from None
-    except (KeyError, TypeError) as err:
-        # the class_path kind passes init_args on; the other kinds pass the data keys their loader takes
+    except TypeError as err:  # keys that do not fit the loader (init_args for the class_path kind)
         raise _kwargs_error(config, "data.init_args" if spec["kind"] == "class_path" else "data", err) from None
+    except KeyError as err:  # a missing array or column of a file; what a user's own dataset raises is its own
+        if spec["kind"] == "class_path":
+            raise
+        raise _kwargs_error(config, "data", err) from None
 
 
 def _loss(config: dict):
