@@ -115,6 +115,14 @@ def _same(g):
     return g
 
 
+def _wrap(g) -> Tensor:
+    return Tensor._make(as_array(g))
+
+
+def _unwrap(t: Tensor):
+    return t._data
+
+
 def accumulate(leaf, g, create: bool) -> None:
     """Add ``g`` into ``leaf.grad``; the first time, take the array over when nothing else holds it."""
     old = leaf._grad
@@ -185,8 +193,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     ready = [(-fn._seq, fn) for fn in root_nodes if deps[fn] == 0]
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
-    # hooks see Tensors: the plain pass's arrays are wrapped for them
-    wrap, unwrap = (_same, _same) if create_graph else (lambda g: Tensor._make(as_array(g)), lambda t: t._data)
+    wrap, unwrap = (_same, _same) if create_graph else (_wrap, _unwrap)  # hooks see Tensors, not arrays
     state = grad_mode.state
     anomaly = state.anomaly  # read once per pass, not once per node
     prev_mode, prev_create = state.enabled, state.create_graph
