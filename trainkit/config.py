@@ -1,4 +1,4 @@
-"""Run configs: YAML files read with ``yaml.safe_load``, checked in full before anything trains.
+"""Run configs: YAML files read safely (``read_yaml``), checked in full before anything trains.
 
 Each section of a config is a dataclass below, and each key one field of it, declared once with ``setting``: its
 type (the annotation), its default, the values it allows (``choices``: a tuple or a registry of
@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import difflib
 import inspect
+import re
 import sys
 import types
 import typing
@@ -38,6 +39,27 @@ from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, Cla
 from .registry import resolve_class as _resolve_class
 from .strategy import STRATEGIES
 from .trainer import DEFAULT_OPTIMIZER, Trainer
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (no Python tags) that reads numbers as a person writes them: YAML 1.1 wants a dot in a
+    float, so ``1e-3`` and ``1e6`` would stay strings; here they are floats, as in YAML 1.2 and Python."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """Parse YAML safely (``yaml.safe_load``'s rules, no Python tags), with ``1e-3`` and ``1e6`` read as floats.
+
+    >>> read_yaml("lr: 1e-3\nsteps: 1e6\nmomentum: .9\nepochs: 10")
+    {'lr': 0.001, 'steps': 1000000.0, 'momentum': 0.9, 'epochs': 10}
+    """
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags
 
 
 class ConfigError(ValueError):
@@ -325,7 +347,7 @@ def _set(config: dict, assignment: str, file: Path) -> None:
         node = node[part]
         if not isinstance(node, dict):
             raise ConfigError(f"{file}: --set {key}: '{part}' is not a section")
-    node[parts[-1]] = yaml.safe_load(raw)
+    node[parts[-1]] = read_yaml(raw)
 
 
 def load(path: str | Path, overrides: list[str] = ()) -> dict:
@@ -346,7 +368,7 @@ def load(path: str | Path, overrides: list[str] = ()) -> dict:
     if not file.is_file():
         raise ConfigError(f"{file}: no such config file")
     try:
-        raw = yaml.safe_load(file.read_text()) or {}
+        raw = read_yaml(file.read_text()) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{file}: not valid YAML: {err}") from None
     if not isinstance(raw, dict):
