@@ -1,6 +1,7 @@
 """Numbers in configs as a person writes them: ``1e-3``, ``1e6`` and ``.5`` are numbers, in files and in ``--set``.
 
-YAML 1.1 (PyYAML's ``safe_load``) reads ``1e-3`` as a string, which made ``lr: 1e-3`` a config error.
+YAML 1.1 (PyYAML's ``safe_load``) reads ``1e-3`` as a string, which made ``lr: 1e-3`` a config error. Also: the
+command runs as ``python -m trainkit``.
 """
 
 from __future__ import annotations
@@ -47,3 +48,12 @@ def test_quoted_numbers_stay_strings_and_python_tags_stay_refused(tmp_path):
     path.write_text(MODEL + "name: !!python/object/apply:os.getcwd []\n")
     done = trainkit("check", path, cwd=tmp_path)
     assert done.returncode == 2 and "not valid YAML" in done.stderr
+
+
+def test_python_dash_m_trainkit_is_the_command(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "trainkit", "check", ROOT / "configs" / "regression.yaml"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    bad = subprocess.run([sys.executable, "-m", "trainkit", "check", tmp_path / "missing.yaml"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert bad.returncode == 2 and "no such config file" in bad.stderr
