@@ -14,6 +14,7 @@ from pathlib import Path
 from trainkit import __version__
 from trainkit import config as cfg
 from trainkit.autograd.graph import graph
+from trainkit.callbacks import EarlyStopping
 from trainkit.config import ConfigError
 from trainkit.distributed import launched_size, world
 from trainkit.process import keep_freed_memory
@@ -94,6 +95,10 @@ def _train(args) -> int:
         return 0
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
     shown = ", ".join(f"{k} {v:.6g}" for k, v in final.items() if isinstance(v, float))
+    restored = [cb for cb in run.trainer.callbacks.callbacks
+                if isinstance(cb, EarlyStopping) and cb.restored_epoch is not None]
+    if restored:  # the figures above are the last epoch's; the model now holds another epoch's weights
+        shown += f" (last epoch); weights of epoch {restored[0].restored_epoch + 1} restored"
     print(f"done: {len(history.history.get('loss', []))} epochs, {shown}; run folder {run.run_dir}")
     return 0
 

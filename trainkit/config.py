@@ -56,7 +56,7 @@ _Loader.add_implicit_resolver(
 def read_yaml(text: str) -> Any:
     """Parse YAML safely (``yaml.safe_load``'s rules, no Python tags), with ``1e-3`` and ``1e6`` read as floats.
 
-    >>> read_yaml("lr: 1e-3\nsteps: 1e6\nmomentum: .9\nepochs: 10")
+    >>> read_yaml("lr: 1e-3\\nsteps: 1e6\\nmomentum: .9\\nepochs: 10")
     {'lr': 0.001, 'steps': 1000000.0, 'momentum': 0.9, 'epochs': 10}
     """
     return yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags

@@ -25,6 +25,7 @@ A callback reads ``self.model``, ``self.params`` and ``self.run_dir``; of the tr
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -307,6 +308,19 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     return plain(value)
+
+
+def missing_key(owner: str, key: str, logs: Logs | None) -> str:
+    """The warning for a monitored key the epoch logs lack: the nearest key they have, then all of them.
+
+    >>> missing_key("EarlyStopping", "val_acc", {"loss": 1.0, "val_loss": 1.0, "val_accuracy": 0.5})
+    "EarlyStopping monitors 'val_acc', which the epoch logs lack; did you mean 'val_accuracy'? (available: loss, \
+val_accuracy, val_loss)"
+    """
+    names = sorted(logs or {})
+    near = difflib.get_close_matches(key, names, n=1, cutoff=0.5)
+    hint = f"; did you mean '{near[0]}'?" if near else ";"
+    return f"{owner} monitors '{key}', which the epoch logs lack{hint} (available: {', '.join(names) or 'none'})"
 
 
 def monitored(logs: Logs | None, key: str) -> float | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
-from .base import Callback, Logs, check_mode, improved, monitored, plain
+from ..autograd.user_warnings import warn_user
+from .base import Callback, Logs, check_mode, improved, missing_key, monitored, plain
 
 
 class ModelCheckpoint(Callback):
@@ -97,21 +97,15 @@ class ModelCheckpoint(Callback):
         if not bad and self.model is not None:
             bad = any(not bool(p.isfinite().all()) for p in self.model.parameters())
         if bad:
-            warnings.warn(
+            warn_user(
                 f"ModelCheckpoint: epoch {epoch} ended with a non-finite loss or weights; no checkpoint written, "
                 "the last good one is kept",
-                stacklevel=3,
             )
         return not bad
 
     def _warn_missing(self, logs: Logs | None) -> None:
         if not self._warned_missing:
-            available = ", ".join(sorted(logs or {})) or "none"
-            warnings.warn(
-                f"ModelCheckpoint monitors '{self.monitor}', which the epoch logs lack (available: {available}); "
-                "best.npz is not written",
-                stacklevel=3,
-            )
+            warn_user(missing_key("ModelCheckpoint", self.monitor, logs) + "; best.npz is not written")
             self._warned_missing = True
 
     def state_dict(self) -> dict[str, Any]:

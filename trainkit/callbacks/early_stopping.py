@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from .base import Callback, Logs, check_mode, improved, monitored
+from ..autograd.user_warnings import warn_user
+from .base import Callback, Logs, check_mode, improved, missing_key, monitored
 
 
 class EarlyStopping(Callback):
@@ -51,17 +51,14 @@ class EarlyStopping(Callback):
         self.wait = 0
         self.stopped_epoch: int | None = None
         self.best_weights: dict[str, Any] | None = None
+        self.restored_epoch: int | None = None  # the epoch whose weights on_train_end put back
         self._warned_missing = False
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         current = monitored(logs, self.monitor)
         if current is None:
             if not self._warned_missing:
-                available = ", ".join(sorted(logs or {})) or "none"
-                warnings.warn(
-                    f"EarlyStopping monitors '{self.monitor}', which the epoch logs lack (available: {available})",
-                    stacklevel=2,
-                )
+                warn_user(missing_key("EarlyStopping", self.monitor, logs))
                 self._warned_missing = True
             return
         if improved(current, self.best, self.mode, self.min_delta):
@@ -80,13 +77,16 @@ class EarlyStopping(Callback):
             return
         if self.best_weights is None:
             if self.best_epoch is not None:
-                warnings.warn(
+                warn_user(
                     f"EarlyStopping cannot restore the weights of epoch {self.best_epoch}: they were seen before "
                     "the run was resumed (load best.npz from ModelCheckpoint instead)",
-                    stacklevel=2,
                 )
             return
         self.model.load_state_dict(self.best_weights)
+        self.restored_epoch = self.best_epoch
+        if self.params.get("verbose"):
+            print(f"EarlyStopping: restored the weights of epoch {self.best_epoch + 1}, "
+                  f"the best {self.monitor} ({self.best:.6g})")
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 import weakref
 from typing import Any, TextIO
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.shape import stack
+from ..autograd.user_warnings import warn_user
 from .base import Callback, Logs
 
 STATS = ("grad_norm", "grad_max", "grad_zero_frac", "grad_nonfinite")
@@ -185,7 +185,7 @@ class GradientMonitor(Callback):
         if (name, kind) not in self._warned:
             self._warned.add((name, kind))
             step = self.trainer.global_step
-            warnings.warn(f"GradientMonitor: '{name}' has {what} at step {step}", RuntimeWarning, stacklevel=4)
+            warn_user(f"GradientMonitor: '{name}' has {what} at step {step}", RuntimeWarning)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         if logs is None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
+from ..autograd.user_warnings import warn_user
 from ..optim.lr_scheduler import ReduceLROnPlateau
-from .base import Callback, Logs, jsonable, monitored
+from .base import Callback, Logs, jsonable, missing_key, monitored
 
 
 class LRSchedulerCallback(Callback):
@@ -58,11 +58,8 @@ class LRSchedulerCallback(Callback):
         value = monitored(logs, self.monitor)
         if value is None:
             if not self._warned_missing:
-                warnings.warn(
-                    f"LRSchedulerCallback: ReduceLROnPlateau monitors '{self.monitor}', which the logs lack; "
-                    "the scheduler is not stepped",
-                    stacklevel=3,
-                )
+                warn_user(missing_key("LRSchedulerCallback (ReduceLROnPlateau)", self.monitor, logs)
+                          + "; the scheduler is not stepped")
                 self._warned_missing = True
             return
         self.scheduler.step(value)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-import warnings
 
+from ..autograd.user_warnings import warn_user
 from .base import Callback, Logs, plain
 
 
@@ -41,9 +41,8 @@ class TerminateOnNaN(Callback):
         self.stopped_step = step
         self.stopped_epoch = self.trainer.epoch
         self.trainer.stop_training = True
-        warnings.warn(
+        warn_user(
             f"TerminateOnNaN: loss is {loss} at step {step} (epoch {self.stopped_epoch}, batch {batch}); "
             "stopping training",
             RuntimeWarning,
-            stacklevel=2,
         )

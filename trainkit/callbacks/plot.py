@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from typing import Any
 
+from ..autograd.user_warnings import warn_user
 from .base import Callback, Logs, plain
 from .csv_logger import resolve
 
@@ -58,7 +58,7 @@ class PlotCallback(Callback):
         if _matplotlib_figure() is not None:
             return True
         if not self._warned:
-            warnings.warn(NO_MATPLOTLIB, stacklevel=3)
+            warn_user(NO_MATPLOTLIB)
             self._warned = True
         return False
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..autograd.creation import randperm
 from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 
 
 class Dataset:
@@ -117,7 +117,7 @@ def _lengths_from_fractions(lengths: Sequence[float], n: int) -> list[int]:
         sizes[i % len(sizes)] += 1
     for i, size in enumerate(sizes):
         if size == 0:
-            warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=3)
+            warn_user(f"Length of split at index {i} is 0. This might result in an empty dataset.")
     return sizes
 
 

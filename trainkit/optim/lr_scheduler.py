@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 from .optimizer import Optimizer
 
 EPOCH_DEPRECATION_WARNING = (
@@ -119,10 +119,9 @@ class LRScheduler:
 
     def _warn_outside_step(self) -> None:
         if not self._get_lr_called_within_step:
-            warnings.warn(
+            warn_user(
                 "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
                 UserWarning,
-                stacklevel=3,
             )
 
     def step(self, epoch: int | None = None) -> None:
@@ -130,23 +129,21 @@ class LRScheduler:
         the closed form where there is one."""
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warnings.warn(
+                warn_user(
                     "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
                     "initialization. Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`.",
                     UserWarning,
-                    stacklevel=2,
                 )
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn(
+                warn_user(
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call them in the "
                     "opposite order: `optimizer.step()` before `lr_scheduler.step()`. Failure to do this will "
                     "result in skipping the first value of the learning rate schedule.",
                     UserWarning,
-                    stacklevel=2,
                 )
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -475,7 +472,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

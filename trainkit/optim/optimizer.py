@@ -11,7 +11,6 @@ the in-place op PyTorch uses for it would.
 from __future__ import annotations
 
 import copy
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 from ..autograd.backend import xp_of
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 
 
 class _RequiredParameter:
@@ -218,10 +218,9 @@ class Optimizer:
         # sets by id: Tensor's == is elementwise, so tensors must not be compared by value
         ids = [id(p) for p in params]
         if len(ids) != len(set(ids)):
-            warnings.warn(
+            warn_user(
                 "optimizer contains a parameter group with duplicate parameters; in future, this will cause an "
                 "error; see github.com/pytorch/pytorch/issues/40967 for more information",
-                stacklevel=3,
             )
         seen: set[int] = set()
         for group in self.param_groups:
