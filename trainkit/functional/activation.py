@@ -11,7 +11,6 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
-from ..autograd.ops.elementwise import as_floating
 from ..autograd.ops.inplace import apply_inplace
 from ..autograd.ops.special import erf
 from ..autograd.tensor import Tensor
@@ -83,6 +82,16 @@ class LeakyReluInplace(Op, name="LeakyReluBackward1"):
         return g * _leaky_slope(out > 0, self.slope, out.dtype)
 
 
+_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _floating_only(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for the activations that have no integer or bool kernel."""
+    if input._data.dtype.kind not in "fc":
+        name = _TYPE_NAMES.get(input._data.dtype.name, input._data.dtype.name)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0) element-wise (in ``input``'s storage with ``inplace``)."""
     return input.relu_() if inplace else activation.relu(input)
@@ -95,6 +104,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     >>> leaky_relu(trainkit.tensor([-2.0, 3.0]), 0.5)
     tensor([-1.,  3.])
     """
+    _floating_only("leaky_relu_cpu", input)
     if inplace:
         return apply_inplace(input, LeakyReluInplace, slope=negative_slope)
     return LeakyRelu.apply(input, slope=negative_slope)
@@ -199,6 +209,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
+    _floating_only("GeluKernelImpl", input)
     return Gelu.apply(input, approximate=approximate)
 
 
@@ -223,4 +234,5 @@ class Softplus(Op, name="SoftplusBackward0"):
 
 def softplus(input, beta=1, threshold=20) -> Tensor:
     """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
-    return Softplus.apply(as_floating(input), beta=beta, threshold=threshold)
+    _floating_only("softplus_cpu", input)
+    return Softplus.apply(input, beta=beta, threshold=threshold)

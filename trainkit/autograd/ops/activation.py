@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import get_default_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
+from .copy import ToCopy
 
 
 class Relu(Op, name="ReluBackward0"):
-    """out = max(x, 0).   dx = g where out > 0."""
+    """out = max(x, 0).   dx = g where out > 0 (or nan)."""
 
     save_output = True
 
@@ -20,7 +21,7 @@ class Relu(Op, name="ReluBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        mask = dual.data(out) > 0
+        mask = dual.data(out) != 0  # out is >= 0 or nan; nan lets the gradient through, as PyTorch
         # g * mask is what dual.keep computes too, but keep must then look for an inf or nan that the mask turned
         # into nan (a pass over the result, under np.errstate, which costs more than the product on small arrays).
         # A finite sum of g rules out any such value beforehand; the rare other cases go to keep.
@@ -65,6 +66,9 @@ class Softmax(Op, name="SoftmaxBackward0"):
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
+        if x.ndim == 0 or x.size == 0:  # the max of nothing: there is none to subtract
+            self.dim = None if x.ndim == 0 else dim
+            return xp.exp(x - x) if x.ndim == 0 else x.copy()
         e = x - x.max(axis=dim, keepdims=True)
         xp.exp(e, out=e)
         e /= e.sum(axis=dim, keepdims=True)
@@ -83,6 +87,9 @@ class LogSoftmax(Op, name="LogSoftmaxBackward0"):
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
+        if x.ndim == 0 or x.size == 0:
+            self.dim = None if x.ndim == 0 else dim
+            return x - x
         shifted = x - x.max(axis=dim, keepdims=True)
         shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
         return shifted
@@ -101,9 +108,13 @@ class Logsumexp(Op, name="LogsumexpBackward0"):
     def forward(self, x, dims, keepdim):
         self.dims, self.keepdim = dims, keepdim
         xp = xp_of(x)
-        m = x.max(axis=dims, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, 0)
-        out = xp.log(xp.exp(x - m).sum(axis=dims, keepdims=True)) + m
+        if x.size == 0:  # the log of an empty sum: -inf
+            with np.errstate(divide="ignore"):
+                out = xp.log(xp.exp(x).sum(axis=dims, keepdims=True))
+        else:
+            m = x.max(axis=dims, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+            out = xp.log(xp.exp(x - m).sum(axis=dims, keepdims=True)) + m
         return out if keepdim else out.reshape(tuple(n for i, n in enumerate(out.shape) if i not in dims))
 
     def backward(self, g):
@@ -115,22 +126,50 @@ class Logsumexp(Op, name="LogsumexpBackward0"):
 
 
 def _dims(input: Tensor, dim) -> tuple:
+    """``dim`` as sorted non-negative axes; a 0-d tensor takes dim 0 and -1 and reduces over no axis."""
     if isinstance(dim, int):
         dim = (dim,)
-    return tuple(sorted(input._dim(d) for d in dim))
+    dims = tuple(sorted(input._dim(d) for d in dim))
+    return () if input._data.ndim == 0 else dims
+
+
+def _floating(input: Tensor) -> Tensor:
+    """Integer and bool tensors in the default float dtype, as PyTorch's unary float ops take them."""
+    if input._data.dtype.kind == "f":
+        return input
+    return ToCopy.apply(input, dtype=get_default_dtype().np, device=None)
+
+
+def _softmax_input(name: str, input: Tensor, dtype) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        kind = "lastdim_kernel_impl" if input._data.ndim <= 1 else "kernel_impl"
+        raise NotImplementedError(f'"{name}_{kind}" not implemented for \'{_TYPE_NAMES.get(input._data.dtype.name)}\'')
+    return input
+
+
+_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def relu(input: Tensor) -> Tensor:
     """max(x, 0) element-wise."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + e^-x), computed without overflow."""
+    """1 / (1 + e^-x), computed without overflow; integers and bools in the default float dtype."""
+    if input._data.dtype.kind != "f":
+        input = _floating(input)
     return Sigmoid.apply(input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """tanh x element-wise; integers and bools in the default float dtype."""
+    if input._data.dtype.kind != "f":
+        input = _floating(input)
     return Tanh.apply(input)
 
 
@@ -143,20 +182,29 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """
     if dim is None:
         raise TypeError("softmax() needs dim: the dimension along which the values sum to 1")
-    if dtype is not None:
-        input = input.to(dtype)
-    return Softmax.apply(input, dim=input._dim(dim))
+    d = input._dim(dim)
+    if dtype is not None or input._data.dtype.kind != "f":
+        input = _softmax_input("softmax", input, dtype)
+    return Softmax.apply(input, dim=d)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """log(softmax(x)) along ``dim``, computed stably."""
     if dim is None:
         raise TypeError("log_softmax() needs dim: the dimension along which softmax sums to 1")
-    if dtype is not None:
-        input = input.to(dtype)
-    return LogSoftmax.apply(input, dim=input._dim(dim))
+    d = input._dim(dim)
+    if dtype is not None or input._data.dtype.kind != "f":
+        input = _softmax_input("log_softmax", input, dtype)
+    return LogSoftmax.apply(input, dim=d)
 
 
-def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) over ``dim``, computed stably."""
-    return Logsumexp.apply(input, dims=_dims(input, dim), keepdim=keepdim)
+def logsumexp(input: Tensor, dim=None, keepdim: bool = False, **kwargs) -> Tensor:
+    """log(sum(exp(x))) over ``dim``, computed stably; integers and bools in the default float dtype."""
+    if "axis" in kwargs:  # PyTorch's alias for dim
+        dim = kwargs.pop("axis")
+    if "keepdims" in kwargs:
+        keepdim = kwargs.pop("keepdims")
+    if kwargs or dim is None:
+        missing = f"got an unexpected keyword argument '{next(iter(kwargs))}'" if kwargs else 'missing "dim"'
+        raise TypeError(f"logsumexp() {missing}")
+    return Logsumexp.apply(_floating(input), dims=_dims(input, dim), keepdim=bool(keepdim))

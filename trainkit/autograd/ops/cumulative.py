@@ -59,9 +59,13 @@ class Cumsum(Op, name="CumsumBackward0"):
 
     def forward(self, x, dim, dtype):
         self.dim = dim
+        if x.ndim == 0:
+            return x.astype(dtype) if dtype is not None else x.copy()
         return xp_of(x).cumsum(x, axis=dim, dtype=dtype)
 
     def backward(self, g):
+        if g.ndim == 0:
+            return g
         return flip_grads(_cumsum(flip_grads(g, (self.dim,)), self.dim), (self.dim,))
 
 
@@ -74,9 +78,6 @@ def _int_to_long(input: Tensor, dtype):
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running sums along ``dim``; integers and bools sum to int64."""
     np_dtype = _int_to_long(input, dtype)
-    if input._data.ndim == 0:
-        input._dim(dim)
-        return Cumsum.apply(input.reshape(1), dim=0, dtype=np_dtype).reshape(())
     return Cumsum.apply(input, dim=input._dim(dim), dtype=np_dtype)
 
 
@@ -92,10 +93,14 @@ class Cumprod(Op, name="CumprodBackward0"):
 
     def forward(self, x, dim):
         self.dim = dim
+        if x.ndim == 0:
+            return x.copy()
         return xp_of(x).cumprod(x, axis=dim)
 
     def backward(self, g):
         x, out = self.saved_tensors
+        if g.ndim == 0:
+            return g
         d = self.dim
         xd = dual.data(x)
         if not isinstance(g, Tensor) and xd.size and bool((xd != 0).all()):
@@ -121,9 +126,6 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     np_dtype = _int_to_long(input, dtype)
     if np_dtype is not None and input._data.dtype != np_dtype:
         input = input.to(to_dtype(np_dtype) if dtype is None else dtype)
-    if input._data.ndim == 0:
-        input._dim(dim)
-        return Cumprod.apply(input.reshape(1), dim=0).reshape(())
     return Cumprod.apply(input, dim=input._dim(dim))
 
 
@@ -138,6 +140,14 @@ class ProdAll(Op, name="ProdBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if not self.in_shape:
+            return g
+        xd = dual.data(x)
+        if not isinstance(g, Tensor) and bool((xd != 0).all()):  # no zero: out / x, as PyTorch (nan at an inf)
+            out = xd.prod(axis=self.dim, keepdims=True)
+            axes = None if self.dim is None else (self.dim,)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return dual.keep_dims(g, self.in_shape, axes, self.keepdim) * (out / xd)
         if self.dim is None:
             others = _prod_others(x.reshape(-1), 0).reshape(self.in_shape) if len(self.in_shape) else _ones_like(x)
         else:
@@ -150,8 +160,14 @@ class ProdDim(ProdAll, name="ProdBackward1"):
     pass
 
 
-def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
     """The product of all elements, or along ``dim``; integers and bools multiply to int64."""
+    if "axis" in kwargs:  # PyTorch's alias for dim
+        dim = kwargs.pop("axis")
+    if "keepdims" in kwargs:
+        keepdim = kwargs.pop("keepdims")
+    if kwargs:
+        raise TypeError(f"prod() got an unexpected keyword argument '{next(iter(kwargs))}'")
     np_dtype = _int_to_long(input, dtype)
     if np_dtype is not None and input._data.dtype != np_dtype:
         input = input.to(to_dtype(np_dtype) if dtype is None else dtype)
@@ -159,5 +175,5 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         return ProdAll.apply(input, dim=None, keepdim=False)
     if input._data.ndim == 0:
         input._dim(dim)
-        return ProdAll.apply(input, dim=None, keepdim=False)
+        return ProdDim.apply(input, dim=None, keepdim=False)
     return ProdDim.apply(input, dim=input._dim(dim), keepdim=bool(keepdim))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections import namedtuple
 
 import numpy as np
@@ -15,14 +14,40 @@ from . import dual, math
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
+class _Omitted:
+    """The default of ``dim`` where PyTorch tells a call without ``dim`` from one with ``dim=None``: they are
+    different overloads, with different node names (``x.sum()`` is SumBackward0, ``x.sum(None)`` SumBackward1)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_OMITTED = _Omitted()
+
+
 def _axes(input: Tensor, dim) -> tuple | None:
-    """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes, or None for all of them."""
-    if dim is None:
+    """``dim`` (None, int or sequence) as a sorted tuple of non-negative axes, or None for all of them.
+
+    A 0-d tensor accepts dim 0 and -1, as PyTorch does; reducing it over them is reducing over no axis (``()``).
+    """
+    if dim is None or dim is _OMITTED:
         return None
     if isinstance(dim, int):
         dim = (dim,)
     axes = tuple(sorted({input._dim(d) for d in dim}))
-    return axes if axes or input.ndim == 0 else None
+    if input._data.ndim == 0:
+        return ()
+    return axes or None
+
+
+def _empty_dim_error(name: str, input: Tensor, dim, normalise: bool) -> None:
+    """PyTorch's IndexError for a max-like reduction over a dimension of size 0."""
+    if dim is None or input._data.size:
+        return
+    for d in (dim,) if isinstance(dim, int) else dim:
+        if input._data.ndim and input._data.shape[input._dim(d)] == 0:
+            shown = input._dim(d) if normalise else d
+            raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")
 
 
 def _count(shape: tuple, axes: tuple | None) -> int:
@@ -57,12 +82,25 @@ class Mean(Op, name="MeanBackward1"):
         return x.mean(axis=axes, keepdims=keepdim)
 
     def backward(self, g):
-        g = dual.keep_dims(g, self.in_shape, self.axes, self.keepdim) * (1.0 / self.n)
+        scale = 1.0 / self.n if self.n else float("nan")  # an empty input: its gradient is empty too
+        g = dual.keep_dims(g, self.in_shape, self.axes, self.keepdim) * scale
         return dual.broadcast_to(g, self.in_shape)
 
 
 class MeanAll(Mean, name="MeanBackward0"):
     pass
+
+
+def _moment(x, axes, keepdim, correction, root: bool):
+    """var (or std) of x, accumulated in float64 for float32 as PyTorch does on the CPU: the squares of float32
+    values overflow long before their variance does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype == np.float32:
+            out = x.var(axis=axes, keepdims=keepdim, ddof=correction, dtype=np.float64)
+            with np.errstate(over="ignore"):
+                return (xp_of(x).sqrt(out) if root else out).astype(np.float32)
+        out = x.var(axis=axes, keepdims=keepdim, ddof=correction)
+        return xp_of(x).sqrt(out) if root else out
 
 
 class Var(Op, name="VarBackward0"):
@@ -73,7 +111,7 @@ class Var(Op, name="VarBackward0"):
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
-        return x.var(axis=axes, keepdims=keepdim, ddof=correction)
+        return _moment(x, axes, keepdim, correction, False)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -84,7 +122,7 @@ class Var(Op, name="VarBackward0"):
 
 
 class Std(Op, name="StdBackward0"):
-    """out = sqrt(var(x)).   dx = g * (x - mean) / ((N - correction) * out)."""
+    """out = sqrt(var(x)).   dx = g * (x - mean) / ((N - correction) * out), and 0 where out is 0 (as PyTorch)."""
 
     save_inputs = (0,)
     save_output = True
@@ -92,14 +130,17 @@ class Std(Op, name="StdBackward0"):
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
-        return x.std(axis=axes, keepdims=keepdim, ddof=correction)
+        return _moment(x, axes, keepdim, correction, True)
 
     def backward(self, g):
         x, out = self.saved_tensors
         centred = x - x.mean(axis=self.axes, keepdims=True)
         keep = dual.keep_dims
-        denom = keep(out, self.in_shape, self.axes, self.keepdim) * builtins.max(self.n - self.correction, 0)
-        return keep(g, self.in_shape, self.axes, self.keepdim) * centred / denom
+        out = keep(out, self.in_shape, self.axes, self.keepdim)
+        dof = self.n - self.correction
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = keep(g, self.in_shape, self.axes, self.keepdim) / (out * dof if dof else out * 0.0)
+            return dual.where(dual.data(out) == 0, 0.0, scale) * centred
 
 
 class Amax(Op, name="AmaxBackward0"):
@@ -128,10 +169,17 @@ class Amin(Amax, name="AminBackward0"):
 
 
 class MaxAll(Amax, name="MaxBackward1"):
-    pass
+    """out = the largest element.   dx = g shared evenly among the elements equal to it (the nans when it is nan)."""
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        xd, od = dual.data(x), dual.data(out)
+        xp = xp_of(xd)
+        hit = xp.isnan(xd) if bool(xp.isnan(od)) else xd == od
+        return g * (hit / hit.sum()).astype(xd.dtype)
 
 
-class MinAll(Amax, name="MinBackward1"):
+class MinAll(MaxAll, name="MinBackward1"):
     reduce = "min"
 
 
@@ -141,10 +189,14 @@ class MaxDim(Op, name="MaxBackward0"):
     def forward(self, x, dim, keepdim, index):
         self.in_shape, self.dim, self.keepdim = x.shape, dim, keepdim
         self.extra = index  # with the reduced dimension kept
+        if x.ndim == 0:
+            return x.copy()
         out = xp_of(x).take_along_axis(x, index, axis=dim)
         return out if keepdim else out.squeeze(dim)
 
     def backward(self, g):
+        if not self.in_shape:
+            return g
         index = self.extra
         xp = xp_of(index)
         n = self.in_shape[self.dim]
@@ -170,24 +222,24 @@ def _kw(dim, keepdim, kwargs):
     return dim, bool(keepdim)
 
 
-def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
+def sum(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
     """Sum over ``dim`` (all dimensions when None); bools and integers sum to int64.
 
     >>> import trainkit
     >>> trainkit.ones(2, 3).sum(dim=1)
     tensor([3., 3.])
     """
+    cls = SumAll if dim is _OMITTED and "axis" not in kwargs and not keepdim else Sum
     dim, keepdim = _kw(dim, keepdim, kwargs)
-    axes = _axes(input, dim)
     np_dtype = to_dtype(dtype).np if dtype is not None else None
     if np_dtype is None and input._data.dtype.kind in "bui":
         np_dtype = np.int64
-    cls = SumAll if axes is None and not keepdim else Sum
-    return cls.apply(input, axes=axes, keepdim=keepdim, dtype=np_dtype)
+    return cls.apply(input, axes=_axes(input, dim), keepdim=keepdim, dtype=np_dtype)
 
 
-def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
+def mean(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
     """Mean over ``dim`` (all dimensions when None). Needs a floating dtype, as in PyTorch."""
+    cls = MeanAll if dim is _OMITTED and "axis" not in kwargs and not keepdim else Mean
     dim, keepdim = _kw(dim, keepdim, kwargs)
     if dtype is not None:
         input = input.to(dtype)
@@ -196,8 +248,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype}"
         )
-    axes = _axes(input, dim)
-    return (MeanAll if axes is None and not keepdim else Mean).apply(input, axes=axes, keepdim=keepdim)
+    return cls.apply(input, axes=_axes(input, dim), keepdim=keepdim)
 
 
 def _correction(unbiased, correction) -> float:
@@ -206,20 +257,23 @@ def _correction(unbiased, correction) -> float:
     return 1 if unbiased is None or unbiased else 0
 
 
-def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, **kwargs) -> Tensor:
-    """Variance over ``dim`` with Bessel's correction by default (``correction=1``)."""
+def _moment_args(name, input, dim, unbiased, keepdim, correction, kwargs):
     if isinstance(dim, bool):  # var(x, False) is the old unbiased argument
         dim, unbiased = None, dim
     dim, keepdim = _kw(dim, keepdim, kwargs)
-    return Var.apply(input, axes=_axes(input, dim), keepdim=keepdim, correction=_correction(unbiased, correction))
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    return dict(axes=_axes(input, dim), keepdim=keepdim, correction=_correction(unbiased, correction))
+
+
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, **kwargs) -> Tensor:
+    """Variance over ``dim`` with Bessel's correction by default (``correction=1``)."""
+    return Var.apply(input, **_moment_args("std and var", input, dim, unbiased, keepdim, correction, kwargs))
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, **kwargs) -> Tensor:
     """Standard deviation over ``dim`` with Bessel's correction by default."""
-    if isinstance(dim, bool):
-        dim, unbiased = None, dim
-    dim, keepdim = _kw(dim, keepdim, kwargs)
-    return Std.apply(input, axes=_axes(input, dim), keepdim=keepdim, correction=_correction(unbiased, correction))
+    return Std.apply(input, **_moment_args("std and var", input, dim, unbiased, keepdim, correction, kwargs))
 
 
 def _extreme(input, dim, keepdim, other, kwargs, reduce: str):
@@ -229,11 +283,20 @@ def _extreme(input, dim, keepdim, other, kwargs, reduce: str):
         return math.maximum(input, other) if reduce == "max" else math.minimum(input, other)
     dim, keepdim = _kw(dim, keepdim, kwargs)
     if dim is None:
+        if input._data.size == 0:
+            raise RuntimeError(
+                f"{reduce}(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
         return (MaxAll if reduce == "max" else MinAll).apply(input, axes=None, keepdim=False)
     d = input._dim(dim)
+    _empty_dim_error(reduce, input, d, True)
+    xp = xp_of(input._data)
     if input._data.ndim == 0:
-        return values_indices(input.clone(), Tensor._make(xp_of(input._data).zeros((), dtype=np.int64)))
-    find = xp_of(input._data).argmax if reduce == "max" else xp_of(input._data).argmin
+        index = xp.zeros((), dtype=np.int64)
+        values = (MaxDim if reduce == "max" else MinDim).apply(input, dim=0, keepdim=keepdim, index=index)
+        return values_indices(values, Tensor._make(index))
+    find = xp.argmax if reduce == "max" else xp.argmin
     index = find(input._data, axis=d, keepdims=True)
     values = (MaxDim if reduce == "max" else MinDim).apply(input, dim=d, keepdim=keepdim, index=index)
     if not keepdim:
@@ -251,35 +314,54 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None, **kwargs)
     return _extreme(input, dim, keepdim, other, kwargs, "min")
 
 
-def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+def _amax(cls, input: Tensor, dim, keepdim, kwargs) -> Tensor:
+    dim, keepdim = _kw(dim, keepdim, kwargs)
+    name = "amax" if cls is Amax else "amin"
+    if dim == () or dim == [] or dim is None:
+        if input._data.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
+        return cls.apply(input, axes=None, keepdim=keepdim)
+    _empty_dim_error(name, input, dim, False)
+    return cls.apply(input, axes=_axes(input, dim), keepdim=keepdim)
+
+
+def amax(input: Tensor, dim=(), keepdim: bool = False, **kwargs) -> Tensor:
     """Largest values over ``dim`` (all when empty); ties share the gradient evenly."""
-    axes = _axes(input, dim) if dim != () else None
-    return Amax.apply(input, axes=axes, keepdim=keepdim)
+    return _amax(Amax, input, dim, keepdim, kwargs)
 
 
-def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+def amin(input: Tensor, dim=(), keepdim: bool = False, **kwargs) -> Tensor:
     """Smallest values over ``dim`` (all when empty); ties share the gradient evenly."""
-    axes = _axes(input, dim) if dim != () else None
-    return Amin.apply(input, axes=axes, keepdim=keepdim)
+    return _amax(Amin, input, dim, keepdim, kwargs)
 
 
-def _arg(input: Tensor, dim, keepdim: bool, find: str) -> Tensor:
+def _arg(input: Tensor, dim, keepdim: bool, find: str, kwargs) -> Tensor:
+    dim, keepdim = _kw(dim, keepdim, kwargs)
     data = input._data
+    if data.dtype.kind == "b":
+        raise RuntimeError(f"{find}(): does not support bool input")
     xp = xp_of(data)
     if dim is None:
+        if data.size == 0:
+            raise IndexError(f"{find}(): Expected reduction dim to be specified for input.numel() == 0.")
         out = getattr(xp, find)(data.reshape(-1))
         if keepdim:
             out = xp.asarray(out).reshape((1,) * data.ndim)
     else:
-        out = getattr(xp, find)(data, axis=input._dim(dim), keepdims=keepdim)
+        d = input._dim(dim)
+        _empty_dim_error(find, input, d, True)
+        out = getattr(xp, find)(data, axis=d, keepdims=keepdim) if data.ndim else xp.zeros((), dtype=np.int64)
     return Tensor._make(xp.asarray(out).astype(np.int64))
 
 
-def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, **kwargs) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
-    return _arg(input, dim, keepdim, "argmax")
+    return _arg(input, dim, keepdim, "argmax", kwargs)
 
 
-def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, **kwargs) -> Tensor:
     """Index of the smallest element (of the flattened tensor when ``dim`` is None)."""
-    return _arg(input, dim, keepdim, "argmin")
+    return _arg(input, dim, keepdim, "argmin", kwargs)
