@@ -266,3 +266,11 @@ def test_what_a_dataset_itself_raises_is_not_taken_for_a_config_error(tmp_path, 
     with pytest.raises(error) as caught:
         run_module.build(_dataset_config(tmp_path, f"data.py:{function}"))
     assert not isinstance(caught.value, cfg.ConfigError)
+
+
+def test_the_config_reference_page_is_in_sync_with_the_declarations():
+    page = ROOT / "docs" / "config.md"
+    assert page.read_text() == cfg.reference() + "\n", "regenerate it: python -m trainkit.config > docs/config.md"
+    for section in _sections().values():
+        for f in dataclasses.fields(section):
+            assert f.name in page.read_text()

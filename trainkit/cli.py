@@ -18,36 +18,66 @@ from trainkit.callbacks import EarlyStopping
 from trainkit.config import ConfigError
 from trainkit.distributed import launched_size, world
 from trainkit.process import keep_freed_memory
+from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
 from trainkit.run import build
+
+_EXAMPLES = {
+    "train": """examples:
+  trainkit train configs/regression.yaml
+  trainkit train configs/regression.yaml --set trainer.epochs=50 --set optimizer.lr=1e-3
+  trainkit train configs/regression.yaml --print-config > my.yaml   (every key, defaults included)
+  trainkit train configs/regression.yaml --resume runs/regression""",
+    "evaluate": """examples:
+  trainkit evaluate configs/regression.yaml --checkpoint runs/regression/checkpoints/best.npz""",
+    "check": """examples:
+  trainkit check configs/digits.yaml
+  trainkit check configs/digits.yaml --set trainer.batch_size=64""",
+    "graph": """examples:
+  trainkit graph configs/regression.yaml                (text tree, and runs/<name>/graph.svg with Graphviz)
+  trainkit graph configs/regression.yaml --format dot""",
+}
+
+
+def _names() -> str:
+    """What a config may name, from the registries (docs/config.md has every key)."""
+    lines = [f"  {kind}: {', '.join(registry)}" for kind, registry in (
+        ("optimizer.name", OPTIMIZERS), ("scheduler.name", SCHEDULERS), ("loss", LOSSES),
+        ("callbacks", CALLBACKS), ("data.kind", DATA_KINDS))]
+    return "names a config can use:\n" + "\n".join(lines) + "\nevery key: docs/config.md, or --print-config"
+
+
+def _command(commands, name: str, help: str, names: bool = False) -> argparse.ArgumentParser:  # noqa: A002
+    """A subcommand that reads a config: its help, examples, CONFIG, --set and the hidden --debug."""
+    epilog = _EXAMPLES[name] + ("\n\n" + _names() if names else "")
+    command = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", epilog=epilog,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    command.add_argument("config", help="the run's YAML config (see docs/config.md)")
+    command.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                         help="override a config value (repeatable), e.g. --set trainer.epochs=5")
+    command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help="show the full traceback when the run fails")
+    return command
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainkit", description="Train models described by a YAML config.")
+    parser = argparse.ArgumentParser(
+        prog="trainkit", description="Train models described by a YAML config.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="run 'trainkit COMMAND --help' for a command's options and examples\n"
+               "exit codes: 0 done, 1 the run failed, 2 the config or the command line is wrong, 130 interrupted")
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
     commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
-    train = commands.add_parser("train", help="train the model a config describes")
-    train.add_argument("config")
-    train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                       help="override a config value (repeatable), e.g. --set trainer.epochs=5")
+    train = _command(commands, "train", "train the model a config describes", names=True)
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from RUN_DIR/checkpoints/last.npz")
     train.add_argument("--print-config", action="store_true",
                        help="print the complete config (every key, defaults included, with its help) and exit")
-    train.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    evaluate = commands.add_parser("evaluate", help="evaluate a checkpoint on the config's data")
-    evaluate.add_argument("config")
-    evaluate.add_argument("--checkpoint", required=True)
-    evaluate.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
-    evaluate.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    graph = commands.add_parser("graph", help="draw the backward graph of the model's loss for one batch")
-    graph.add_argument("config")
-    graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"))
-    graph.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
-    graph.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    check = commands.add_parser("check", help="check a config without training")
-    check.add_argument("config")
-    check.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
-    check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")
+    evaluate.add_argument("--checkpoint", required=True, help="a checkpoint written by a run (.npz)")
+    _command(commands, "check", "check a config: build everything it names, without training", names=True)
+    graph = _command(commands, "graph", "draw the backward graph of the model's loss for one batch")
+    graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"),
+                       help="the drawing written next to the printed tree (svg and png need Graphviz)")
     bench = commands.add_parser("bench", add_help=False,  # --help goes on to the suite's own
                                 help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]")
     del bench  # its arguments are the suite's: main passes on whatever follows "bench"

@@ -423,6 +423,62 @@ def dump(config: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _type_text(hint) -> str:
+    names = [_TYPE_NAMES[t].split(" ", 1)[-1] for t in _types(hint) if t is not int or float not in _types(hint)]
+    return " or ".join(dict.fromkeys(names))
+
+
+def _default_text(f: dataclasses.Field) -> str:
+    if f.default_factory is not MISSING:
+        return f"`{_flow(f.default_factory())}`"
+    return "required" if f.default is MISSING else f"`{_flow(f.default)}`"
+
+
+def _allowed_text(meta: dict) -> str:
+    choices = meta.get("choices")
+    if choices is not None:
+        return ", ".join(f"`{c}`" for c in choices)
+    bounds = [f"{op} {meta[key]}" for key, op in (("ge", ">="), ("gt", ">"), ("lt", "<")) if meta.get(key) is not None]
+    return ", ".join(bounds)
+
+
+def reference() -> str:
+    """docs/config.md: every key of every section, with its type, default, allowed values and help, read off the
+    declarations above (``python -m trainkit.config`` prints it; a test keeps the page in sync).
+
+    >>> print(reference().splitlines()[0])
+    # Config reference
+    """
+    lines = ["# Config reference", "",
+             "Every key a run config may hold, read off the declarations in `trainkit/config.py` (regenerate this "
+             "page with `python -m trainkit.config > docs/config.md`). `trainkit train CONFIG --print-config` shows "
+             "a config with every default filled in. Numbers may be written as `1e-3`.", ""]
+
+    def table(cls, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        lines.extend(["| key | type | default | allowed | meaning |", "| --- | --- | --- | --- | --- |"])
+        for f in dataclasses.fields(cls):
+            if not _is_section(hints[f.name]):
+                lines.append(f"| `{prefix}{f.name}` | {_type_text(hints[f.name])} | {_default_text(f)} | "
+                             f"{_allowed_text(f.metadata)} | {f.metadata.get('help', '')} |")
+        lines.append("")
+
+    lines.append("## Top level")
+    lines.append("")
+    table(RunConfig, "")
+    lines.extend([f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
+                  "`name` and the callback's keyword arguments, or `class_path` for your own.", "",
+                  "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`).",
+                  ""])
+    hints = typing.get_type_hints(RunConfig)
+    for f in dataclasses.fields(RunConfig):
+        if _is_section(hints[f.name]):
+            cls = hints[f.name]
+            lines.extend([f"## `{f.name}`: {f.metadata['help']}", "", inspect.cleandoc(cls.__doc__ or ""), ""])
+            table(cls, f"{f.name}.")
+    return "\n".join(lines).replace("``", "`")
+
+
 def class_error(file: str, key: str, spec: str, err: ImportError) -> ConfigError:
     """The ``ConfigError`` for a ``class_path`` that ``trainkit.registry.resolve_class`` could not load.
 
@@ -462,3 +518,7 @@ def saved_form(config: dict) -> dict:
     out.pop("_file", None)
     out.pop("_dir", None)
     return out
+
+
+if __name__ == "__main__":
+    print(reference())
