@@ -174,6 +174,19 @@ CASES = {
     "relu-bool": (lambda L, x: L.relu(x), BOOL),
     "relu-int": (lambda L, x: x.relu(), I64),
     "relu-nan-gradient": (lambda L, x: L.relu(x), SPECIAL),
+    # sorting: nan is the largest value; 0-d inputs get the sorting node; stable= is the other overload
+    "sort-descending-nan": (lambda L, x: x.sort(descending=True), np.array([1.0, np.inf, np.nan, -np.inf, 0], "f4")),
+    "argsort-descending-nan": (lambda L, x: L.argsort(x, 1, descending=True), SPECIAL),
+    "topk-nan": (lambda L, x: x.topk(2), np.array([1.0, np.inf, np.nan, -np.inf, 0], np.float32)),
+    "sort-stable": (lambda L, x: L.sort(x, stable=True), TIES),
+    "sort-0d": (lambda L, x: x.sort(), SCALAR),
+    "topk-0d": (lambda L, x: L.topk(x, 1), SCALAR),
+    "topk-bool": (lambda L, x: L.topk(x, 1), BOOL),
+    # norms: sign(nan) is 0 and nans share the inf-norm gradient; no inf norm of nothing; dist wants floats
+    "norm-1-nan-gradient": (lambda L, x: x.norm(p=1), SPECIAL),
+    "norm-inf-nan-gradient": (lambda L, x: L.norm(x, p=float("inf")), SPECIAL),
+    "norm-inf-empty": (lambda L, x: L.norm(x, p=float("inf")), EMPTY),
+    "dist-int": (lambda L, x: L.dist(x, x * 2, p=1), I64),
 }
 
 

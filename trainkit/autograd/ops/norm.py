@@ -19,11 +19,12 @@ def _norm_forward(x, p, axes, keepdim):
     xp = xp_of(x)
     a = xp.abs(x)
     if p == float("inf"):
-        return (
-            a.max(axis=axes, keepdims=keepdim)
-            if a.size
-            else xp.zeros(() if not keepdim else (1,) * x.ndim, dtype=x.dtype)
-        )
+        if a.size == 0:
+            raise RuntimeError(
+                "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not "
+                "have an identity"
+            )
+        return a.max(axis=axes, keepdims=keepdim)
     if p == -float("inf"):
         return a.min(axis=axes, keepdims=keepdim)
     if p == 0:
@@ -43,12 +44,15 @@ def _norm_backward(g, x, out, p, in_shape, axes, keepdim):
     out = dual.keep_dims(out, in_shape, axes, keepdim)
     od = dual.data(out)
     sign = xp.sign(xd)
+    nan = xp.isnan(xd)
+    if nan.any():  # PyTorch's sign of nan is 0
+        sign = xp.where(nan, 0, sign)
     if p == 0:
         return g * xp.zeros_like(xd)
     if p == 1:
         return g * sign
     if abs(p) == float("inf"):
-        hit = (xp.abs(xd) == od).astype(xd.dtype)
+        hit = ((xp.abs(xd) == od) | nan).astype(xd.dtype)  # the maxima, and the nans
         share = hit / hit.sum(axis=axes, keepdims=True)
         return g * (sign * share)
     if p == 2:
@@ -158,6 +162,10 @@ def _matrix_norm(input: Tensor, order: str, dim, keepdim: bool, dtype) -> Tensor
 
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
-    """The p-norm of ``input - other`` (the two broadcast)."""
+    """The p-norm of ``input - other`` (the two broadcast); both floating, as in PyTorch."""
     input, other = promote(input, other)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"norm(): input dtype should be either floating point or complex. Got {scalar_name(input)} instead."
+        )
     return Dist.apply(input, other, p=float(p))
