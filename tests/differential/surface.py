@@ -1,0 +1,84 @@
+"""The names of docs/pytorch-surface.md the differential test covers, and those it skips with the reason."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SURFACE = Path(__file__).resolve().parents[2] / "docs" / "pytorch-surface.md"
+
+# Section heading prefix in the surface page -> the prefix of op names in cases.py.
+SECTIONS = {"## `trainkit` (": "torch.", "## `Tensor` methods": "Tensor.", "## `trainkit.nn.functional`": "F."}
+
+_DTYPE = "a dtype, not a callable op"
+_GRAD_MODE = "a grad-mode switch or query (context manager or global state), covered by test_autograd_semantics.py"
+_RNG = "global random state, not an op on tensors"
+_DEVICE = "a device or device query: the differential test runs on the CPU"
+_OWN = "trainkit's own name, not in torch"
+_ATTR = "autograd state read or set by the harness on every call (requires_grad, grad_fn, grad, is_leaf)"
+_HOOK = "a hook registration, covered by test_autograd_extras.py"
+
+SKIPPED: dict[str, str] = {
+    **{
+        f"torch.{n}": _DTYPE
+        for n in (
+            "bool",
+            "double",
+            "dtype",
+            "float",
+            "float16",
+            "float32",
+            "float64",
+            "half",
+            "int",
+            "int16",
+            "int32",
+            "int64",
+            "int8",
+            "long",
+            "short",
+            "uint8",
+        )
+    },
+    **{
+        f"torch.{n}": _GRAD_MODE
+        for n in ("enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled")
+    },
+    **{f"torch.{n}": _RNG for n in ("Generator", "initial_seed", "manual_seed", "seed")},
+    "torch.device": _DEVICE,
+    "torch.get_default_device": _DEVICE,
+    "torch.set_default_device": _DEVICE,
+    "torch.get_default_dtype": "global default-dtype state, covered by test_tensor_api.py",
+    "torch.set_default_dtype": "global default-dtype state, covered by test_tensor_api.py",
+    "torch.load": "file input/output, covered by test_serialization.py",
+    "torch.save": "file input/output, covered by test_serialization.py",
+    "torch.Size": "a class (results that are sizes are compared as tuples)",
+    "torch.Tensor": "a class",
+    "torch.Trainer": _OWN,
+    "torch.summary": _OWN,
+    "Tensor.backward": "called by the harness on every case that requires grad",
+    "Tensor.cpu": _DEVICE,
+    "Tensor.cuda": _DEVICE,
+    "Tensor.device": _DEVICE,
+    "Tensor.is_cuda": _DEVICE,
+    "Tensor.dtype": "read by the harness on every result",
+    "Tensor.requires_grad": _ATTR,
+    "Tensor.grad_fn": _ATTR,
+    "Tensor.grad": _ATTR,
+    "Tensor.is_leaf": _ATTR,
+    "Tensor.retains_grad": _HOOK,
+    "Tensor.retain_grad": _HOOK,
+    "Tensor.register_hook": _HOOK,
+    "Tensor.register_post_accumulate_grad_hook": _HOOK,
+    "Tensor.data": "an alias of detach() that is assignable; covered by test_tensor_api.py",
+}
+
+
+def surface_names() -> list[str]:
+    """Every name of the three sections, prefixed as the op names of cases.py are."""
+    text = SURFACE.read_text()
+    names = []
+    for heading, prefix in SECTIONS.items():
+        body = text[text.index(heading) :].split("\n")[1]
+        names += [prefix + n for n in re.findall(r"`([^`]+)`", body)]
+    return names
