@@ -55,7 +55,7 @@ def test_evaluate_a_checkpoint(regression_run):
 
 def test_check_and_print_config():
     result = trainkit("check", CONFIG)
-    assert result.returncode == 0 and "OK (Net, 31 parameters, 100 samples)" in result.stdout
+    assert result.returncode == 0 and "OK (Net, 31 parameters, 100 samples; one batch:" in result.stdout
     result = trainkit("train", CONFIG, "--set", "trainer.epochs=7", "--print-config")
     assert result.returncode == 0 and "epochs: 7" in result.stdout
 

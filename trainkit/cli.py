@@ -17,6 +17,7 @@ from trainkit.autograd.graph import graph
 from trainkit.callbacks import EarlyStopping
 from trainkit.config import ConfigError
 from trainkit.distributed import launched_size, world
+from trainkit.dry_run import BatchCheckError, one_batch
 from trainkit.process import keep_freed_memory
 from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
 from trainkit.run import build
@@ -150,9 +151,14 @@ def _check(args) -> int:
     config["trainer"]["verbose"] = False
     run = build(config)
     params = sum(p.numel() for p in run.trainer.model.parameters())
+    try:
+        batch = one_batch(run.trainer, run.dataset, run.fit_args["batch_size"])
+    except BatchCheckError as err:  # the config loads, yet its parts do not fit together
+        raise ConfigError(f"{args.config}: {err}") from None
     if run.trainer.rank:
         return 0
-    print(f"{args.config}: OK ({type(run.trainer.model).__name__}, {params:,} parameters, {len(run.dataset)} samples)")
+    print(f"{args.config}: OK ({type(run.trainer.model).__name__}, {params:,} parameters, {len(run.dataset)} samples; "
+          f"{batch})")
     return 0
 
 
