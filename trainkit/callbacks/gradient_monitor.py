@@ -30,9 +30,12 @@ class GradientMonitor(Callback):
     ``grad_zero_frac/<name>`` (mean) and ``grad_nonfinite/<name>`` (total count). ``last`` holds the latest
     step's figures, ``summary`` the whole run's.
 
-    A parameter whose gradient norm falls below ``vanishing``, rises above ``exploding`` or holds a NaN or Inf is
-    warned about (``warnings.warn``, once per parameter and kind). At train end it prints a table of the run and
-    removes every hook.
+    A parameter whose gradient norm at a recorded step falls below ``vanishing`` (default 1e-7), rises above
+    ``exploding`` (default 1e3) or holds a NaN or Inf is warned about (once per parameter and kind) and counted.
+    At train end it prints a table of the run and removes every hook: per parameter the optimizer steps it was
+    trained for (``steps``), the steps recorded (``logged``), the last and mean gradient norm, the largest
+    ``|g|``, the share of zeros, the NaN/Inf count, and a status: ``ok``, or each kind of trouble with the number
+    of recorded steps that showed it (``vanishing (12 steps)``).
 
     Hooks follow freezing: parameters are re-checked at each batch begin; a parameter that becomes trainable
     gets a hook, one that is frozen loses it. The figures are of the gradients as backward computes them, before
@@ -77,6 +80,7 @@ class GradientMonitor(Callback):
         self._epoch: dict[str, list[float]] = {}
         self._active = False
         self._warned: set[tuple[str, str]] = set()
+        self._steps: dict[str, int] = {}  # name -> optimizer steps taken while it was trainable ("global": all)
 
     # ----------------------------------------------------------------------------------------------------- hooks
     def _hook_for(self, name: str):
@@ -114,7 +118,7 @@ class GradientMonitor(Callback):
         self.handles.clear()
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        self.summary, self.last, self._warned = {}, {}, set()
+        self.summary, self.last, self._warned, self._steps = {}, {}, set(), {}
         self._sync_hooks()
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
@@ -127,6 +131,10 @@ class GradientMonitor(Callback):
 
     def on_before_optimizer_step(self, optimizer: Any) -> None:
         self._commit()
+        for name in [*self.handles, "global"]:
+            self._steps[name] = self._steps.get(name, 0) + 1
+            if name in self.summary:
+                self.summary[name]["steps"] = self._steps[name]
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         # no commit here: with gradient accumulation a batch may end without an optimizer step
@@ -162,26 +170,27 @@ class GradientMonitor(Callback):
             self._epoch.setdefault(key, []).append(value)
 
     def _update_summary(self, name: str, norm: float, gmax, zero_frac, nonfinite) -> None:
-        s = self.summary.setdefault(
-            name, {"steps": 0, "last_norm": 0.0, "mean_norm": 0.0, "max_abs": 0.0, "zero_frac": 0.0, "nonfinite": 0}
-        )
-        s["steps"] += 1
+        s = self.summary.setdefault(name, {
+            "steps": self._steps.get(name, 0), "logged": 0, "last_norm": 0.0, "mean_norm": 0.0, "max_abs": 0.0,
+            "zero_frac": 0.0, "nonfinite": 0, "vanishing": 0, "exploding": 0, "nonfinite_steps": 0})
+        s["logged"] += 1
         s["last_norm"] = norm
-        s["mean_norm"] += (norm - s["mean_norm"]) / s["steps"]  # running mean: nothing grows with the steps
+        s["mean_norm"] += (norm - s["mean_norm"]) / s["logged"]  # running mean: nothing grows with the steps
         if gmax is not None:
             s["max_abs"] = max(s["max_abs"], gmax) if gmax == gmax else math.nan
-            s["zero_frac"] += (zero_frac - s["zero_frac"]) / s["steps"]
+            s["zero_frac"] += (zero_frac - s["zero_frac"]) / s["logged"]
             s["nonfinite"] += nonfinite
 
     def _check(self, name: str, norm: float, nonfinite: int) -> None:
         if nonfinite:
-            kind, what = "nonfinite", f"{nonfinite} NaN/Inf values in its gradient"
+            kind, what = "nonfinite_steps", f"{nonfinite} NaN/Inf values in its gradient"
         elif norm < self.vanishing:
             kind, what = "vanishing", f"a vanishing gradient (norm {norm:.3g} < {self.vanishing:g})"
         elif norm > self.exploding:
             kind, what = "exploding", f"an exploding gradient (norm {norm:.3g} > {self.exploding:g})"
         else:
             return
+        self.summary[name][kind] += 1
         if (name, kind) not in self._warned:
             self._warned.add((name, kind))
             step = self.trainer.global_step
@@ -202,7 +211,7 @@ class GradientMonitor(Callback):
     def table(self) -> str:
         """The run's figures, one row per parameter, flagged when vanishing, exploding or non-finite."""
         header = (
-            f"{'parameter':<32} {'steps':>6} {'last norm':>11} {'mean norm':>11} {'max |g|':>11} "
+            f"{'parameter':<32} {'steps':>6} {'logged':>6} {'last norm':>11} {'mean norm':>11} {'max |g|':>11} "
             f"{'zeros':>6} {'NaN/Inf':>8}  status"
         )
         lines = [header, "-" * len(header)]
@@ -210,20 +219,16 @@ class GradientMonitor(Callback):
         order = sorted(self.summary, key=lambda n: last + 1 if n == "global" else self._position.get(n, last))
         for name in order:
             s = self.summary[name]
-            status = ""
-            if s["nonfinite"]:
-                status = "non-finite"
-            elif s["mean_norm"] < self.vanishing:
-                status = "vanishing"
-            elif s["mean_norm"] > self.exploding:
-                status = "exploding"
+            row = f"{name:<32} {s['steps']:>6} {s['logged']:>6} {s['last_norm']:>11.4g} {s['mean_norm']:>11.4g}"
             if name == "global":
-                lines.append(f"{name:<32} {s['steps']:>6} {s['last_norm']:>11.4g} {s['mean_norm']:>11.4g}")
+                lines.append(row)
                 continue
-            lines.append(
-                f"{name:<32} {s['steps']:>6} {s['last_norm']:>11.4g} {s['mean_norm']:>11.4g} {s['max_abs']:>11.4g} "
-                f"{s['zero_frac']:>6.1%} {s['nonfinite']:>8}  {status}".rstrip()
-            )
+            troubles = [f"{label} ({s[key]} step{'s' if s[key] > 1 else ''})" for key, label in (
+                ("nonfinite_steps", "non-finite"), ("vanishing", "vanishing"), ("exploding", "exploding")) if s[key]]
+            lines.append(f"{row} {s['max_abs']:>11.4g} {s['zero_frac']:>6.1%} {s['nonfinite']:>8}  "
+                         f"{', '.join(troubles) or 'ok'}")
+        lines.append(f"status: at a logged step, vanishing = gradient norm < {self.vanishing:g}, exploding = norm > "
+                     f"{self.exploding:g}, non-finite = NaN or Inf in the gradient")
         return "\n".join(lines)
 
     def on_train_end(self, logs: Logs | None = None) -> None:
