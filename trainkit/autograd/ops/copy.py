@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..backend import device, device_of, to_device, to_dtype, xp_of
+from ..backend import as_array, device, device_of, to_device, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 
@@ -22,16 +22,21 @@ class ToCopy(Op, name="ToCopyBackward0"):
 
     def forward(self, x, dtype, device):
         self.source = device_of(x)
-        if device is not None:
-            x = to_device(x, device)
-        if dtype is not None:
-            x = x.astype(dtype)
-        return x
+        return _convert(x, dtype, device)
 
     def backward(self, g):
         if isinstance(g, Tensor):
             return g.to(self.source)
         return to_device(g, self.source)
+
+
+def _convert(x, dtype, device):
+    """Array ``x`` on ``device`` in ``dtype`` (either None: unchanged)."""
+    if device is not None:
+        x = to_device(x, device)
+    if dtype is not None:
+        x = x.astype(dtype)
+    return x
 
 
 class Copy(Op, name="CopyBackwards"):
@@ -106,4 +111,6 @@ def to(input: Tensor, *args, **kwargs) -> Tensor:
     dev, dt, copy = parse_to(*args, **kwargs)
     if (dev is None or dev == input.device) and (dt is None or dt.np == input._data.dtype) and not copy:
         return input
+    if dt is not None and not dt.is_floating_point:  # integer and bool tensors never require grad
+        return Tensor._make(as_array(_convert(input._data, dt.np, dev)))
     return ToCopy.apply(input, dtype=None if dt is None else dt.np, device=dev)

@@ -10,29 +10,34 @@ from __future__ import annotations
 
 import math as _math
 
-from ..backend import get_default_dtype, xp_of
+from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual
+from . import dual, special
 from . import math as _m
+from .math import as_floating
+from .special import (
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    check_int_divisor,
+    not_implemented,
+)
 from .special import erf as _erf
 
 __all__ = [
-    "addcdiv", "addcmul", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose", "isinf", "lerp",
-    "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc"
+    "addcdiv", "addcmul", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose", "isinf",
+    "lerp", "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc"
 ]
 
 
 _LN2 = _math.log(2.0)
 _LN10 = _math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
-
-
-def as_floating(t: Tensor) -> Tensor:
-    """``t`` itself when it is floating, else cast to the default float dtype."""
-    if t._data.dtype.kind in "fc":
-        return t
-    return _m.cast(t, get_default_dtype().np)
 
 
 def _promote_all(*values, floating: bool = False) -> list:
@@ -192,6 +197,8 @@ class Fmod(Op, name="FmodBackward0"):
     """out = fmod(x, c) for a number c (the sign of x).   dx = g."""
 
     def forward(self, x, other):
+        if x.dtype.kind != "f":
+            check_int_divisor(other)
         return xp_of(x).fmod(x, other)
 
     def backward(self, g):
@@ -205,6 +212,8 @@ class FmodTensor(Op, name="FmodBackward1"):
     save_only_for = {0: 1, 1: 1}
 
     def forward(self, x, y):
+        if x.dtype.kind != "f":
+            check_int_divisor(y)
         return xp_of(x).fmod(x, y)
 
     def backward(self, g):
@@ -221,7 +230,7 @@ class Lerp(Op, name="LerpBackward0"):
 
     def forward(self, x, end, weight):
         self.weight = weight
-        return x + weight * (end - x)
+        return special.lerp(x, end, weight)
 
     def backward(self, g):
         w = self.weight
@@ -236,7 +245,7 @@ class LerpTensor(Op, name="LerpBackward1"):
     save_only_for = {0: 2, 1: 2}
 
     def forward(self, x, end, weight):
-        return x + weight * (end - x)
+        return special.lerp(x, end, weight)
 
     def backward(self, g):
         (fx, _), (fe, _), (fw, _) = self.next_functions
@@ -322,27 +331,31 @@ def erf(input) -> Tensor:
 
 
 def square(input) -> Tensor:
-    """x * x (as ``x ** 2``: integers stay integers)."""
+    """x * x (as ``x ** 2``: integers stay integers, bools give int64)."""
     return _m.pow(input, 2)
 
 
-def _exact(input) -> bool:
-    return input._data.dtype.kind in "biu"
+def _exact(input, kernel: str | None = None) -> bool:
+    """True for integer and bool tensors; with ``kernel``, bool tensors are PyTorch's NotImplementedError."""
+    kind = input._data.dtype.kind
+    if kernel is not None and kind == "b":
+        raise not_implemented(kernel, input._data.dtype)
+    return kind in "biu"
 
 
 def floor(input) -> Tensor:
     """The largest integer not above x (integer tensors are returned as a copy); the gradient is zero."""
-    return Tensor._make(input._data.copy()) if _exact(input) else Floor.apply(input)
+    return Tensor._make(input._data.copy()) if _exact(input, "floor_vml_cpu") else Floor.apply(input)
 
 
 def ceil(input) -> Tensor:
     """The smallest integer not below x; the gradient is zero."""
-    return Tensor._make(input._data.copy()) if _exact(input) else Ceil.apply(input)
+    return Tensor._make(input._data.copy()) if _exact(input, "ceil_vml_cpu") else Ceil.apply(input)
 
 
 def trunc(input) -> Tensor:
     """x rounded toward zero; the gradient is zero."""
-    return Tensor._make(input._data.copy()) if _exact(input) else Trunc.apply(input)
+    return Tensor._make(input._data.copy()) if _exact(input, "trunc_vml_cpu") else Trunc.apply(input)
 
 
 fix = trunc
@@ -356,11 +369,11 @@ def round(input, *, decimals: int = 0) -> Tensor:
     >>> round(trainkit.tensor([0.5, 1.5, 1.2345]), decimals=0)
     tensor([0., 2., 1.])
     """
-    if _exact(input) and decimals == 0:
-        return Tensor._make(input._data.copy())
     if decimals == 0:
-        return Round.apply(input)
-    return RoundDecimals.apply(as_floating(input), decimals=decimals)
+        return Tensor._make(input._data.copy()) if _exact(input, "round_vml_cpu") else Round.apply(input)
+    if _exact(input):
+        raise not_implemented("round_cpu", input._data.dtype)
+    return RoundDecimals.apply(input, decimals=decimals)
 
 
 def frac(input) -> Tensor:
@@ -372,24 +385,42 @@ def frac(input) -> Tensor:
 
 def fmod(input, other) -> Tensor:
     """The C remainder ``input - trunc(input / other) * other``: it has the sign of ``input``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fmod() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__})")
+    x, other = _m.promote(input, _m.operand(other))
+    if x._data.dtype.kind == "b":
+        raise not_implemented("fmod_cpu", x._data.dtype)
     if isinstance(other, Tensor):
-        return _m.binary(FmodTensor, input, other)
-    x, other = _m.promote(input, other)
-    return Fmod.apply(x, other=_m.operand(other))
+        return FmodTensor.apply(x, other)
+    return Fmod.apply(x, other=other)
 
 
 def lerp(input, end, weight) -> Tensor:
-    """``input + weight * (end - input)``; ``weight`` is a number or a tensor."""
+    """``input + weight * (end - input)``; ``weight`` is a number or a tensor of ``input``'s floating dtype."""
+    dtype = input._data.dtype
+    if dtype.kind != "f":
+        raise not_implemented("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", dtype)
+    for name, v in (("end", end), ("weight", weight)):
+        if isinstance(v, Tensor) and v._data.dtype != dtype:
+            raise RuntimeError(f"expected dtype {_dtype_name(dtype)} for `{name}` but got dtype "
+                               f"{_dtype_name(v._data.dtype)}")
     if isinstance(weight, Tensor):
-        x, e, w = _promote_all(input, end, weight)
-        return LerpTensor.apply(x, e, w)
-    x, e = _m.promote(input, end)
-    return Lerp.apply(x, e, weight=weight)
+        return LerpTensor.apply(input, end, weight)
+    return Lerp.apply(input, end, weight=weight)
+
+
+def _dtype_name(dtype) -> str:
+    """PyTorch's C++ name of a dtype in messages: float, double, long, ..."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "bool": "bool"}.get(dtype.name, dtype.name)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1) -> Tensor:
-    """``input + value * tensor1 * tensor2``."""
+    """``input + value * tensor1 * tensor2`` (for integer tensors ``value`` is taken as an integer, as in PyTorch)."""
     x, t1, t2 = _promote_all(input, tensor1, tensor2)
+    if x._data.dtype.kind in "biu":
+        value = int(value)
     return Addcmul.apply(x, t1, t2, value=value)
 
 
@@ -413,8 +444,10 @@ def isinf(input) -> Tensor:
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
-    """True where ``|input - other| <= atol + rtol * |other|`` element-wise (no gradient)."""
-    a, b = _m.promote(input, other)
-    da, db = getattr(a, "_data", a), getattr(b, "_data", b)
-    xp = xp_of(da if isinstance(a, Tensor) else db)
+    """True where ``|input - other| <= atol + rtol * |other|`` element-wise (no gradient); both tensors of one dtype."""
+    special.tensors_only("isclose", input, other)
+    da, db = input._data, other._data
+    if da.dtype != db.dtype:
+        raise RuntimeError(f"{special.scalar_name(da.dtype)} did not match {special.scalar_name(db.dtype)}")
+    xp = xp_of(da)
     return Tensor._make(xp.asarray(xp.isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan)))

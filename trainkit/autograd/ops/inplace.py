@@ -16,6 +16,7 @@ from ..function import device_error
 from ..tensor import Tensor
 from . import math
 from .shape import IndexPut, SetItem, WriteView, normalize_index
+from .type_names import scalar_name
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -38,7 +39,8 @@ def _write(self: Tensor, out) -> None:
             f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.shape)}"
         )
     if out.dtype != data.dtype and not xp_of(data).can_cast(out.dtype, data.dtype, "same_kind"):
-        raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {data.dtype}")
+        raise RuntimeError(f"result type {scalar_name(out.dtype)} can't be cast to the desired output type "
+                           f"{scalar_name(data.dtype)}")
     data[...] = out
     self._version_counter[0] += 1
 
@@ -61,17 +63,34 @@ def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
         out = node.forward(self._data, *[o._data if isinstance(o, Tensor) else o for o in others], **params)
         _write(self, xp_of(self._data).asarray(out))
         return self
+    return _record(self, lambda source: cls.apply(source, *others, **params), 0 in cls.save_inputs)
+
+
+def function_inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
+    """``fn(self, *args, **kwargs)`` written into self: the in-place form of an op that is a function (it promotes
+    its operands or picks its node by their types), recorded as that function's node."""
+    if not _in_graph(self, args):
+        out = fn(Tensor._make(self._data), *args, **kwargs)
+        _write(self, xp_of(self._data).asarray(out._data))
+        return self
+    return _record(self, lambda source: fn(source, *args, **kwargs), True)
+
+
+def _record(self: Tensor, run, keep_old: bool) -> Tensor:
+    """Record an in-place op in the graph: ``run`` computes the new value from a stand-in for self's old value (a
+    copy when ``keep_old``, since the op's backward reads it); the value is written into self, which takes the node."""
     if self._view is not None:
-        return _inplace_on_view(self, cls, others, params)
-    old_data = self._data.copy() if 0 in cls.save_inputs else self._data
+        return _inplace_on_view(self, run, keep_old)
+    old_data = self._data.copy() if keep_old else self._data
     source = Tensor._make(old_data, self._requires_grad, self._grad_fn, self._output_nr)
-    result = cls.apply(source, *others, **params)
+    result = run(source)
     _write(self, result._data)
-    _rebind(self, result)
+    if result._grad_fn is not None:
+        _rebind(self, result)
     return self
 
 
-def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
+def _inplace_on_view(view: Tensor, run, keep_old: bool) -> Tensor:
     """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
     view's new value into it, and the view becomes a fresh view of the updated base."""
     base, view_cls, view_params = view._view
@@ -87,9 +106,9 @@ def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
         root = root._view[0]
     if root._requires_grad and root._grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    old_data = view._data.copy() if 0 in cls.save_inputs else view._data
+    old_data = view._data.copy() if keep_old else view._data
     source = Tensor._make(old_data, view._requires_grad, view._grad_fn, view._output_nr)
-    new_value = cls.apply(source, *others, **params)
+    new_value = run(source)
     apply_inplace(base, WriteView, new_value, view_cls=view_cls, view_params=view_params)
     _rebind(view, view_cls.apply(base, **view_params))
     return view
@@ -98,8 +117,10 @@ def _inplace_on_view(view: Tensor, cls, others, params) -> Tensor:
 _UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide"}
 
 
-def arithmetic_inplace(self: Tensor, name: str, other, alpha=1) -> Tensor:
+def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=None) -> Tensor:
     """``add_``, ``sub_``, ``mul_``, ``div_``: a ufunc writing into the storage when no graph is recorded."""
+    if rounding_mode is not None:
+        return function_inplace(self, math.div, other, rounding_mode=rounding_mode)
     if alpha != 1:
         other = math.mul(other, alpha)
     if isinstance(other, Tensor) and type(other._data) is not type(self._data):

@@ -8,33 +8,44 @@ from __future__ import annotations
 
 import math as _math
 
-import numpy as np
-
 from ..backend import get_default_dtype, result_type, xp_of
-from ..function import Op, device_error
+from ..function import Op
 from ..tensor import Tensor
-from . import dual
+from . import dual, special
 from .copy import ToCopy
+from .special import not_implemented, operand
+
+# The functions without a gradient, and the ops that split gradients at ties and bounds, are math's names as well.
+eq, ne, lt, le, gt, ge = special.eq, special.ne, special.lt, special.le, special.gt, special.ge
+logical_and, logical_or, logical_xor, logical_not = (special.logical_and, special.logical_or, special.logical_xor,
+                                                     special.logical_not)
+all, any, isnan, isfinite, allclose, equal = (special.all, special.any, special.isnan, special.isfinite,
+                                              special.allclose, special.equal)
+Clamp, ClampMin, ClampMax, Maximum, Minimum = special.Clamp, special.ClampMin, special.ClampMax, special.Maximum, \
+    special.Minimum
+ClampTensor, ClampMinTensor, ClampMaxTensor = special.ClampTensor, special.ClampMinTensor, special.ClampMaxTensor
+DivRounding, NotDifferentiable, Remainder, RemainderTensor = (special.DivRounding, special.NotDifferentiable,
+                                                              special.Remainder, special.RemainderTensor)
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 _NUMBERS = (bool, int, float)
-_OPERANDS = (Tensor, *_NUMBERS)
 _INT_OR_FLOAT = (int, float)
-
-
-def operand(v):
-    """Tensors and Python numbers pass as they are (NumPy 2 treats numbers as weakly typed, as PyTorch does)."""
-    if isinstance(v, _OPERANDS):
-        return v
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, np.ndarray) or type(v).__module__.startswith("cupy"):
-        return Tensor._make(v)
-    raise TypeError(f"unsupported operand type for a tensor op: {type(v).__name__}")
+_BOOL_SUB = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+             "use the `~` or `logical_not()` operator instead.")
 
 
 def cast(t: Tensor, np_dtype) -> Tensor:
     return ToCopy.apply(t, dtype=np_dtype, device=None)
 
+
+def as_floating(t: Tensor) -> Tensor:
+    """``t`` itself when it is floating, else cast to the default float dtype (as PyTorch's float functions do)."""
+    if t._data.dtype.kind in "fc":
+        return t
+    return cast(t, get_default_dtype().np)
+
+
+_zeros = special.zeros_grad
 
 def promote(a, b, true_divide: bool = False):
     """Cast tensor operands to the dtype PyTorch's promotion gives ``a (op) b``; numbers stay numbers."""
@@ -81,10 +92,23 @@ class Sub(Op, name="SubBackward0"):
     """out = x - y.   dx = g,  dy = -g."""
 
     def forward(self, x, y):
-        return x - y
+        try:
+            return x - y
+        except TypeError:  # NumPy refuses bool - bool
+            raise RuntimeError(_BOOL_SUB) from None
 
     def backward(self, g):
         return g, -g if self.next_functions[1][0] is not None else None
+
+
+class RsubTensor(Op, name="RsubBackward0"):
+    """out = y - x for tensors.   dx = -g,  dy = g."""
+
+    def forward(self, x, y):
+        return y - x
+
+    def backward(self, g):
+        return -g, g
 
 
 class Rsub(Op, name="RsubBackward1"):
@@ -145,7 +169,11 @@ class Neg(Op, name="NegBackward0"):
     """out = -x.   dx = -g."""
 
     def forward(self, x):
-        return -x
+        try:
+            return -x
+        except TypeError:  # NumPy refuses -bool
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                               "invert a mask, use the `~` or `logical_not()` operator instead.") from None
 
     def backward(self, g):
         return -g
@@ -158,48 +186,67 @@ class Pow(Op, name="PowBackward0"):
 
     def forward(self, x, p):
         self.p = p
+        if p == -0.5:  # as PyTorch: 1 / sqrt(x), so that -0.0 gives -inf
+            return 1 / xp_of(x).sqrt(x)
+        if x.dtype.kind == "b":  # a bool tensor to a bool power stays bool
+            return x | (not p)
         return x**p
 
     def backward(self, g):
         (x,) = self.saved_tensors
         p = self.p
         if p == 0:
-            return g * 0
+            return _zeros(g)
         return g * (p * x ** (p - 1))
 
 
 class PowTensor(Op, name="PowBackward1"):
-    """out = x ** y.   dx = g * y * x^(y-1),  dy = g * out * log(x)  (0 where x = 0 and y >= 0)."""
+    """out = x ** y.   dx = g * y * x^(y-1)  (0 where y = 0),  dy = g * out * log(x)  (0 where x = 0 and y >= 0)."""
 
     save_inputs = (0, 1)
     save_output = True
 
     def forward(self, x, y):
+        if x.dtype.kind in "iu":
+            return special.int_power(x, y)
+        if x.dtype.kind == "b":
+            raise not_implemented("pow", x.dtype)
         return x**y
 
     def backward(self, g):
         x, y, out = self.saved_tensors
-        gx = g * y * x ** (y - 1) if self.next_functions[0][0] is not None else None
+        xd, yd = dual.data(x), dual.data(y)
+        gx = None
+        if self.next_functions[0][0] is not None:
+            gx = dual.where(yd == 0, 0, g * y * x ** (y - 1))
         gy = None
         if self.next_functions[1][0] is not None:
-            xd, yd = dual.data(x), dual.data(y)
             zero = (xd == 0) & (yd >= 0)
             gy = dual.where(zero, 0, g * out * dual.log(dual.where(zero, 1, x)))
         return gx, gy
 
 
 class RPow(Op, name="PowBackward2"):
-    """out = b ** x for a number b.   dx = g * out * log(b)."""
+    """out = b ** x for a number b.   dx = g * out * log(b)  (NaN for b < 0; for b = 0, 0 where x >= 0)."""
 
+    save_inputs = (0,)
+    save_only_for = {0: 0}
     save_output = True
 
     def forward(self, x, base):
         self.base = base
+        if x.dtype.kind in "iu":
+            return special.int_power(xp_of(x).asarray(base, dtype=x.dtype), x)
         return base**x
 
     def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * out * (_math.log(self.base) if self.base > 0 else 0.0)
+        x, out = self.saved_tensors
+        base = self.base
+        if base > 0:
+            return g * out * _math.log(base)
+        if base < 0:
+            return g * out * _math.nan
+        return dual.where(dual.data(x) >= 0, 0, g * out * -_math.inf)
 
 
 class Exp(Op, name="ExpBackward0"):
@@ -242,60 +289,28 @@ class Sqrt(Op, name="SqrtBackward0"):
 
 
 class Abs(Op, name="AbsBackward0"):
-    """out = |x|.   dx = g * sign(x)  (0 at x = 0)."""
+    """out = |x|.   dx = g * sign(x)  (0 at x = 0 and at NaN)."""
 
     save_inputs = (0,)
 
     def forward(self, x):
+        if x.dtype.kind == "b":
+            raise not_implemented("abs_cpu", x.dtype)
         return xp_of(x).abs(x)
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd = dual.data(x)
-        return g * xp_of(xd).sign(xd)
+        return g * special.sign(dual.data(x))
 
 
-class Clamp(Op, name="ClampBackward1"):
-    """out = min(max(x, lo), hi).   dx = g where lo <= x <= hi, else 0."""
+class Sign(Op, name="SignBackward0"):
+    """out = sign(x): -1, 0 (also for NaN) or 1.   dx = 0."""
 
-    save_inputs = (0,)
-
-    def forward(self, x, lo, hi):
-        self.lo, self.hi = lo, hi
-        return xp_of(x).clip(x, lo, hi)
+    def forward(self, x):
+        return special.sign(x)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        xd = dual.data(x)
-        inside = xd >= self.lo if self.lo is not None else None
-        if self.hi is not None:
-            inside = xd <= self.hi if inside is None else inside & (xd <= self.hi)
-        return dual.keep(g, inside)
-
-
-class ClampMin(Clamp, name="ClampMinBackward0"):
-    pass
-
-
-class ClampMax(Clamp, name="ClampMaxBackward0"):
-    pass
-
-
-class ClampTensor(Op, name="ClampBackward0"):
-    """out = min(max(x, lo), hi) for tensors lo, hi.   dx = g where lo <= x <= hi,  dlo = g where x < lo,
-    dhi = g where x > hi (and not below lo)."""
-
-    save_inputs = (0, 1, 2)
-
-    def forward(self, x, lo, hi):
-        xp = xp_of(x)
-        return xp.minimum(xp.maximum(x, lo), hi)
-
-    def backward(self, g):
-        x, lo, hi = (dual.data(v) for v in self.saved_tensors)
-        below = x < lo
-        above = (x > hi) & ~below
-        return dual.keep(g, ~(below | above)), dual.keep(g, below), dual.keep(g, above)
+        return _zeros(g)
 
 
 class Where(Op, name="WhereBackward0"):
@@ -314,39 +329,6 @@ class Where(Op, name="WhereBackward0"):
         )
 
 
-class Maximum(Op, name="MaximumBackward0"):
-    """out = max(x, y).   dx = g where x > y,  dy = g where y > x; a tie gives each half."""
-
-    save_inputs = (0, 1)
-
-    def forward(self, x, y):
-        return xp_of(x).maximum(x, y)
-
-    def backward(self, g):
-        x, y = self.saved_tensors
-        share = _share(dual.data(x), dual.data(y), dual.data(g).dtype)
-        return g * share, g * (1 - share)
-
-
-class Minimum(Op, name="MinimumBackward0"):
-    """out = min(x, y).   dx = g where x < y,  dy = g where y < x; a tie gives each half."""
-
-    save_inputs = (0, 1)
-
-    def forward(self, x, y):
-        return xp_of(x).minimum(x, y)
-
-    def backward(self, g):
-        x, y = self.saved_tensors
-        share = _share(dual.data(y), dual.data(x), dual.data(g).dtype)
-        return g * share, g * (1 - share)
-
-
-def _share(winner, loser, dtype):
-    """1 where ``winner`` is strictly greater, 0.5 on ties, else 0: x's share of the gradient of max(x, y)."""
-    return (winner > loser).astype(dtype) + (winner == loser).astype(dtype) * 0.5
-
-
 # --------------------------------------------------------------------------------------------------- functions
 def add(input, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``.
@@ -363,29 +345,37 @@ def add(input, other, *, alpha=1) -> Tensor:
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
-    """``input - alpha * other``."""
+    """``input - alpha * other`` (bool operands are an error, as in PyTorch)."""
     if alpha != 1:
         other = mul(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
+    _no_bool_sub(input, other)
     return binary(Sub, input, other)
+
+
+def _no_bool_sub(a, b) -> None:
+    for v in (a, b):
+        if type(v) is bool or isinstance(v, Tensor) and v._data.dtype.kind == "b":
+            raise RuntimeError(_BOOL_SUB)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if alpha != 1:
         input = mul(input, alpha)
+    _no_bool_sub(input, other)
     if isinstance(other, _NUMBERS):
         x, other = promote(input, other)
         return Rsub.apply(x, other=other)
-    return binary(Sub, other, input)
+    return binary(RsubTensor, input, other)
 
 
 def reciprocal(input) -> Tensor:
     """1 / x element-wise (integers give floats)."""
-    if input._data.dtype.kind != "f":
-        input = cast(input, get_default_dtype().np)
-    return Reciprocal.apply(input)
+    return Reciprocal.apply(as_floating(input))
 
 
 def mul(input, other) -> Tensor:
@@ -396,21 +386,18 @@ def mul(input, other) -> Tensor:
 
 
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
-    """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds and has no gradient."""
+    """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds, with a zero gradient."""
     if rounding_mode is None:
         if isinstance(other, Tensor) and isinstance(input, _NUMBERS):
             return mul(reciprocal(other), input)  # as PyTorch: number / x is reciprocal(x) * number
         return binary(Div, input, other, true_divide=True)
+    if rounding_mode not in ("floor", "trunc"):
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     a, b = promote(input, other)
-    da, db = getattr(a, "_data", a), getattr(b, "_data", b)
-    xp = xp_of(da if isinstance(a, Tensor) else db)
-    if rounding_mode == "floor":
-        out = xp.floor_divide(da, db)
-    elif rounding_mode == "trunc":
-        out = xp.trunc(xp.true_divide(da, db)).astype(xp.result_type(da, db))
-    else:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor', got '{rounding_mode}'")
-    return Tensor._make(xp.asarray(out))
+    if not isinstance(a, Tensor):
+        a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
+    return DivRounding.apply(a, b, mode=rounding_mode)
 
 
 true_divide = divide = div
@@ -419,6 +406,7 @@ subtract = sub
 
 
 def neg(input) -> Tensor:
+    """-x element-wise (bool tensors are an error, as in PyTorch)."""
     return Neg.apply(input)
 
 
@@ -426,31 +414,38 @@ negative = neg
 
 
 def pow(input, exponent) -> Tensor:
-    """``input ** exponent`` for tensors or numbers on either side."""
+    """``input ** exponent`` for tensors or numbers on either side; integers to a negative number are an error."""
     if not isinstance(input, Tensor):
+        if not isinstance(exponent, Tensor):
+            raise TypeError(f"pow() received an invalid combination of arguments - got ({type(input).__name__}, "
+                            f"{type(exponent).__name__})")
         base, exponent = promote(input, exponent)
         return RPow.apply(exponent, base=base)
     if isinstance(exponent, Tensor):
         return binary(PowTensor, input, exponent)
-    exponent = operand(exponent)
-    if isinstance(exponent, float) and input._data.dtype.kind != "f":
-        input = cast(input, get_default_dtype().np)
+    input, exponent = promote(input, operand(exponent))
+    if input._data.dtype.kind != "f" and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     return Pow.apply(input, p=exponent)
 
 
 def exp(input) -> Tensor:
-    return Exp.apply(input)
+    """e^x element-wise (integers give the default float dtype)."""
+    return Exp.apply(as_floating(input))
 
 
 def log(input) -> Tensor:
-    return Log.apply(input)
+    """The natural logarithm element-wise (integers give the default float dtype)."""
+    return Log.apply(as_floating(input))
 
 
 def sqrt(input) -> Tensor:
-    return Sqrt.apply(input)
+    """The square root element-wise (integers give the default float dtype)."""
+    return Sqrt.apply(as_floating(input))
 
 
 def abs(input) -> Tensor:
+    """|x| element-wise (not defined for bool tensors, as in PyTorch)."""
     return Abs.apply(input)
 
 
@@ -458,31 +453,55 @@ absolute = abs
 
 
 def clamp(input, min=None, max=None) -> Tensor:
-    """Limit values to ``[min, max]``; either bound may be None, a number or a tensor."""
+    """Limit values to ``[min, max]``; either bound may be None, and both are numbers or both tensors."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        inf = float("inf")
-        lo = min if isinstance(min, Tensor) else _as_tensor_like(-inf if min is None else min, input)
-        hi = max if isinstance(max, Tensor) else _as_tensor_like(inf if max is None else max, input)
-        return ClampTensor.apply(input, lo, hi)
+        if not all_tensors_or_none(min, max):
+            raise TypeError(f"clamp() received an invalid combination of arguments - got (Tensor, "
+                            f"{type(min).__name__}, {type(max).__name__})")
+        return _clamp_tensor(ClampTensor, input, min, max)
+    for bound in (min, max):
+        if bound is not None:
+            input, _ = promote(input, bound)
     return Clamp.apply(input, lo=min, hi=max)
 
 
 clip = clamp
 
 
+def all_tensors_or_none(*values) -> bool:
+    """True when each value is a Tensor or None (clamp's tensor overload)."""
+    return not [v for v in values if v is not None and not isinstance(v, Tensor)]
+
+
+def clamp_tensor_operands(input, min, max) -> tuple:
+    """``input``, ``min`` and ``max`` cast to their common dtype (None bounds stay None)."""
+    for _ in range(2):  # twice, so that a bound's wider dtype reaches the other bound too
+        if min is not None:
+            input, min = promote(input, min)
+        if max is not None:
+            input, max = promote(input, max)
+    return input, min, max
+
+
+def _clamp_tensor(cls, input, min, max) -> Tensor:
+    return cls.apply(*clamp_tensor_operands(input, min, max))
+
+
 def clamp_min(input, min) -> Tensor:
     """max(x, min) element-wise."""
     if isinstance(min, Tensor):
-        return clamp(input, min=min)
+        return _clamp_tensor(ClampMinTensor, input, min, None)
+    input, _ = promote(input, min)
     return ClampMin.apply(input, lo=min, hi=None)
 
 
 def clamp_max(input, max) -> Tensor:
     """min(x, max) element-wise."""
     if isinstance(max, Tensor):
-        return clamp(input, max=max)
+        return _clamp_tensor(ClampMaxTensor, input, None, max)
+    input, _ = promote(input, max)
     return ClampMax.apply(input, lo=None, hi=max)
 
 
@@ -493,94 +512,47 @@ def where(condition, input=None, other=None) -> Tensor:
     if not isinstance(condition, Tensor) or condition._data.dtype.kind != "b":
         raise RuntimeError("where expected condition to be a boolean tensor")
     x, y = promote(input, other)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):  # two numbers: the dtype PyTorch gives them
+        x = Tensor._make(xp_of(condition._data).asarray(x, dtype=result_type(x, y)))
     return Where.apply(x, y, cond=condition._data)
 
 
 def maximum(input, other) -> Tensor:
-    return binary(Maximum, input, _as_tensor_like(other, input))
+    """The larger of two tensors element-wise (NaN wins); numbers are a TypeError, as in PyTorch."""
+    special.tensors_only("maximum", input, other)
+    return binary(Maximum, input, other)
 
 
 def minimum(input, other) -> Tensor:
-    return binary(Minimum, input, _as_tensor_like(other, input))
-
-
-def _as_tensor_like(v, like):
-    if isinstance(v, Tensor):
-        return v
-    return Tensor._make(xp_of(like._data).asarray(v, dtype=like._data.dtype))
+    """The smaller of two tensors element-wise (NaN wins); numbers are a TypeError, as in PyTorch."""
+    special.tensors_only("minimum", input, other)
+    return binary(Minimum, input, other)
 
 
 def sign(input) -> Tensor:
-    """-1, 0 or 1 by the sign of each element (no gradient: it is zero almost everywhere)."""
-    return Tensor._make(xp_of(input._data).sign(input._data))
-
-
-def _compare(ufunc_name: str):
-    def compare(input, other) -> Tensor:
-        a, b = operand(input), operand(other)
-        da = a._data if isinstance(a, Tensor) else a
-        db = b._data if isinstance(b, Tensor) else b
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and type(da) is not type(db):
-            raise device_error((a, b))
-        xp = xp_of(da if isinstance(a, Tensor) else db)
-        return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
-
-    compare.__name__ = ufunc_name
-    compare.__doc__ = f"Element-wise ``{ufunc_name}`` as a bool tensor (no gradient)."
-    return compare
-
-
-eq = _compare("equal")
-ne = _compare("not_equal")
-lt = _compare("less")
-le = _compare("less_equal")
-gt = _compare("greater")
-ge = _compare("greater_equal")
-logical_and = _compare("logical_and")
-logical_or = _compare("logical_or")
-logical_xor = _compare("logical_xor")
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-
-
-def logical_not(input) -> Tensor:
-    return Tensor._make(xp_of(input._data).logical_not(input._data))
-
-
-def all(input, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element (over ``dim``, or all of them) is non-zero."""
-    return Tensor._make(xp_of(input._data).asarray(input._data.all(axis=dim, keepdims=keepdim)))
-
-
-def any(input, dim=None, keepdim: bool = False) -> Tensor:
-    """True where some element (over ``dim``, or all of them) is non-zero."""
-    return Tensor._make(xp_of(input._data).asarray(input._data.any(axis=dim, keepdims=keepdim)))
-
-
-def isnan(input) -> Tensor:
-    return Tensor._make(xp_of(input._data).isnan(input._data))
-
-
-def isfinite(input) -> Tensor:
-    return Tensor._make(xp_of(input._data).isfinite(input._data))
+    """-1, 0 or 1 by the sign of each element (0 for NaN; bool stays bool); the gradient is zero."""
+    return Sign.apply(input)
 
 
 def floor_divide(input, other) -> Tensor:
-    return div(input, other, rounding_mode="floor")
+    """``input // other`` rounded toward minus infinity; PyTorch defines no derivative (backward is an error)."""
+    a, b = promote(input, other)
+    if not isinstance(a, Tensor):
+        a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
+    return NotDifferentiable.apply(a, b, fn=_floor, aten="floor_divide")
+
+
+def _floor(a, b):
+    return special.rounded_divide(a, b, "floor")
 
 
 def remainder(input, other) -> Tensor:
-    """Python-style remainder (sign of the divisor); no gradient."""
+    """Python-style remainder (the sign of the divisor), with PyTorch's signed zeros.  d input = g,
+    d other = -g * floor(input / other); a number divided by a tensor has no derivative, as in PyTorch."""
     a, b = promote(input, other)
-    da, db = getattr(a, "_data", a), getattr(b, "_data", b)
-    xp = xp_of(da if isinstance(a, Tensor) else db)
-    return Tensor._make(xp.asarray(xp.remainder(da, db)))
-
-
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    xp = xp_of(input._data)
-    return bool(xp.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def equal(input, other) -> bool:
-    """True when both tensors have the same shape and elements."""
-    return input.shape == other.shape and bool((input._data == other._data).all())
+    if not isinstance(a, Tensor):
+        a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
+        return NotDifferentiable.apply(a, b, fn=special.remainder, aten="remainder")
+    if isinstance(b, Tensor):
+        return RemainderTensor.apply(a, b)
+    return Remainder.apply(a, other=b)

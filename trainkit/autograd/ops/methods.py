@@ -24,10 +24,11 @@ from . import (
     reduction,
     shape,
     sorting,
+    special,
     triangular,
     trigonometric,
 )
-from .inplace import apply_inplace, arithmetic_inplace, setitem
+from .inplace import apply_inplace, arithmetic_inplace, function_inplace, setitem
 
 
 def _reflected(fn):
@@ -68,8 +69,46 @@ def _clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return self.copy_(math.clamp(self, min, max))
+        return function_inplace(self, math.clamp, min, max)
     return apply_inplace(self, math.Clamp, lo=min, hi=max)
+
+
+def _function_inplace(fn, doc: str):
+    """The in-place method of function ``fn``: its result, promoted as ``fn`` promotes, written into self."""
+
+    def method(self, *args, **kwargs):
+        return function_inplace(self, fn, *args, **kwargs)
+
+    method.__doc__ = doc
+    return method
+
+
+# In-place forms of functions: name_ writes fn(self, ...) into self (the node is fn's)
+_FUNCTION_INPLACE = {
+    "clamp_min_": math.clamp_min, "clamp_max_": math.clamp_max, "remainder_": math.remainder, "fmod_": elementwise.fmod,
+    "floor_divide_": math.floor_divide, "sign_": math.sign, "reciprocal_": math.reciprocal,
+    "square_": elementwise.square,
+    "lerp_": elementwise.lerp, "addcmul_": elementwise.addcmul, "addcdiv_": elementwise.addcdiv,
+    "floor_": elementwise.floor, "ceil_": elementwise.ceil, "trunc_": elementwise.trunc, "round_": elementwise.round,
+    "frac_": elementwise.frac, "rsqrt_": elementwise.rsqrt, "exp2_": elementwise.exp2, "expm1_": elementwise.expm1,
+    "log2_": elementwise.log2, "log10_": elementwise.log10, "log1p_": elementwise.log1p, "erf_": elementwise.erf,
+    "sin_": trigonometric.sin, "cos_": trigonometric.cos, "tan_": trigonometric.tan, "asin_": trigonometric.asin,
+    "acos_": trigonometric.acos, "atan_": trigonometric.atan, "sinh_": trigonometric.sinh,
+    "cosh_": trigonometric.cosh, "atan2_": trigonometric.atan2, "bitwise_and_": special.bitwise_and,
+    "bitwise_or_": special.bitwise_or, "bitwise_xor_": special.bitwise_xor, "bitwise_not_": special.bitwise_not,
+    "logical_not_": special.logical_not, "__imod__": math.remainder, "__ifloordiv__": math.floor_divide,
+    "__iand__": special.bitwise_and, "__ior__": special.bitwise_or, "__ixor__": special.bitwise_xor,
+    "__ilshift__": special.bitwise_left_shift, "__irshift__": special.bitwise_right_shift,
+}
+
+
+def _pow_(self, exponent):
+    """Raise to ``exponent`` (a number or a tensor) in place."""
+    if isinstance(exponent, Tensor):
+        return function_inplace(self, math.pow, exponent)
+    if self._data.dtype.kind != "f" and type(exponent) is int and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return apply_inplace(self, math.Pow, p=exponent)
 
 
 def _fill_(self, value):
@@ -101,8 +140,10 @@ _METHODS = {
     "__matmul__": linalg.matmul, "__rmatmul__": _reflected(linalg.matmul),
     "__neg__": math.neg, "__pos__": lambda self: self, "__abs__": math.abs,
     "__eq__": math.eq, "__ne__": math.ne, "__lt__": math.lt, "__le__": math.le, "__gt__": math.gt,
-    "__ge__": math.ge, "__and__": math.logical_and, "__or__": math.logical_or, "__xor__": math.logical_xor,
-    "__invert__": math.logical_not,
+    "__ge__": math.ge, "__and__": special.bitwise_and, "__or__": special.bitwise_or, "__xor__": special.bitwise_xor,
+    "__rand__": _reflected(special.bitwise_and), "__ror__": _reflected(special.bitwise_or),
+    "__rxor__": _reflected(special.bitwise_xor), "__lshift__": special.bitwise_left_shift,
+    "__rshift__": special.bitwise_right_shift, "__invert__": special.invert,
     "__getitem__": shape.getitem, "__setitem__": setitem,
     "__iadd__": lambda self, other: arithmetic_inplace(self, "add", other),
     "__isub__": lambda self, other: arithmetic_inplace(self, "sub", other),
@@ -115,9 +156,10 @@ _METHODS = {
     "abs": math.abs,
     "clamp": math.clamp, "clip": math.clamp, "clamp_min": math.clamp_min, "clamp_max": math.clamp_max,
     "maximum": math.maximum, "minimum": math.minimum, "sign": math.sign, "where": lambda self, cond, other:
-    math.where(cond, self, other),
+    math.where(cond, self, other), "absolute": math.abs, "rsub": math.rsub,
     "eq": math.eq, "ne": math.ne, "lt": math.lt, "le": math.le, "gt": math.gt, "ge": math.ge,
     "logical_not": math.logical_not, "logical_and": math.logical_and, "logical_or": math.logical_or,
+    "logical_xor": math.logical_xor,
     "all": math.all, "any": math.any, "isnan": math.isnan, "isfinite": math.isfinite, "equal": math.equal,
     "allclose": math.allclose,
     "floor_divide": math.floor_divide, "remainder": math.remainder,
@@ -141,14 +183,15 @@ _METHODS = {
     "add_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "add", other, alpha),
     "sub_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "sub", other, alpha),
     "mul_": lambda self, other: arithmetic_inplace(self, "mul", other),
-    "div_": lambda self, other: arithmetic_inplace(self, "div", other),
+    "div_": lambda self, other, *, rounding_mode=None: arithmetic_inplace(self, "div", other,
+                                                                          rounding_mode=rounding_mode),
     "clamp_": _clamp_, "clip_": _clamp_, "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
     "neg_": _inplace(math.Neg, "Negate in place."),
     "exp_": _inplace(math.Exp, "Exponentiate in place."),
     "log_": _inplace(math.Log, "Natural logarithm in place."),
     "sqrt_": _inplace(math.Sqrt, "Square root in place."),
     "abs_": _inplace(math.Abs, "Absolute value in place."),
-    "pow_": lambda self, exponent: apply_inplace(self, math.Pow, p=exponent),
+    "pow_": _pow_, "__ipow__": _pow_,
     "relu_": _inplace(activation.Relu, "ReLU in place."),
     "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place."),
     "tanh_": _inplace(activation.Tanh, "tanh in place."),
@@ -158,6 +201,8 @@ _METHODS = {
 for _module in (elementwise, trigonometric, gather_scatter, masking, rearrange, triangular, sorting, cumulative, norm,
                 einsum):
     _METHODS.update({name: getattr(_module, name) for name in _module.__all__ if name != "einsum"})
+
+_METHODS.update({name: _function_inplace(fn, f"``{name[:-1]}`` in place.") for name, fn in _FUNCTION_INPLACE.items()})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

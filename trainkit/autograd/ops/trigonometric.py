@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
+from . import dual, special
 from . import math as _m
 from .elementwise import as_floating
 
@@ -125,7 +126,7 @@ class Cosh(Op, name="CoshBackward0"):
 
 
 class Atan2(Op, name="Atan2Backward0"):
-    """out = atan2(y, x).   dy = g * x / (x^2 + y^2),  dx = -g * y / (x^2 + y^2)."""
+    """out = atan2(y, x).   dy = g * x / (x^2 + y^2),  dx = -g * y / (x^2 + y^2)  (0 where x^2 + y^2 = 0)."""
 
     save_inputs = (0, 1)
 
@@ -134,7 +135,10 @@ class Atan2(Op, name="Atan2Backward0"):
 
     def backward(self, g):
         y, x = self.saved_tensors
-        scaled = g / (x * x + y * y)
+        squares = x * x + y * y
+        zero = dual.data(squares) == 0
+        # PyTorch sets 1 / (x^2 + y^2) to 0 where it is infinite, so the origin gets a zero gradient
+        scaled = dual.where(zero, 0, g / dual.where(zero, 1, squares)) if zero.any() else g / squares
         (fy, _), (fx, _) = self.next_functions
         return (scaled * x if fy is not None else None, -scaled * y if fx is not None else None)
 
@@ -179,7 +183,8 @@ def cosh(input) -> Tensor:
 
 
 def atan2(input, other) -> Tensor:
-    """The angle of the point (other, input): atan(input / other) in the right quadrant."""
+    """The angle of the point (other, input): atan(input / other) in the right quadrant (tensors only)."""
+    special.tensors_only("atan2", input, other)
     return _m.binary(Atan2, input, other, true_divide=True)
 
 
