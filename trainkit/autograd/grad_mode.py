@@ -7,6 +7,8 @@ sit on hot paths (every evaluation step, every optimizer update).
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 
 
@@ -43,13 +45,48 @@ class _GradModeGuard:
     def __exit__(self, *exc):
         state.enabled = self.prev
 
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
+    def clone(self):
+        """A fresh guard with the same mode (each call of a decorated function enters its own)."""
+        return self.__class__()
 
-        return wrapper
+    def __call__(self, fn):
+        return decorate(self, fn)
+
+
+def decorate(guard, fn):
+    """``fn`` run inside ``guard.clone()``; a generator function runs each resumption inside one, as in PyTorch,
+    so that the mode holds while its body runs and not while the caller runs between two ``yield``."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with guard.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with guard.clone():
+                            gen.close()
+                        raise
+                    except BaseException:
+                        with guard.clone():
+                            response = gen.throw(*sys.exc_info())
+                    else:
+                        with guard.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with guard.clone():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 class _BareDecoratorGuard(_GradModeGuard):
@@ -108,15 +145,8 @@ class inference_mode(_GradModeGuard):
         super().__init__()
         self.mode = not mode
 
-    def __call__(self, fn):
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(not mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+    def clone(self):
+        return inference_mode(not self.mode)
 
 
 class detect_anomaly:
@@ -167,15 +197,11 @@ class set_grad_enabled(_GradModeGuard):
         state.enabled = self.mode
 
     def __enter__(self):
-        pass
+        state.enabled = self.mode
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
 
     def __call__(self, fn):
         state.enabled = self.prev  # used as a decorator: the call above must not leak
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return decorate(self, fn)

@@ -423,20 +423,34 @@ class Tensor:
         return self._data.shape[0]
 
     def __iter__(self):
+        # as PyTorch: the rows come from one unbind, so each has UnbindBackward0 as its grad_fn
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is ambiguous")
         return bool(self._data.item())
 
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __format__(self, format_spec: str) -> str:
+        if self._data.ndim == 0:  # a 0-d tensor formats as its number: f"{loss:.4f}"
+            return self._data.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
