@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +150,21 @@ def test_long_chain_has_no_recursion_limit():
     assert len(lines) == 100_002
     assert max(len(line) for line in lines) < 100
     assert g.to_dot().count("->") == 100_000
+
+
+def test_graph_names_a_models_parameters(tmp_path):
+    model = trainkit.nn.Sequential(trainkit.nn.Linear(2, 3), trainkit.nn.ReLU(), trainkit.nn.Linear(3, 1))
+    loss = model(trainkit.ones(4, 2)).sum()
+    text = graph(loss, params=dict(model.named_parameters())).text()
+    for name, p in model.named_parameters():
+        assert f"AccumulateGrad  {name} {tuple(p.shape)} float32" in text
+    assert "leaf" not in text
+    assert "leaf (1,) float32" in graph((trainkit.ones(1, requires_grad=True) * 2).sum()).text()
+
+
+def test_graph_command_labels_parameters_by_name(tmp_path):
+    config = Path(__file__).resolve().parents[1] / "configs" / "regression.yaml"
+    done = subprocess.run([sys.executable, "-m", "trainkit", "graph", config, "--format", "dot", "--set",
+                           f"output_dir={tmp_path}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "AccumulateGrad  hidden.weight (10, 1) float32" in done.stdout

@@ -20,7 +20,7 @@ from trainkit.distributed import launched_size, world
 from trainkit.dry_run import BatchCheckError, one_batch
 from trainkit.process import keep_freed_memory
 from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
-from trainkit.run import build
+from trainkit.run import build, start_run
 
 _EXAMPLES = {
     "train": """examples:
@@ -104,24 +104,18 @@ def _train(args) -> int:
         print(cfg.dump(config), end="")
         return 0
     keep_freed_memory()  # this process is ours: keep freed blocks for reuse (about 2x faster steps)
-    run = build(config)
+    started = start_run(config, args.resume)  # a new runs/NAME/version_N, or the folder of the run resumed
+    run = started.run
     lead = run.trainer.rank == 0  # in data-parallel runs, only rank 0 writes and prints
-    if lead:
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        (run.run_dir / "config.yaml").write_text(cfg.dump(config))
-    resume = None
-    if args.resume:
-        resume = Path(args.resume) / "checkpoints" / "last.npz"
-        if not resume.is_file():
-            raise FileNotFoundError(f"--resume {args.resume}: no checkpoint at {resume}")
     try:
-        history = run.trainer.fit(run.dataset, resume_from=resume, **run.fit_args)
+        history = run.trainer.fit(run.dataset, resume_from=started.resume, **run.fit_args)
     except KeyboardInterrupt:
         if lead:
-            saved = run.trainer.save_checkpoint(run.run_dir / "checkpoints" / "interrupted.npz")
-            print(f"\ninterrupted: saved {saved}; the last finished epoch is in checkpoints/last.npz",
-                  file=sys.stderr)
+            print(f"\n{started.interrupted()}", file=sys.stderr)  # saves checkpoints/interrupted.npz
         return 130
+    except Exception:
+        started.abandon()  # a run that failed before its first epoch ended leaves no folder behind
+        raise
     if not lead:
         return 0
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
@@ -170,7 +164,7 @@ def _graph(args) -> int:
     batch = next(iter(trainer.make_loader(run.dataset, batch_size=run.fit_args["batch_size"])))
     x, y = trainer.unpack_batch(batch)
     loss = trainer.loss_fn(trainer.model(x), y)
-    g = graph(loss)
+    g = graph(loss, params=dict(trainer.model.named_parameters()))
     if trainer.rank:
         return 0
     print(g.text())

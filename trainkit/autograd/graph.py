@@ -76,8 +76,9 @@ class Graph:
     views are built when asked for, so they show the graph as it is then (saved tensors ``freed`` after backward).
     """
 
-    def __init__(self, roots: list):
+    def __init__(self, roots: list, names: dict | None = None):
         self.roots = list(dict.fromkeys(roots))
+        self.names = dict(names or {})  # id(leaf tensor) -> its name (a model's parameter name)
         order: list = []
         index: dict = {}
         stack = list(reversed(self.roots))
@@ -131,10 +132,10 @@ class Graph:
         return len({id(e[1]) for entries in saved for e in entries if e is not None and _is_array(e[1])})
 
     # ------------------------------------------------------------------------------------------------------ labels
-    @staticmethod
-    def _leaf_text(node) -> str:
+    def _leaf_text(self, node) -> str:
         var = node.variable
-        return f"leaf {tuple(var.shape)} {_dtype_name(var._data)} requires_grad={var.requires_grad}"
+        name = self.names.get(id(var), "leaf")
+        return f"{name} {tuple(var.shape)} {_dtype_name(var._data)} requires_grad={var.requires_grad}"
 
     def _label(self, node) -> str:
         name = node.name() if isinstance(node, Node) else type(node).__name__
@@ -274,8 +275,11 @@ def _escape(label: str) -> str:
     return label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def graph(tensor_or_tensors) -> Graph:
+def graph(tensor_or_tensors, params: dict | None = None) -> Graph:
     """The backward graph of a tensor (or of several: a list or tuple of tensors), as a :class:`Graph`.
+
+    ``params`` (name -> tensor, e.g. ``dict(model.named_parameters())``) names the leaves it holds: the graph shows
+    ``hidden.weight`` where it would show ``leaf``.
 
     A leaf that requires grad gives a graph of its ``AccumulateGrad`` node alone. A tensor that does not require
     grad has no graph: ``ValueError``.
@@ -288,6 +292,8 @@ def graph(tensor_or_tensors) -> Graph:
     ['SumBackward0', 'ReluBackward0', 'MmBackward0', 'AccumulateGrad']
     >>> g.saved_bytes
     80
+    >>> print(graph((x @ w).sum(), params={"w": w}).text().splitlines()[-2])
+    #2 AccumulateGrad  w (2, 3) float32 requires_grad=True
     """
     tensors = [tensor_or_tensors] if isinstance(tensor_or_tensors, Tensor) else list(tensor_or_tensors)
     if not tensors:
@@ -305,4 +311,4 @@ def graph(tensor_or_tensors) -> Graph:
                 f"tensor at position {i} does not require grad, so it has no graph; compute it from tensors "
                 "with requires_grad=True, outside no_grad()"
             )
-    return Graph(roots)
+    return Graph(roots, {id(t): name for name, t in (params or {}).items()})
