@@ -22,6 +22,7 @@ from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops import math as tmath
 from ..autograd.ops.shape import index_into_zeros
+from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 from .activation import dual_sigmoid
 from .reduction import check_reduction, reduce_loss, unreduce_grad
@@ -79,6 +80,8 @@ class PointwiseLoss(Op):
 class MseLoss(PointwiseLoss, name="MseLossBackward0"):
     """loss = d^2.   slope = 2 d."""
 
+    kernel = "mse_cpu"
+
     @staticmethod
     def loss(d, param):
         return d * d
@@ -90,6 +93,8 @@ class MseLoss(PointwiseLoss, name="MseLossBackward0"):
 
 class HuberLoss(PointwiseLoss, name="HuberLossBackward0"):
     """loss = d^2 / 2 where |d| < delta, else delta (|d| - delta / 2).   slope = d clipped to [-delta, delta]."""
+
+    kernel = "huber_cpu"
 
     @staticmethod
     def loss(d, delta):
@@ -104,6 +109,8 @@ class HuberLoss(PointwiseLoss, name="HuberLossBackward0"):
 class SmoothL1Loss(PointwiseLoss, name="SmoothL1LossBackward0"):
     """loss = d^2 / (2 beta) where |d| < beta, else |d| - beta / 2.   slope = d / beta clipped to [-1, 1]."""
 
+    kernel = "smooth_l1_cpu"
+
     @staticmethod
     def loss(d, beta):
         a = xp_of(d).abs(d)
@@ -117,6 +124,8 @@ class SmoothL1Loss(PointwiseLoss, name="SmoothL1LossBackward0"):
 def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None) -> Tensor:
     _warn_if_broadcast(input, target)
     x, y = tmath.promote(input, target)
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{cls.kernel}" not implemented for \'{scalar_name(x)}\'')
     return cls.apply(x, y, reduction=reduction, param=param)
 
 
@@ -427,6 +436,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     reduction = check_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input._data.dtype.kind != "f":
+        kind = "lastdim_kernel_impl" if input.ndim <= 2 else "kernel_impl"
+        raise NotImplementedError(f'"log_softmax_{kind}" not implemented for \'{scalar_name(input)}\'')
     if input.ndim >= 1 and tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
     _check_class_target(input, target, weight, ignore_index)

@@ -294,13 +294,23 @@ def _adaptive_bounds(xp, n: int, out: int):
     return (o * n) // out, -((-(o + 1) * n) // out)
 
 
+def _window_sums(x, hs, he, ws, we):
+    """The sum of x over each window [hs, he) x [ws, we), by slices: exact where x holds inf or nan."""
+    xp = xp_of(x)
+    across = xp.stack([x[..., int(a):int(b)].sum(axis=-1) for a, b in zip(ws, we)], axis=-1)
+    return xp.stack([across[..., int(a):int(b), :].sum(axis=-2) for a, b in zip(hs, he)], axis=-2)
+
+
 class AdaptiveAvgPool2D(Op, name="AdaptiveAvgPool2DBackward0"):
     """out = rows @ x @ cols^T / (window heights x window widths), rows and cols marking each window's extent.
     dx = rows^T @ (g / sizes) @ cols."""
 
-    def forward(self, x, rows, cols, sizes):
+    def forward(self, x, rows, cols, sizes, bounds):
         self.rows, self.cols, self.sizes = rows, cols, sizes
-        return _sandwich(x, rows, cols) / sizes
+        out = _sandwich(x, rows, cols) / sizes
+        if not xp_of(out).isfinite(out).all():  # an inf in x: 0 * inf would put nan into windows without it
+            out = _window_sums(x, *bounds) / sizes
+        return out
 
     def backward(self, g):
         rows, cols = constant_like(g, self.rows.T), constant_like(g, self.cols.T)
@@ -342,4 +352,4 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     ws, we = _adaptive_bounds(xp, w, ow)
     rows, cols = _window_matrix(xp, hs, he, h, x.dtype), _window_matrix(xp, ws, we, w, x.dtype)
     sizes = ((he - hs)[:, None] * (we - ws)[None, :]).astype(x.dtype)
-    return AdaptiveAvgPool2D.apply(input, rows=rows, cols=cols, sizes=sizes)
+    return AdaptiveAvgPool2D.apply(input, rows=rows, cols=cols, sizes=sizes, bounds=(hs, he, ws, we))

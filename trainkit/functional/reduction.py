@@ -39,5 +39,9 @@ def reduce_loss(loss, reduction: str, count=None):
 
 
 def unreduce_grad(g, reduction: str, count):
-    """The gradient each term of the unreduced loss gets from ``g``, the gradient of the reduced one."""
-    return g / count if reduction == "mean" else g
+    """The gradient each term of the unreduced loss gets from ``g``, the gradient of the reduced one.
+
+    A mean over nothing (every target ignored) is nan, but its terms get a zero gradient, as in PyTorch."""
+    if reduction != "mean":
+        return g
+    return g / count if count else g * 0
