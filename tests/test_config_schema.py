@@ -114,7 +114,7 @@ def test_print_config_shows_every_default_and_loads_back(tmp_path):
     original["model"]["class_path"] = original["model"]["class_path"].replace("../examples", str(ROOT / "examples"))
     assert cfg.saved_form(again) == cfg.saved_form(original)
     check = trainkit("check", copy)
-    assert check.returncode == 0 and "OK (Net, 31 parameters, 100 samples)" in check.stdout
+    assert check.returncode == 0 and "OK (Net, 31 parameters, 100 samples; one batch:" in check.stdout
 
 
 def test_a_minimal_config_resolves_to_every_section(minimal):
@@ -247,8 +247,9 @@ def test_no_optimizer_section_means_the_trainers_default_optimizer(minimal):
 
 def _dataset_config(tmp_path, class_path: str) -> dict:
     (tmp_path / "data.py").write_text(
-        "def needs_a_missing_library():\n    import no_such_library_here  # noqa: F401\n\n"
-        "def loses_a_key():\n    return {}['x']\n")
+        "from trainkit.registry import dataset_factory\n\n"
+        "@dataset_factory\ndef needs_a_missing_library():\n    import no_such_library_here  # noqa: F401\n\n"
+        "@dataset_factory\ndef loses_a_key():\n    return {}['x']\n")
     path = tmp_path / "c.yaml"
     path.write_text(MINIMAL + f"data: {{kind: class_path, class_path: {class_path}}}\n")
     return cfg.load(path)

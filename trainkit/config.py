@@ -452,7 +452,13 @@ def reference() -> str:
     lines = ["# Config reference", "",
              "Every key a run config may hold, read off the declarations in `trainkit/config.py` (regenerate this "
              "page with `python -m trainkit.config > docs/config.md`). `trainkit train CONFIG --print-config` shows "
-             "a config with every default filled in. Numbers may be written as `1e-3`.", ""]
+             "a config with every default filled in. Numbers may be written as `1e-3`.", "",
+             "A config names code: `class_path` keys import a module or run a Python file, so trust a config as "
+             "you would trust that code. Each `class_path` may name only code of the kind its key is for: a "
+             "`Module` subclass for `model`, a `Dataset` subclass or a function marked with "
+             "`@trainkit.registry.dataset_factory` for `data`, an `Optimizer` subclass for `optimizer`, a "
+             "`Callback` subclass in `callbacks`; anything else (`os.system`, `subprocess.run`) is refused before "
+             "it is called.", ""]
 
     def table(cls, prefix: str) -> None:
         hints = typing.get_type_hints(cls)
@@ -493,7 +499,8 @@ def class_error(file: str, key: str, spec: str, err: ImportError) -> ConfigError
 def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
 
-    ``trainkit.registry.resolve_class`` with a ``ConfigError`` naming the config file and the key.
+    ``trainkit.registry.resolve_class`` with a ``ConfigError`` naming the config file and the key; what it names
+    must be of the kind the key is for (a Module for ``model.class_path``, a Callback for ``callbacks[i]``, ...).
 
     >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
     'Linear'
@@ -503,7 +510,7 @@ def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     trainkit.config.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
     """
     try:
-        return _resolve_class(spec, base_dir)
+        return _resolve_class(spec, base_dir, key.partition(".")[0].partition("[")[0])
     except ClassPathError as err:
         raise class_error(file, key, spec, err) from None
 

@@ -39,6 +39,7 @@ from . import callbacks as _callbacks
 from . import data as _data
 from . import optim as _optim
 from .layers import loss as _loss
+from .layers.module import Module
 from .optim import lr_scheduler as _lr_scheduler
 
 
@@ -144,11 +145,12 @@ class ClassPathError(ImportError):
     ``ImportError``, so that it reads as ``from m import X`` would fail, yet apart from one the class itself raises."""
 
 
-def resolve_class(spec: str, base_dir: str | Path = ".") -> Any:
+def resolve_class(spec: str, base_dir: str | Path = ".", kind: str | None = None) -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to ``base_dir``) -> the class it names.
 
     Anything that cannot be loaded raises ``ClassPathError``; a file is loaded as module
-    ``_trainkit_user_<its stem>``.
+    ``_trainkit_user_<its stem>``. With ``kind`` (a key of ``CLASS_PATH_KINDS``: ``model``, ``data``,
+    ``optimizer``, ``callbacks``), what it names must be of that kind (``check_kind``).
 
     >>> resolve_class("trainkit.nn.Linear").__name__
     'Linear'
@@ -179,9 +181,55 @@ def resolve_class(spec: str, base_dir: str | Path = ".") -> Any:
         except ImportError as err:
             raise ClassPathError(str(err), name=err.name, path=err.path) from err
     try:
-        return getattr(module, name)
+        found = getattr(module, name)
     except AttributeError as err:
         raise ClassPathError(str(err), name=module_name) from None
+    if kind is not None:
+        check_kind(found, spec, kind)
+    return found
+
+
+# What a class_path may name, by the key it is given for: a config names code, but only code of the kind its key is
+# for, so that `model.class_path: os.system` is refused before anything is called.
+CLASS_PATH_KINDS: dict[str, type] = {"model": Module, "data": _data.Dataset, "optimizer": _optim.Optimizer,
+                                     "callbacks": _callbacks.Callback}
+_DATASET_FACTORIES = {_data.digits, _data.regression_curve}  # trainkit's own functions that return a Dataset
+
+
+def dataset_factory(fn: Callable) -> Callable:
+    """Mark ``fn``, a function returning a Dataset, as one a config may name as ``data.class_path``.
+
+    >>> @dataset_factory
+    ... def squares(n: int = 4):
+    ...     x = _data.regression_curve(n).tensors[0]
+    ...     return _data.TensorDataset(x, x * x)
+    >>> is_dataset_factory(squares), is_dataset_factory(print)
+    (True, False)
+    """
+    fn.trainkit_dataset_factory = True
+    return fn
+
+
+def is_dataset_factory(obj: Any) -> bool:
+    return obj in _DATASET_FACTORIES or getattr(obj, "trainkit_dataset_factory", False) is True
+
+
+def check_kind(obj: Any, spec: str, kind: str) -> None:
+    """Refuse (``ClassPathError``) what is not a subclass of the kind's base, or, for data, a marked factory.
+
+    >>> check_kind(print, "builtins.print", "model")
+    Traceback (most recent call last):
+    ...
+    trainkit.registry.ClassPathError: 'builtins.print' names a builtin_function_or_method, not a Module subclass; \
+a config names only code of the kind its key is for
+    """
+    base = CLASS_PATH_KINDS[kind]
+    if (isinstance(obj, type) and issubclass(obj, base)) or (kind == "data" and is_dataset_factory(obj)):
+        return
+    what = f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
+    also = " or a function marked with @trainkit.registry.dataset_factory" if kind == "data" else ""
+    raise ClassPathError(f"{spec!r} names {what}, not a {base.__name__} subclass{also}; a config names only code of "
+                         "the kind its key is for")
 
 
 def by_name(settings: dict, func: Callable, skip: Iterable[str] = ()) -> dict:
@@ -211,12 +259,13 @@ def _file_loader(loader: Callable) -> Callable[[dict, Path], _data.Dataset]:
 
 
 def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
-    return resolve_class(spec["class_path"], base_dir)(**spec["init_args"])
+    return resolve_class(spec["class_path"], base_dir, "data")(**spec["init_args"])
 
 
 # data.kind -> its dataset function; register your own to use it from configs
 DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader(_data.load_npz),
                                     "csv": _file_loader(_data.load_csv), "class_path": _class_path})
 
-__all__ = ["CALLBACKS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "ClassPathError", "Registry",
-           "UnknownNameError", "build", "by_name", "resolve_class"]
+__all__ = ["CALLBACKS", "CLASS_PATH_KINDS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "ClassPathError",
+           "Registry", "UnknownNameError", "build", "by_name", "check_kind", "dataset_factory", "is_dataset_factory",
+           "resolve_class"]
