@@ -61,6 +61,9 @@ CASES = {
     "area-nan-size": (lambda L, x: F(L).interpolate(x, size=(7, 4), mode="area"), NAN_IMAGE),
     "max-pool-inf": (lambda L, x: F(L).max_pool2d(x, 3, 2, 1, ceil_mode=True), INF_IMAGE),
     "avg-pool-inf": (lambda L, x: F(L).avg_pool2d(x, 3, 2, 1, count_include_pad=False), INF_IMAGE),
+    # dropout of a 0-d tensor (times 0: the mask is random, its node and shape are what is compared)
+    "dropout-0d": (lambda L, x: F(L).dropout(x, 0.5) * 0, np.array(2.5, np.float32)),
+    "dropout-0d-p1": (lambda L, x: F(L).dropout(x, 1.0), np.array(2.5, np.float32)),
 }
 
 

@@ -40,7 +40,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         draw_dtype = np.float64 if data.dtype == np.float64 else np.float32
         with on_device(input.device):
             u = generator_for(input.device).rng.random(data.shape, dtype=draw_dtype)
-        mask = (u < 1 - p).astype(data.dtype)
+        mask = xp_of(data).asarray(u < 1 - p, dtype=data.dtype)  # an array also for a 0-d input
         mask *= 1 / (1 - p)
     mask = Tensor._make(mask)
     return input.mul_(mask) if inplace else tmath.mul(input, mask)
