@@ -57,3 +57,14 @@ def test_the_kinds_each_key_accepts(tmp_path):
 def test_the_reference_page_says_a_config_is_code():
     assert "A config names code" in (ROOT / "docs" / "config.md").read_text()
     assert "A config names code" in cfg.reference()
+
+
+@pytest.mark.parametrize("value", ["!!python/object/apply:os.system ['true']", "[unclosed", "{a: 1"])
+def test_a_set_value_that_is_not_plain_yaml_is_a_config_error(tmp_path, value):
+    config = tmp_path / "c.yaml"
+    config.write_text(MODEL)
+    done = subprocess.run([sys.executable, "-m", "trainkit", "check", config, "--set", f"trainer.device={value}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert f"{config}: --set trainer.device: the value is not valid YAML" in done.stderr
+    assert "Traceback" not in done.stderr

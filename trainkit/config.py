@@ -347,7 +347,11 @@ def _set(config: dict, assignment: str, file: Path) -> None:
         node = node[part]
         if not isinstance(node, dict):
             raise ConfigError(f"{file}: --set {key}: '{part}' is not a section")
-    node[parts[-1]] = read_yaml(raw)
+    try:
+        node[parts[-1]] = read_yaml(raw)
+    except yaml.YAMLError as err:  # a Python tag is refused here too, as in a config file
+        reason = " ".join(str(err).split())
+        raise ConfigError(f"{file}: --set {key}: the value is not valid YAML: {reason}") from None
 
 
 def load(path: str | Path, overrides: list[str] = ()) -> dict:
