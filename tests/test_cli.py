@@ -30,7 +30,7 @@ def write(path: Path, text: str) -> Path:
 def regression_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     result = trainkit("train", CONFIG, "--set", f"output_dir={out}")
-    return result, out / "regression"
+    return result, out / "regression" / "version_0"
 
 
 def test_train_writes_the_run_folder_and_reaches_the_target(regression_run):
@@ -65,7 +65,7 @@ def test_frozen_config_keeps_hidden_unchanged(tmp_path):
                       "--set", "trainer.epochs=20")
     assert result.returncode == 0, result.stderr
     assert "Trainable params: 11 | Frozen params: 20" in result.stdout
-    state = checkpoint.load(tmp_path / "regression_frozen" / "checkpoints" / "last.npz")["model"]
+    state = checkpoint.load(tmp_path / "regression_frozen" / "version_0" / "checkpoints" / "last.npz")["model"]
     import trainkit as tk
 
     sys.path.insert(0, str(ROOT / "examples" / "regression"))
@@ -131,9 +131,9 @@ def test_interrupted_run_exits_130_and_leaves_loadable_checkpoints(tmp_path):
     result = trainkit("train", _config_with_stopper(tmp_path, "KeyboardInterrupt"), "--set", f"output_dir={tmp_path}")
     assert result.returncode == 130, result.stderr
     run = tmp_path / "regression"  # the config keeps the name of the one it was copied from
-    last = checkpoint.load(run / "checkpoints" / "last.npz")
+    last = checkpoint.load(run / "version_0" / "checkpoints" / "last.npz")
     assert last["epoch"] == 2
-    assert "model" in checkpoint.load(run / "checkpoints" / "interrupted.npz")
+    assert "model" in checkpoint.load(run / "version_0" / "checkpoints" / "interrupted.npz")
     resumed = trainkit("train", tmp_path / "stopping.yaml", "--set", f"output_dir={tmp_path}", "--set",
                        "callbacks=[]", "--set", "trainer.epochs=5", "--resume", run)
     assert resumed.returncode == 0, resumed.stderr
@@ -153,14 +153,14 @@ def test_digits_classification_config(tmp_path):
     result = trainkit("train", ROOT / "configs" / "digits.yaml", "--set", f"output_dir={tmp_path}",
                       "--set", "trainer.epochs=4")
     assert result.returncode == 0, result.stderr
-    rows = list(csv.DictReader((tmp_path / "digits" / "metrics.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "digits" / "version_0" / "metrics.csv").open()))
     assert len(rows) == 4 and float(rows[-1]["val_accuracy"]) > 0.7
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         assert "matplotlib" in result.stderr  # the plot is skipped with a message; training went on
     else:
-        assert (tmp_path / "digits" / "curves.png").is_file()
+        assert (tmp_path / "digits" / "version_0" / "curves.png").is_file()
 
 
 def test_graph_command_prints_the_tree_and_writes_dot(tmp_path):

@@ -378,7 +378,8 @@ def test_load_npz(tmp_path):
     x, y = np.random.default_rng(0).normal(size=(6, 3)), np.arange(6)
     np.savez(path, x=x, y=y, extra=np.zeros(2))
     ds = load_npz(path)
-    assert len(ds) == 6 and all(t.dtype == trainkit.float32 for t in ds.tensors)
+    # floating arrays take dtype; integer ones (class labels) stay integers, as int64
+    assert len(ds) == 6 and ds.tensors[0].dtype == trainkit.float32 and ds.tensors[1].dtype == trainkit.int64
     np.testing.assert_allclose(to_numpy(ds.tensors[0]), x.astype(np.float32))
     kept = load_npz(path, dtype=None)
     assert kept.tensors[0].dtype == trainkit.float64 and kept.tensors[1].dtype == trainkit.int64

@@ -263,7 +263,7 @@ def test_command_under_mpiexec_writes_once_and_resumes(tmp_path):
     done = _run(trainkit_cmd + common + ["--set", "trainer.epochs=4", "--set", "name=whole"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("done: 4 epochs") == 1  # rank 0 alone reports
-    rows = (tmp_path / "runs" / "whole" / "metrics.csv").read_text().splitlines()
+    rows = (tmp_path / "runs" / "whole" / "version_0" / "metrics.csv").read_text().splitlines()
     assert len(rows) == 5  # a header and one row an epoch, not two
 
     half = _run(trainkit_cmd + common + ["--set", "trainer.epochs=2", "--set", "name=split"], tmp_path)
@@ -271,8 +271,8 @@ def test_command_under_mpiexec_writes_once_and_resumes(tmp_path):
     resumed = _run(trainkit_cmd + common + ["--set", "trainer.epochs=4", "--set", "name=split", "--resume",
                                             str(tmp_path / "runs" / "split")], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    whole = trainkit.checkpoint.load(tmp_path / "runs" / "whole" / "checkpoints" / "last.npz")
-    split = trainkit.checkpoint.load(tmp_path / "runs" / "split" / "checkpoints" / "last.npz")
+    whole = trainkit.checkpoint.load(tmp_path / "runs" / "whole" / "version_0" / "checkpoints" / "last.npz")
+    split = trainkit.checkpoint.load(tmp_path / "runs" / "split" / "version_0" / "checkpoints" / "last.npz")
     assert whole["world_size"] == 2 and len(whole["rng"]["ranks"]) == 2
     for name, value in whole["model"].items():
         np.testing.assert_array_equal(value.numpy(), split["model"][name].numpy(), err_msg=name)
@@ -329,7 +329,8 @@ def test_validation_is_reduced_over_ranks(tmp_path):
     for ranks in (3, None):
         done = _run(args, tmp_path, ranks)
         assert done.returncode == 0, done.stderr
-        lines.append(next(line for line in done.stdout.splitlines() if line.startswith("done:")))
+        done_line = next(line for line in done.stdout.splitlines() if line.startswith("done:"))
+        lines.append(done_line.partition("; run folder")[0])  # each run has a version folder of its own
     assert lines[0] == lines[1] and "val_mae" in lines[0]
 
 

@@ -2,13 +2,19 @@
 
 A checkpoint is a nested dict of states (model, optimizer, scheduler, random streams, callbacks, ...). This module
 only names the operation; the archive format and its atomic writing live in :mod:`trainkit.serialization`.
+The epochs' logs are not in it: they are appended, one line per epoch, to ``history.jsonl`` in the run folder.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 from . import serialization
+from .autograd.random import default_generator
+from .callbacks.base import jsonable
 
 
 def save(state: dict, path: str | Path) -> Path:
@@ -30,3 +36,155 @@ def load(path: str | Path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     return serialization.load(path)
+
+
+# ------------------------------------------------------------------------------------------------------ history
+# A checkpoint holds state only. The epochs' logs grow with the run, so they live in an append-only file of the run
+# folder, one JSON line per epoch; a checkpoint names that file and how many of its lines it covers.
+HISTORY_FILE = "history.jsonl"
+
+
+def history_of(rows: list[dict]) -> dict[str, list]:
+    """The per-key lists (``Trainer.history``) of epoch rows; a key absent from a row adds nothing for it.
+
+    >>> history_of([{"epoch": 0, "loss": 1.0}, {"epoch": 1, "loss": 0.5, "val_loss": 0.7}])
+    {'loss': [1.0, 0.5], 'val_loss': [0.7]}
+    """
+    history: dict[str, list] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key != "epoch":
+                history.setdefault(key, []).append(value)
+    return history
+
+
+def _line(row: dict) -> str:
+    return json.dumps(jsonable(row), allow_nan=True) + "\n"
+
+
+def write_history(path: str | Path, rows: list[dict]) -> Path:
+    """Replace the history file at ``path`` with ``rows`` (atomically: a resume truncates it to its checkpoint).
+
+    >>> import tempfile
+    >>> p = write_history(Path(tempfile.mkdtemp()) / HISTORY_FILE, [{"epoch": 0, "loss": 1.0}])
+    >>> append_history(p, {"epoch": 1, "loss": 0.5})
+    >>> read_history(p, 2)
+    [{'epoch': 0, 'loss': 1.0}, {'epoch': 1, 'loss': 0.5}]
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(_line(row) for row in rows))
+    os.replace(tmp, path)
+    return path
+
+
+def append_history(path: str | Path, row: dict) -> None:
+    """Add one epoch's row to the history file: a constant cost per epoch, however long the run."""
+    with open(path, "a") as f:
+        f.write(_line(row))
+
+
+def read_history(path: str | Path, epochs: int) -> list[dict]:
+    """The first ``epochs`` rows of the history file at ``path`` (rows after them belong to epochs a resume
+    repeats); a ``FileNotFoundError`` or ``ValueError`` says what is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no history file at {path} (the run's per-epoch logs, which a resume needs)")
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if len(rows) == epochs:
+                break
+            if line.strip():
+                rows.append(json.loads(line))
+    if len(rows) < epochs:
+        raise ValueError(f"{path} holds {len(rows)} epoch(s), but the checkpoint covers {epochs}")
+    return rows
+
+
+def history_rows(saved: Any, checkpoint_path: str | Path) -> list[dict]:
+    """The epoch rows a checkpoint's ``history`` entry stands for: ``{"file", "epochs"}`` (read from the file, or
+    from ``history.jsonl`` of the run folder holding ``checkpoints/`` when the run folder has moved),
+    ``{"rows"}`` inline, or the per-key lists of older checkpoints."""
+    if not saved:
+        return []
+    if "file" in saved:
+        file, epochs = Path(saved["file"]), int(saved["epochs"])
+        beside = Path(checkpoint_path).resolve().parent.parent / HISTORY_FILE
+        if not file.is_file() and beside.is_file():
+            file = beside
+        return read_history(file, epochs)
+    if "rows" in saved:
+        return [dict(row) for row in saved["rows"]]
+    n = len(saved.get("loss", []))  # older checkpoints: per-key lists, keys logged every epoch line up
+    return [{k: v[i] for k, v in saved.items() if len(v) == n} for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------------------ trainer state
+def trainer_state(trainer: Any) -> dict:
+    """A Trainer's whole state (``Trainer.state_dict``). Its history is named, not held: the run folder's history
+    file and how many of its epochs this state covers (without a run folder, the rows themselves, inline)."""
+    rows = trainer.history_rows
+    pending = trainer._epoch_logs  # an epoch whose end the callbacks are handling: the checkpoint includes it
+    if trainer.run_dir is not None:
+        history = {"file": str((trainer.run_dir / HISTORY_FILE).resolve()), "epochs": len(rows) + (pending is not None)}
+    else:
+        history = {"rows": rows + ([{"epoch": trainer.epoch, **pending}] if pending is not None else [])}
+    return {
+        "model": dict(trainer.model.state_dict()),
+        "optimizer": trainer.optimizer.state_dict(),
+        "scheduler": None if trainer.scheduler is None else trainer.scheduler.state_dict(),
+        "rng": {"global": default_generator.get_state(), "loader": trainer.loader_generator.get_state(),
+                "ranks": trainer.distribute_strategy.rng_states()},
+        "world_size": trainer.world_size,
+        "callbacks": trainer.callbacks.state_dict(),
+        "epoch": trainer.epoch,
+        "epochs_done": trainer.epochs_done,
+        "global_step": trainer.global_step,
+        "history": history,
+    }
+
+
+def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -> None:
+    """Put ``state`` (from ``trainer_state``, read from ``path``) back into ``trainer``; with ``resume``, the
+    process count must be the one that wrote it, since each process takes back its own random stream."""
+    saved_size = int(state.get("world_size", 1))
+    if resume and saved_size != trainer.world_size:
+        raise RuntimeError(f"{path}: written by a run of {saved_size} process(es); resume it with the same "
+                           f"number (this run has {trainer.world_size})")
+    trainer.model.load_state_dict({k: v.to(trainer.device) for k, v in state["model"].items()})
+    trainer.optimizer.load_state_dict(state["optimizer"])
+    if trainer.scheduler is not None and state.get("scheduler") is not None:
+        trainer.scheduler.load_state_dict(state["scheduler"])
+    ranks = state["rng"].get("ranks")
+    same_world = saved_size == trainer.world_size and ranks and len(ranks) == trainer.world_size
+    default_generator.set_state(ranks[trainer.rank] if same_world else state["rng"]["global"])
+    if same_world:
+        trainer.distribute_strategy.set_rng_states(ranks)
+    trainer.loader_generator.set_state(state["rng"]["loader"])
+    trainer.callbacks.load_state_dict(state.get("callbacks", []))
+    trainer.global_step = int(state["global_step"])
+    trainer.history_rows = history_rows(state.get("history"), path)
+    trainer.history = history_of(trainer.history_rows)
+    trainer.epoch = int(state["epoch"])
+    trainer.epochs_done = int(state.get("epochs_done", trainer.epoch + 1))  # older checkpoints: written at epoch end
+
+
+def resume_point(path: str | Path, done: int, epochs: int, epoch: int) -> str:
+    """The line a resume prints, or a ``ValueError`` when ``epochs`` (counting those done) leaves nothing to do.
+
+    >>> resume_point("last.npz", 3, 5, 2)
+    'resuming from epoch 4 of 5: 3 done, from last.npz'
+    >>> resume_point("last.npz", 5, 5, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: last.npz: the run has done 5 epoch(s) already, and epochs=5 counts those; to train more, ask for \
+more epochs (e.g. fit(..., epochs=10), or from the command --set trainer.epochs=10)
+    """
+    if epochs <= done:
+        raise ValueError(f"{path}: the run has done {done} epoch(s) already, and epochs={epochs} counts those; "
+                         f"to train more, ask for more epochs (e.g. fit(..., epochs={done + epochs}), or from "
+                         f"the command --set trainer.epochs={done + epochs})")
+    again = f" (written inside epoch {done + 1}, which starts over)" if done == epoch else ""
+    return f"resuming from epoch {done + 1} of {epochs}: {done} done, from {path}{again}"

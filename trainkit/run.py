@@ -8,12 +8,18 @@ loader takes, and the named optimizer, scheduler, loss and callbacks come from t
 
 from __future__ import annotations
 
+import copy
 import inspect
+import os
+import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .autograd.random import manual_seed
-from .config import ConfigError, class_error, resolve_class
+from .callbacks.base import Callback
+from .config import ConfigError, class_error, dump, resolve_class
+from .distributed import launched_size, world
 from .registry import (
     CALLBACKS,
     DATA_KINDS,
@@ -66,8 +72,23 @@ def _optimizer(config: dict, model):
         raise _kwargs_error(config, "optimizer", err) from None
 
 
+# What a loss takes as its target, for files that cannot say (a CSV label column; float labels in an .npz).
+_INDEX_TARGETS = ("CrossEntropyLoss", "NLLLoss")
+
+
+def _task(config: dict) -> str | None:
+    name = config["loss"] if isinstance(config["loss"], str) else config["loss"]["name"]
+    try:
+        cls = LOSSES.get(name)
+    except UnknownNameError:
+        return None
+    return "classification" if cls.__name__ in _INDEX_TARGETS else "regression"
+
+
 def _dataset(config: dict):
     spec = config["data"]
+    if spec["kind"] in ("npz", "csv"):
+        spec = {**spec, "task": spec.get("task") or _task(config)}  # a data.task key, when given, decides
     try:
         make_dataset = DATA_KINDS.get(spec["kind"])
     except UnknownNameError as err:  # a config from load() has only known kinds; a hand-made one may not
@@ -122,8 +143,9 @@ def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
     return to_trainer, to_fit
 
 
-def build(config: dict) -> Run:
-    """Make everything ``config`` describes (a checked config from ``trainkit.config.load``).
+def build(config: dict, run_dir: str | Path | None = None) -> Run:
+    """Make everything ``config`` describes (a checked config from ``trainkit.config.load``), for a run writing to
+    ``run_dir`` (by default ``output_dir/name``; ``trainkit train`` gives it a version folder, ``start_run``).
 
     >>> from trainkit.config import load
     >>> run = build(load("configs/regression.yaml", ["trainer.verbose=false"]))  # doctest: +SKIP
@@ -145,7 +167,7 @@ def build(config: dict) -> Run:
         scheduler = _named(config, SCHEDULERS, config["scheduler"]["name"], "scheduler.name", optimizer=optimizer,
                            **config["scheduler"]["options"])
 
-    run_dir = Path(config["output_dir"]) / config["name"]
+    run_dir = Path(config["output_dir"]) / config["name"] if run_dir is None else Path(run_dir)
     callbacks = [_callback(config, i, spec) for i, spec in enumerate(config["callbacks"])]
     given = {type(c).__name__ for c in callbacks}
     monitor = "val_loss" if config["data"]["validation_split"] else "loss"
@@ -162,3 +184,183 @@ def build(config: dict) -> Run:
         raise ConfigError(f"{file}: {err}") from None
     fit_args.update(by_name(config["data"], Trainer.fit))  # validation_split
     return Run(trainer, _dataset(config), run_dir, fit_args)
+
+
+# ------------------------------------------------------------------------------------------------- run folders
+# Each training run of a name gets a folder of its own, output_dir/name/version_N, as in Lightning; the file
+# output_dir/name/latest names the newest one (a plain file rather than a symlink: it works on every system).
+LATEST = "latest"
+_VERSION = re.compile(r"version_(\d+)$")
+
+
+def versions(base: str | Path) -> list[Path]:
+    """The version folders under ``base`` (``output_dir/name``), oldest first.
+
+    >>> import tempfile
+    >>> base = Path(tempfile.mkdtemp())
+    >>> for n in (0, 2, 10):
+    ...     (base / f"version_{n}").mkdir()
+    >>> [p.name for p in versions(base)]
+    ['version_0', 'version_2', 'version_10']
+    """
+    base = Path(base)
+    found = [(int(m.group(1)), p) for p in base.iterdir() if p.is_dir() and (m := _VERSION.match(p.name))] \
+        if base.is_dir() else []
+    return [p for _, p in sorted(found)]
+
+
+def latest_version(base: str | Path) -> Path | None:
+    """The newest version folder under ``base``: the one its ``latest`` file names, else the highest number."""
+    base = Path(base)
+    named = base / LATEST
+    if named.is_file() and (base / named.read_text().strip()).is_dir():
+        return base / named.read_text().strip()
+    found = versions(base)
+    return found[-1] if found else None
+
+
+def _mark_latest(base: Path) -> None:
+    found = versions(base)
+    if not found:
+        (base / LATEST).unlink(missing_ok=True)
+        return
+    tmp = base / (LATEST + ".tmp")
+    tmp.write_text(found[-1].name + "\n")
+    os.replace(tmp, base / LATEST)
+
+
+def self_contained(config: dict) -> dict:
+    """``config`` as written into a run folder: file paths (``class_path`` files, ``data.path``, ``output_dir``)
+    made absolute, so ``trainkit train RUN_DIR/config.yaml`` reruns it from any folder.
+
+    >>> c = self_contained({"_dir": "/work/configs", "output_dir": "/tmp/runs", "model": {"class_path": "m.py:Net"},
+    ...                     "data": {"path": None, "class_path": "trainkit.data.digits"}, "optimizer": {},
+    ...                     "callbacks": ["ProgressBar"]})
+    >>> c["model"]["class_path"], c["data"]["class_path"]
+    ('/work/configs/m.py:Net', 'trainkit.data.digits')
+    """
+    out = copy.deepcopy(config)
+    here = Path(config["_dir"])
+
+    def absolute(spec):  # file.py:Class is relative to the config's folder; package.module.Class stays
+        if not isinstance(spec, str) or ":" not in spec:
+            return spec
+        file, _, name = spec.partition(":")
+        return f"{(here / file).resolve()}:{name}"
+
+    for section in (out["model"], out["optimizer"], out["data"]):
+        if section.get("class_path") is not None:
+            section["class_path"] = absolute(section["class_path"])
+    if out["data"].get("path") is not None:
+        out["data"]["path"] = str((here / out["data"]["path"]).resolve())
+    for spec in out["callbacks"]:
+        if isinstance(spec, dict) and "class_path" in spec:
+            spec["class_path"] = absolute(spec["class_path"])
+    out["output_dir"] = str(Path(out["output_dir"]).resolve())  # relative to the working directory
+    return out
+
+
+def find_checkpoint(where: str | Path) -> tuple[Path, Path | None]:
+    """What ``--resume WHERE`` resumes: (the checkpoint, the run folder to continue in). ``WHERE`` is a checkpoint
+    file, a run folder (``output_dir/name/version_N``: its ``last.npz``, or ``interrupted.npz`` when that is newer),
+    or ``output_dir/name`` (its latest version). A checkpoint outside a run folder continues in a new version."""
+    where = Path(where)
+    if where.is_file():
+        folder = where.parent.parent if where.parent.name == "checkpoints" else None
+        return where, folder
+    if not where.is_dir():
+        raise FileNotFoundError(f"--resume {where}: no such run folder or checkpoint file")
+    folder = where
+    if not (where / "checkpoints").is_dir() and latest_version(where) is not None:
+        folder = latest_version(where)
+    found = [p for p in (folder / "checkpoints" / n for n in ("last.npz", "interrupted.npz")) if p.is_file()]
+    if not found:
+        raise FileNotFoundError(f"--resume {where}: no checkpoint at {folder / 'checkpoints' / 'last.npz'} (nor "
+                                "interrupted.npz); name a run folder runs/NAME/version_N, runs/NAME, or a .npz file")
+    return max(found, key=lambda p: p.stat().st_mtime_ns), folder
+
+
+class _SaveConfig(Callback):
+    """Writes the run's config.yaml once its first epoch has ended: a resume that fails before leaves the run
+    folder's config as it was."""
+
+    rank_zero_only = True
+
+    def __init__(self, path: Path, text: str) -> None:
+        super().__init__()
+        self.path, self.text = path, text
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        if self.text is not None:
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(self.text)
+            os.replace(tmp, self.path)
+            self.text = None
+
+
+@dataclass
+class Started:
+    """What ``start_run`` returns: the built run, the checkpoint to resume from (or None), and whether its folder
+    is new (``abandon`` removes a new one that holds no finished epoch)."""
+
+    run: Run
+    resume: Path | None
+    new_folder: bool
+
+    def abandon(self) -> bool:
+        """Remove a new run folder in which no epoch finished (and the name's folder, when left empty); True if
+        it did. Runs on the writing process only."""
+        trainer = self.run.trainer
+        if not self.new_folder or trainer.epochs_done > 0 or trainer.rank != 0:
+            return False
+        shutil.rmtree(self.run.run_dir, ignore_errors=True)
+        base = self.run.run_dir.parent
+        _mark_latest(base)
+        if base.is_dir() and not any(base.iterdir()):
+            base.rmdir()
+        return True
+
+    def interrupted(self) -> str:
+        """After Ctrl-C: save ``checkpoints/interrupted.npz`` (and the config it was trained with) and say how to
+        resume; a run with no finished epoch is removed instead."""
+        if self.abandon():
+            return "interrupted before the first epoch ended: nothing saved"
+        folder = self.run.run_dir
+        saved = self.run.trainer.save_checkpoint(folder / "checkpoints" / "interrupted.npz")
+        for cb in self.run.trainer.callbacks:
+            if isinstance(cb, _SaveConfig):
+                cb.on_epoch_end(-1)  # the checkpoint just saved belongs to this config
+        return (f"interrupted: saved {saved}; the last finished epoch is in checkpoints/last.npz\n"
+                f"resume with: trainkit train {folder / 'config.yaml'} --resume {folder}")
+
+
+def start_run(config: dict, resume: str | Path | None = None) -> Started:
+    """Build the run ``config`` describes in its run folder: a new ``output_dir/name/version_N`` (``latest`` then
+    names it), or, with ``resume``, the folder of the run resumed (``find_checkpoint``). The folder's config.yaml is
+    ``self_contained``: written now for a new folder, at the first epoch's end for a resumed one.
+
+    >>> from trainkit.config import load
+    >>> started = start_run(load("configs/regression.yaml"))  # doctest: +SKIP
+    >>> started.run.run_dir  # doctest: +SKIP
+    PosixPath('runs/regression/version_0')
+    """
+    checkpoint, folder = find_checkpoint(resume) if resume is not None else (None, None)
+    lead = launched_size() == 1 or world().rank == 0
+    base = Path(config["output_dir"]) / config["name"]
+    new = folder is None
+    if new and lead:
+        found = versions(base)
+        folder = base / f"version_{int(_VERSION.match(found[-1].name).group(1)) + 1 if found else 0}"
+    if launched_size() > 1:
+        folder = world().broadcast_object(folder)
+    run = build(config, run_dir=folder)
+    text = dump(self_contained(config))
+    if lead and new:
+        folder.mkdir(parents=True)
+        (folder / "config.yaml").write_text(text)
+        _mark_latest(base)
+    elif lead:
+        saver = _SaveConfig(folder / "config.yaml", text)
+        run.trainer.callbacks.append(saver)
+        saver.set_trainer(run.trainer)
+    return Started(run, checkpoint, new)

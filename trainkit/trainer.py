@@ -8,7 +8,8 @@ lists its hooks) in this order::
         each batch: on_train_batch_begin; forward, loss, backward (scaled by 1 / accumulate_steps);
             on_after_backward; when stepping: clipping, on_before_optimizer_step, optimizer.step(), zero_grad;
             on_train_batch_end({'loss', 'step'})
-        evaluate(val_data), on_validation_end; scheduler step; on_epoch_end; run_dir/checkpoints/last.npz
+        evaluate(val_data), on_validation_end; scheduler step; on_epoch_end; one line appended to
+        run_dir/history.jsonl; run_dir/checkpoints/last.npz (state only: the history is in history.jsonl)
     on_train_end (on_exception instead when training raises)
 
 Evaluation and prediction run under ``no_grad`` with the model in eval mode (``eval_mode``), and put it back as it
@@ -31,11 +32,11 @@ import numpy as np
 from . import checkpoint as ckpt
 from .autograd import grad_mode
 from .autograd.ops.shape import cat
-from .autograd.random import Generator, default_generator, manual_seed
+from .autograd.random import Generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.base import CallbackList
 from .callbacks.history import History
-from .data import DataLoader, Dataset, Subset, TensorDataset
+from .data import DataLoader, Dataset, Subset, TensorDataset, as_tensor
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
 from .metrics import Metric, get_metric
@@ -134,8 +135,9 @@ class Trainer:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.verbose = verbose and dist.is_main
         self.stop_training = False
-        self.epoch = self.global_step = self.epochs = 0
+        self.epoch = self.global_step = self.epochs = self.epochs_done = 0
         self.history: dict[str, list] = {}
+        self.history_rows: list[dict] = []  # {'epoch', **logs} per finished epoch: what history.jsonl holds
         self._epoch_logs: dict | None = None
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
         dist.setup(self)
@@ -160,10 +162,15 @@ class Trainer:
         elif x is None:
             raise ValueError("no data: pass a DataLoader, a Dataset, or x and y")
         else:
-            tensors = [t if isinstance(t, Tensor) else Tensor._make(np.asarray(t)) for t in (x, y) if t is not None]
+            tensors = [self._tensor(t) for t in (x, y) if t is not None]
             loader = DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle,
                                 generator=self.loader_generator)
         return self.distribute_strategy.shard_loader(loader) if shard else loader
+
+    def _tensor(self, value: Any) -> Tensor:
+        # as Keras: NumPy floats (float64 by default) take the model's float dtype, once, here
+        dtype = next((p.dtype for p in self.model.parameters() if p.is_floating_point()), None)
+        return as_tensor(value, dtype) if dtype is not None else as_tensor(value)
 
     def unpack_batch(self, batch: Any) -> tuple[Any, Any]:
         """(inputs, target) of a batch, on the trainer's device; a batch without a target gives target None.
@@ -179,15 +186,20 @@ class Trainer:
 
     # ---------------------------------------------------------------------------------------------------- fit
     def fit(self, x: Any = None, y: Any = None, *, val_data: Any = None, epochs: int = 1, batch_size: int = 32,
-            shuffle: bool = True, validation_split: float = 0.0, resume_from: str | Path | None = None) -> History:
+            shuffle: bool = True, validation_split: float = 0.0, resume_from: str | Path | None = None,
+            validation_data: Any = None) -> History:
         """Train for ``epochs`` epochs (counting those done before a resume); returns a ``History`` whose
         ``.history`` maps each log key ('loss', 'val_loss', metrics, 'lr', monitor figures) to one value per
-        epoch."""
+        epoch, the epochs before a resume included. ``validation_data`` is Keras' name for ``val_data``; NumPy
+        float arrays are cast to the model's float dtype."""
+        if validation_data is not None:
+            if val_data is not None:
+                raise ValueError("pass val_data or validation_data (Keras' name for it), not both")
+            val_data = validation_data
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
-            dataset = x if isinstance(x, Dataset) else TensorDataset(*(
-                t if isinstance(t, Tensor) else Tensor._make(np.asarray(t)) for t in (x, y)))
+            dataset = x if isinstance(x, Dataset) else TensorDataset(*(self._tensor(t) for t in (x, y)))
             n_val = int(len(dataset) * validation_split)
             n = len(dataset) - n_val  # the last share validates, as in Keras
             x, y = Subset(dataset, range(n)), None
@@ -196,8 +208,10 @@ class Trainer:
         val_loader = None if val_data is None else self.make_loader(
             val_data[0] if isinstance(val_data, tuple) else val_data,
             val_data[1] if isinstance(val_data, tuple) else None, batch_size=batch_size)
-        first_epoch = 0 if resume_from is None else self.load_checkpoint(resume_from, resume=True) + 1
+        first_epoch = 0 if resume_from is None else self._resume(resume_from, epochs)
         strategy = self.distribute_strategy
+        if self.run_dir is not None and strategy.is_main:  # this run's file holds the epochs restored, if any
+            ckpt.write_history(self.run_dir / ckpt.HISTORY_FILE, self.history_rows)
         strategy.gather_rng_states()
         self.stop_training = False
         self.epochs = epochs
@@ -219,10 +233,9 @@ class Trainer:
                 logs["lr"] = self.optimizer.param_groups[0]["lr"]
                 self._step_scheduler(logs)
                 strategy.gather_rng_states()  # every rank's random stream, for a resume that repeats this run
-                self._epoch_logs = logs  # checkpoints written by callbacks now must include this epoch
+                self._epoch_logs, self.epochs_done = logs, epoch + 1  # checkpoints written now include this epoch
                 strategy.call_epoch_end(self.callbacks, epoch, logs)
-                self._epoch_logs = None
-                _append(self.history, logs)
+                self._record(epoch, logs)
                 if self.run_dir is not None and strategy.is_main and math.isfinite(logs["loss"]):
                     # the resume point; after a non-finite epoch the last good one stays
                     self.save_checkpoint(self.run_dir / "checkpoints" / "last.npz")
@@ -231,12 +244,32 @@ class Trainer:
                     break
             self.callbacks.on_train_end(logs)
         except BaseException as exc:
+            if self._epoch_logs is not None:  # stopped inside the epoch's end: it is not recorded, so not done
+                self._epoch_logs, self.epochs_done = None, self.epoch
             self.callbacks.on_exception(exc)
             strategy.on_exception(self, exc)
             raise
         result = History()
         result.history = self.history
         return result
+
+    def _resume(self, path: str | Path, epochs: int) -> int:
+        """Load the checkpoint to resume from; the first epoch to run."""
+        self.load_checkpoint(path, resume=True)
+        line = ckpt.resume_point(path, self.epochs_done, epochs, self.epoch)  # raises when nothing is left to do
+        if self.verbose:
+            print(line)
+        return self.epochs_done
+
+    def _record(self, epoch: int, logs: dict) -> None:
+        """Keep the finished epoch's logs: in ``history``, and as one line of the run folder's history file."""
+        row = {"epoch": epoch, **logs}
+        self.history_rows.append(row)
+        for key, value in logs.items():
+            self.history.setdefault(key, []).append(value)
+        self._epoch_logs = None
+        if self.run_dir is not None and self.distribute_strategy.is_main:
+            ckpt.append_history(self.run_dir / ckpt.HISTORY_FILE, row)
 
     def _report_parameters(self) -> None:
         params = list(self.model.parameters())
@@ -331,60 +364,24 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
-        """Everything a resume needs: model, optimizer, scheduler, random streams, callbacks, progress."""
-        return {
-            "model": dict(self.model.state_dict()),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
-            "rng": {"global": default_generator.get_state(), "loader": self.loader_generator.get_state(),
-                    "ranks": self.distribute_strategy.rng_states()},
-            "world_size": self.world_size,
-            "callbacks": self.callbacks.state_dict(),
-            "epoch": self.epoch,
-            "global_step": self.global_step,
-            "history": self.history if self._epoch_logs is None else _append(copy.deepcopy(self.history),
-                                                                               self._epoch_logs),
-        }
+        """Everything a resume needs (``trainkit.checkpoint.trainer_state``): model, optimizer, scheduler, random
+        streams, callbacks, progress, and where the epochs' history is (not the history itself)."""
+        return ckpt.trainer_state(self)
 
     def save_checkpoint(self, path: str | Path) -> Path:
         """Write the trainer's state to ``path`` (.npz, no pickle, atomically)."""
         return ckpt.save(self.state_dict(), path)
 
     def load_checkpoint(self, path: str | Path, resume: bool = False) -> int:
-        """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written after. With
-        ``resume``, the run must have as many processes as the one that wrote it (each takes its random stream)."""
-        state = ckpt.load(path)
-        saved_size = int(state.get("world_size", 1))
-        if resume and saved_size != self.world_size:
-            raise RuntimeError(f"{path}: written by a run of {saved_size} process(es); resume it with the same "
-                               f"number (this run has {self.world_size})")
-        self.model.load_state_dict({k: v.to(self.device) for k, v in state["model"].items()})
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.scheduler is not None and state.get("scheduler") is not None:
-            self.scheduler.load_state_dict(state["scheduler"])
-        ranks = state["rng"].get("ranks")
-        same_world = saved_size == self.world_size and ranks and len(ranks) == self.world_size
-        default_generator.set_state(ranks[self.rank] if same_world else state["rng"]["global"])
-        if same_world:
-            self.distribute_strategy.set_rng_states(ranks)
-        self.loader_generator.set_state(state["rng"]["loader"])
-        self.callbacks.load_state_dict(state.get("callbacks", []))
-        self.global_step = int(state["global_step"])
-        self.history = {k: list(v) for k, v in state.get("history", {}).items()}
-        self.epoch = int(state["epoch"])
+        """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written in
+        (``epochs_done`` then counts the finished epochs). With ``resume``, the run must have as many processes as
+        the one that wrote it (each takes its random stream)."""
+        ckpt.restore(self, ckpt.load(path), path, resume)
         return self.epoch
-
 
 def _length(loader: Any) -> int | None:
     """The number of batches of ``loader``, or None when it has no length (an iterable dataset, say)."""
     return len(loader) if hasattr(loader, "__len__") else None
-
-
-def _append(history: dict, logs: dict) -> dict:
-    """Add one epoch's logs to ``history`` (lists per key) and return it."""
-    for key, value in logs.items():
-        history.setdefault(key, []).append(value)
-    return history
 
 
 def _fresh(metric: Metric) -> Metric:

@@ -8,12 +8,13 @@
 """
 
 from .dataloader import BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler, default_collate
-from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, as_tensor, random_split
 from .digits import digits
 from .files import load_csv, load_npz
 from .synthetic import regression_curve
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "RandomSampler", "Sampler", "SequentialSampler",
-    "Subset", "TensorDataset", "default_collate", "digits", "load_csv", "load_npz", "random_split", "regression_curve",
+    "Subset", "TensorDataset", "as_tensor", "default_collate", "digits", "load_csv", "load_npz", "random_split",
+    "regression_curve",
 ]

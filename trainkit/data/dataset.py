@@ -8,6 +8,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..autograd.backend import float32
 from ..autograd.creation import randperm
 from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
@@ -57,6 +60,25 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)
+
+
+def as_tensor(value: Any, float_dtype: Any = float32) -> Tensor:
+    """``value`` as a Tensor for training, as Keras takes NumPy data: a Tensor stays as it is; floating arrays (and
+    lists of floats: NumPy makes them float64) take ``float_dtype`` (the model's), integer arrays become int64 (the
+    class indices losses expect); others keep their dtype.
+
+    >>> import numpy as np
+    >>> as_tensor(np.zeros(2)).dtype, as_tensor(np.array([1, 2], np.int32)).dtype
+    (trainkit.float32, trainkit.int64)
+    """
+    if isinstance(value, Tensor):
+        return value
+    array = np.asarray(value)
+    if array.dtype.kind == "f":
+        array = array.astype(float_dtype.np, copy=False)
+    elif array.dtype.kind in "iu" and array.dtype != np.uint8:  # uint8 stays: images, and torch's Byte targets
+        array = array.astype(np.int64, copy=False)
+    return Tensor._make(np.ascontiguousarray(array))
 
 
 class Subset(Dataset):
