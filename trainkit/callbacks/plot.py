@@ -27,8 +27,11 @@ def _matplotlib_figure() -> Any:
 
 class PlotCallback(Callback):
     """Draws the epoch curves into ``filename`` (relative to the run's ``run_dir`` when there is one) at
-    train end: one panel per quantity, ``loss`` with ``val_loss``, each metric with its ``val_`` twin, ``lr``, and
-    the ``grad_norm/...`` curves of ``GradientMonitor`` together on a log scale when present.
+    train end, and when training stops on an exception (Ctrl-C included): one panel per quantity, ``loss`` with
+    ``val_loss``, each metric with its ``val_`` twin, ``lr``, the ``grad_norm/...`` curves of ``GradientMonitor``
+    and the ``act_grad_norm/...`` curves of ``ActivationGradientMonitor`` together on log scales. A quantity that
+    never changes (a constant ``lr``) gets no panel: the figure's title states it. The loss panel marks the best
+    epoch (lowest ``val_loss``, else ``loss``).
 
     matplotlib is optional: without it, a warning at train begin says so, once, and nothing is drawn.
 
@@ -76,26 +79,52 @@ class PlotCallback(Callback):
             if len(values) < n + 1:
                 values.append(None)
 
+    def constants(self) -> dict[str, float]:
+        """The quantities that kept one value over the whole run (drawn as text, not as a panel)."""
+        out = {}
+        for key, values in self.records.items():
+            seen = {v for v in values if v is not None}
+            if key != "epoch" and "/" not in key and len(seen) == 1 and len(self.records["epoch"]) > 1:
+                out[key] = seen.pop()
+        return out
+
     def panels(self) -> list[tuple[str, list[str]]]:
         """``(title, keys)`` of each panel, in drawing order."""
+        constants = self.constants()
         keys = [k for k in self.records if k != "epoch"]
-        grads = [k for k in keys if k.startswith("grad_norm/")]
         out = []
         for key in keys:
-            if "/" in key or key.startswith("val_"):
+            if "/" in key or key.startswith("val_") or key in constants:
                 continue
             twin = f"val_{key}"
             out.append((key, [key, twin] if twin in self.records else [key]))
-        out += [(k, [k]) for k in keys if k.startswith("val_") and "/" not in k and k[4:] not in self.records]
-        if grads:
-            out.append(("gradient norm", grads))
+        out += [(k, [k]) for k in keys if k.startswith("val_") and "/" not in k and k[4:] not in self.records
+                and k not in constants]
+        for title, prefix in (("gradient norm", "grad_norm/"), ("activation gradient norm", "act_grad_norm/")):
+            curves = [k for k in keys if k.startswith(prefix)]
+            if curves:
+                out.append((title, curves))
         return out
 
+    def best_epoch(self) -> int | None:
+        """The epoch (1-based) of the lowest ``val_loss``, else of the lowest ``loss``; None without either."""
+        key = "val_loss" if "val_loss" in self.records else "loss"
+        points = [(v, e + 1) for e, v in zip(self.records["epoch"], self.records.get(key, [])) if v is not None
+                  and v == v]
+        return min(points)[1] if points else None
+
     def on_train_end(self, logs: Logs | None = None) -> None:
+        self.draw()
+
+    def on_exception(self, exc: BaseException) -> None:
+        self.draw()  # the epochs finished before an interruption or a failure are worth a look too
+
+    def draw(self) -> None:
+        """Write the figure of the epochs recorded so far (nothing without matplotlib or epochs)."""
         if not self.records["epoch"] or not self._available():
             return
         figure_class = _matplotlib_figure()
-        panels = self.panels()
+        panels = self.panels() or [("loss", [])]
         cols = min(len(panels), 3)
         rows = math.ceil(len(panels) / cols)
         fig = figure_class(figsize=(5 * cols, 3.5 * rows), layout="constrained")
@@ -106,11 +135,17 @@ class PlotCallback(Callback):
                 points = [(e, v) for e, v in zip(epochs, self.records[key]) if v is not None]
                 if points:
                     ax.plot(*zip(*points), marker="o" if len(points) < 30 else None, label=key)
-            if title in ("gradient norm", "lr"):
+            if title in ("gradient norm", "activation gradient norm", "lr"):
                 ax.set_yscale("log")
+            if title == "loss" and self.best_epoch() is not None:
+                ax.axvline(self.best_epoch(), color="grey", linestyle="--", linewidth=1,
+                           label=f"best epoch {self.best_epoch()}")
             ax.set_title(title)
             ax.set_xlabel("epoch")
             ax.legend(fontsize="small")
+        constants = self.constants()
+        if constants:
+            fig.suptitle("constant: " + ", ".join(f"{k} {v:g}" for k, v in constants.items()), fontsize="small")
         self.path = resolve(self.filename, self.run_dir)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(self.path)
