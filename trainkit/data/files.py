@@ -38,7 +38,7 @@ def _cast(path: PathLike, name: str, array: np.ndarray, dtype: Any) -> np.ndarra
     if target.kind in "iu" and array.dtype.kind == "f":
         bad = array[array != np.round(array)]
         if bad.size:
-            raise ValueError(f"{path}: {name!r} holds {bad.flat[0]!r}, not a whole number: class indices (task "
+            raise ValueError(f"{path}: {name!r} holds {bad.flat[0].item()!r}, not a whole number: class indices (task "
                              "classification, an integer dtype) must be; for values, use task regression")
         if array.ndim == 2 and array.shape[1] == 1:
             array = array[:, 0]
