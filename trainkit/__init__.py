@@ -170,7 +170,7 @@ from .autograd.ops.elementwise import (  # noqa: E402
 from .autograd.ops.gather_scatter import gather, index_select, scatter, scatter_add, scatter_reduce, take_along_dim  # noqa: E402
 from .autograd.ops.masking import masked_fill, masked_select, nonzero  # noqa: E402
 from .autograd.ops.norm import dist, norm  # noqa: E402
-from .autograd.ops.rearrange import flip, movedim, narrow, repeat, roll, select, tile  # noqa: E402
+from .autograd.ops.rearrange import flip, movedim, narrow, roll, select, tile  # noqa: E402
 from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
 from .autograd.ops.triangular import diag, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402

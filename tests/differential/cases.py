@@ -125,8 +125,12 @@ UNARY = {
     "isinf": "any",
     "isnan": "any",
     "logical_not": "any",
+    "bitwise_not": "any",
 }
-UNARY_INPLACE = ("abs_", "exp_", "log_", "neg_", "relu_", "sigmoid_", "sqrt_", "tanh_")
+UNARY_INPLACE = ("abs_", "exp_", "log_", "neg_", "relu_", "sigmoid_", "sqrt_", "tanh_", "acos_", "asin_", "atan_",
+                 "ceil_", "cos_", "cosh_", "erf_", "exp2_", "expm1_", "floor_", "frac_", "log10_", "log1p_", "log2_",
+                 "logical_not_", "reciprocal_", "round_", "rsqrt_", "sign_", "sin_", "sinh_", "square_", "tan_",
+                 "trunc_", "bitwise_not_")
 F_UNARY = ("relu", "sigmoid", "tanh", "gelu", "softplus", "leaky_relu")
 
 
@@ -193,6 +197,12 @@ BINARY = (
     "multiply",
     "subtract",
     "rsub",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
 )
 
 
@@ -254,7 +264,8 @@ def elementwise_binary(b: Builder) -> None:
             (T((4,), "i64", value=[7, -7, 5, 3]), T((4,), "i64", value=[2, 2, 3, -2])),
         ):
             b.each("div", x, y, rounding_mode=mode)
-    for name in ("add_", "sub_", "mul_", "div_", "pow_"):
+    for name in ("add_", "sub_", "mul_", "div_", "pow_", "atan2_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
+                 "clamp_max_", "clamp_min_", "floor_divide_", "fmod_", "remainder_"):
         for x, y in [
             (T((2, 3)), T((2, 3))),
             (T((2, 3)), T((3,))),
@@ -427,6 +438,7 @@ def ternary(b: Builder) -> None:
     ]
     for args in lerp_args:
         b.each("lerp", *args)
+        b.add("Tensor.lerp_", functools.partial(call_inplace, "lerp_"), *args)
     for name in ("addcmul", "addcdiv"):
         for args, kwargs in [
             ((T((2, 3)), T((2, 3)), T((2, 3), domain="pos")), {}),
@@ -438,6 +450,7 @@ def ternary(b: Builder) -> None:
             ((T((2, 3)), T((2, 3)), T((4,))), {}),
         ]:
             b.each(name, *args, **kwargs)
+            b.add(f"Tensor.{name}_", functools.partial(call_inplace, f"{name}_"), *args, **kwargs)
     for name in ("isclose", "allclose", "equal", "dist"):
         for x, y in [
             (T((2, 3)), T((2, 3))),

@@ -370,6 +370,9 @@ class Tensor:
     def int(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.int32)))
 
+    def short(self) -> Tensor:
+        return self.to(dtype_of(np.dtype(np.int16)))
+
     def bool(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.bool_)))
 

@@ -1,9 +1,9 @@
 """``trainkit.nn.functional`` (PyTorch's ``F``): the functional forms of the layers and losses, one module per
-family, on the autograd core. relu, sigmoid, tanh, softmax, log_softmax and logsumexp are the core's tensor
+family, on the autograd core. relu, sigmoid, tanh, softmax and log_softmax are the core's tensor
 functions (``activation`` adds ``inplace`` and the legacy implicit ``dim``).
 """
 
-from .activation import gelu, leaky_relu, log_softmax, logsumexp, relu, sigmoid, softmax, softplus, tanh
+from .activation import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, softplus, tanh
 from .conv import conv2d, fold, unfold
 from .conv_transpose import conv_transpose2d
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
@@ -28,6 +28,6 @@ __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "conv2d", "conv_transpose2d", "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding",
     "fold", "gelu", "group_norm", "huber_loss", "interpolate", "l1_loss", "layer_norm", "leaky_relu", "linear",
-    "log_softmax", "logsumexp", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid",
+    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid",
     "smooth_l1_loss", "softmax", "softplus", "tanh", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
 ]

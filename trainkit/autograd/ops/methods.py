@@ -156,7 +156,7 @@ _METHODS = {
     "abs": math.abs,
     "clamp": math.clamp, "clip": math.clamp, "clamp_min": math.clamp_min, "clamp_max": math.clamp_max,
     "maximum": math.maximum, "minimum": math.minimum, "sign": math.sign, "where": lambda self, cond, other:
-    math.where(cond, self, other), "absolute": math.abs, "rsub": math.rsub,
+    math.where(cond, self, other), "absolute": math.abs,
     "eq": math.eq, "ne": math.ne, "lt": math.lt, "le": math.le, "gt": math.gt, "ge": math.ge,
     "logical_not": math.logical_not, "logical_and": math.logical_and, "logical_or": math.logical_or,
     "logical_xor": math.logical_xor,
