@@ -290,3 +290,12 @@ def test_float32_path_keeps_float32():
         assert out.dtype == trainkit.float32
         (g,) = trainkit.autograd.grad(out.sum(), x)
         assert g.dtype == trainkit.float32
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"])
+def test_comparisons_of_shapes_that_do_not_broadcast_raise_runtime_error(op):
+    import torch
+
+    for lib in (trainkit, torch):
+        with pytest.raises(RuntimeError, match="must match the size"):
+            getattr(lib, op)(lib.ones(2, 3), lib.ones(4))

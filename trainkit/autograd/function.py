@@ -84,7 +84,8 @@ def _wrap_outputs(node: Node, inputs, outs: tuple, record: bool) -> tuple:
     return results
 
 
-def _shape_error(cls, arrays, err: ValueError) -> RuntimeError:
+def shape_error(name: str, arrays, err: ValueError) -> RuntimeError:
+    """PyTorch's RuntimeError for arrays that do not broadcast (NumPy raises ValueError), naming both shapes."""
     shapes = [tuple(a.shape) for a in arrays if hasattr(a, "shape")]
     if len(shapes) >= 2:
         a, b = shapes[0], shapes[1]
@@ -98,7 +99,7 @@ def _shape_error(cls, arrays, err: ValueError) -> RuntimeError:
                     f"dimension {n - offset} (shapes {list(a)} and {list(b)})"
                 )
     listed = " and ".join(str(list(s)) for s in shapes)
-    return RuntimeError(f"{cls.__name__} failed on tensors of shapes {listed}: {err}")
+    return RuntimeError(f"{name} failed on tensors of shapes {listed}: {err}")
 
 
 class Op(Node):
@@ -147,7 +148,7 @@ class Op(Node):
         try:
             out = node.forward(*arrays, **params) if params else node.forward(*arrays)
         except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
-            raise _shape_error(cls, arrays, err) from None
+            raise shape_error(cls.__name__, arrays, err) from None
         record = requires and grad_mode.state.enabled
         if cls.multi_output:
             return _wrap_outputs(node, inputs, out, record)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import result_type, xp_of
-from ..function import Op, device_error
+from ..function import Op, device_error, shape_error
 from ..tensor import Tensor
 from . import dual
 from .type_names import scalar_name
@@ -57,7 +57,10 @@ def _compare(ufunc_name: str, tensors_only_name: str = ""):
         if tensors_only_name:
             tensors_only(tensors_only_name, input, other)
         da, db, xp = _arrays(input, other)
-        return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
+        try:
+            return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
+        except ValueError as err:  # shapes that do not broadcast: PyTorch's RuntimeError, naming both
+            raise shape_error(compare.__name__, (da, db), err) from None
 
     compare.__name__ = tensors_only_name or ufunc_name
     compare.__doc__ = f"Element-wise ``{ufunc_name}`` as a bool tensor (no gradient)."
