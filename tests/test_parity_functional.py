@@ -71,3 +71,22 @@ CASES = {
 def test_matches_torch(name, torch):
     fn, *arrays = CASES[name]
     check(torch, fn, *arrays)
+
+
+def test_unbatched_unfold_and_fold_as_torch():
+    import torch
+
+    import trainkit
+
+    x = np.random.default_rng(0).normal(size=(2, 5, 5)).astype(np.float32)
+    outs = {}
+    for lib in (trainkit, torch):
+        t = lib.tensor(x, requires_grad=True)
+        cols = lib.nn.functional.unfold(t, 2, padding=1)
+        back = lib.nn.functional.fold(cols * 2, (5, 5), 2, padding=1)
+        back.sum().backward()
+        outs[lib.__name__] = (cols, back, t.grad)
+        assert type(cols.grad_fn).__name__ == "Im2ColBackward0" and type(back.grad_fn).__name__ == "Col2ImBackward0"
+    for a, b in zip(outs["trainkit"], outs["torch"]):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)

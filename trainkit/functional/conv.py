@@ -242,15 +242,17 @@ def _unfold_geometry(h: int, w: int, kernel_size, dilation, padding, stride, fn:
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """The sliding windows of a (N, C, H, W) input as columns: (N, C*KH*KW, L), as ``torch.nn.functional.unfold``.
+    """The sliding windows of a (N, C, H, W) input as columns: (N, C*KH*KW, L), as ``torch.nn.functional.unfold``;
+    an unbatched (C, H, W) input gives (C*KH*KW, L).
 
     >>> import trainkit
     >>> unfold(trainkit.ones(2, 3, 4, 4), 2).shape
     trainkit.Size([2, 12, 9])
     """
-    if input._data.ndim != 4:
-        raise RuntimeError(f"unfold: expected a 4D (batched) input, but got input of size: {list(input.shape)}")
-    h, w = input._data.shape[2:]
+    if input._data.ndim not in (3, 4):
+        raise RuntimeError(f"unfold: expected a 3D (unbatched) or 4D (batched) input, but got input of size: "
+                           f"{list(input.shape)}")
+    h, w = input._data.shape[-2:]
     geom = _unfold_geometry(h, w, kernel_size, dilation, padding, stride, "unfold")
     if min(geom.out) <= 0:
         raise RuntimeError(
@@ -262,7 +264,8 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """Columns (N, C*KH*KW, L) summed back into a (N, C, H, W) image, as ``torch.nn.functional.fold``.
+    """Columns (N, C*KH*KW, L) summed back into a (N, C, H, W) image, as ``torch.nn.functional.fold``; unbatched
+    columns (C*KH*KW, L) give (C, H, W).
 
     The adjoint of ``unfold``: overlapping windows add up.
 
@@ -272,15 +275,18 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             [2., 4., 2.],
             [1., 2., 1.]])
     """
-    if input._data.ndim != 3:
-        raise RuntimeError(f"fold: expected a 3D (batched) input, but got input of size: {list(input.shape)}")
+    if input._data.ndim not in (2, 3):
+        raise RuntimeError(f"fold: expected a 2D (unbatched) or 3D (batched) input, but got input of size: "
+                           f"{list(input.shape)}")
     h, w = pair(output_size, "output_size", "fold")
     geom = _unfold_geometry(h, w, kernel_size, dilation, padding, stride, "fold")
-    n, ckk, length = input._data.shape
+    ckk, length = input._data.shape[-2:]
     kh, kw = geom.kernel
     if ckk % (kh * kw) or length != geom.out[0] * geom.out[1]:
         raise RuntimeError(
             f"fold: expected input of size [N, C * {kh * kw}, {geom.out[0] * geom.out[1]}] for output_size "
             f"{(h, w)} and kernel_size {geom.kernel}, but got input of size {list(input.shape)}"
         )
-    return Col2Im.apply(input, shape=(n, ckk // (kh * kw), h, w), geom=geom)
+    channels = ckk // (kh * kw)
+    shape = (input._data.shape[0], channels, h, w) if input._data.ndim == 3 else (channels, h, w)
+    return Col2Im.apply(input, shape=shape, geom=geom)

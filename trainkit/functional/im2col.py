@@ -165,12 +165,14 @@ class Im2Col(Op, name="Im2ColBackward0"):
 
     def forward(self, x, geom):
         self.in_shape, self.geom = x.shape, geom
-        return im2col(x, geom)
+        return im2col(x, geom) if x.ndim == 4 else im2col(x[None], geom)[0]  # unbatched (C, H, W), as torch takes
 
     def backward(self, g):
         if isinstance(g, Tensor):
             return Col2Im.apply(g, shape=self.in_shape, geom=self.geom)
-        return col2im(g, self.in_shape, self.geom)
+        if g.ndim == 3:
+            return col2im(g, self.in_shape, self.geom)
+        return col2im(g[None], (1,) + tuple(self.in_shape), self.geom)[0]
 
 
 class Col2Im(Op, name="Col2ImBackward0"):
@@ -178,9 +180,9 @@ class Col2Im(Op, name="Col2ImBackward0"):
 
     def forward(self, x, shape, geom):
         self.geom = geom
-        return col2im(x, shape, geom)
+        return col2im(x, shape, geom) if x.ndim == 3 else col2im(x[None], (1,) + tuple(shape), geom)[0]
 
     def backward(self, g):
         if isinstance(g, Tensor):
             return Im2Col.apply(g, geom=self.geom)
-        return im2col(g, self.geom)
+        return im2col(g, self.geom) if g.ndim == 4 else im2col(g[None], self.geom)[0]
