@@ -239,12 +239,13 @@ def _is_tar(path: Path) -> bool:
 
 def _record_prefix(path: Path, names: list[str]) -> str:
     """The folder holding ``data.pkl`` (torch names it after the file; any name is accepted)."""
+    if any(n.endswith("/constants.pkl") and n.count("/") == 1 for n in names):
+        # its data.pkl pickles the scripted module's classes, which are code
+        raise TorchFileError(f"{path} is a TorchScript archive (torch.jit.save), not a torch.save file; save the "
+                             "model's state_dict() with torch.save and load that")
     pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pickles) == 1:
         return pickles[0][: -len("data.pkl")]
-    if not pickles and any(n.endswith("/constants.pkl") for n in names):
-        raise TorchFileError(f"{path} is a TorchScript archive (torch.jit.save), not a torch.save file; save the "
-                             "model's state_dict() with torch.save and load that")
     found = "none" if not pickles else ", ".join(pickles)
     raise TorchFileError(f"{path}: expected one <name>/data.pkl in the archive, found {found}")
 
