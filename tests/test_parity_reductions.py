@@ -194,3 +194,23 @@ CASES = {
 def test_matches_torch(name, torch):
     fn, *arrays = CASES[name]
     check(torch, fn, *arrays)
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("shape,kwargs", [
+    ((2, 3), {"dim": []}), ((2, 3), {"dim": (0, 1)}), ((2, 3), {"axis": 1}), ((), {"dim": 0}), ((), {"dim": (-1,)}),
+    ((2, 3), {"dim": 1, "keepdim": True}), ((2, 3), {"dim": 2}), ((2, 0), {"dim": 1}),
+])
+def test_all_and_any_take_torchs_dims(name, shape, kwargs):
+    import torch
+
+    import trainkit
+
+    x = np.random.default_rng(1).integers(0, 2, size=shape).astype(np.float32)
+    results = []
+    for lib in (trainkit, torch):
+        try:
+            results.append(getattr(lib, name)(lib.tensor(x), **kwargs).numpy())
+        except IndexError as err:
+            results.append(type(err))
+    assert results[0] is results[1] if isinstance(results[1], type) else np.array_equal(results[0], results[1])

@@ -122,14 +122,47 @@ def invert(input) -> Tensor:
     return bitwise_not(input)
 
 
-def all(input, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element (over ``dim``, or all of them) is non-zero."""
-    return Tensor._make(xp_of(input._data).asarray(input._data.all(axis=dim, keepdims=keepdim)))
+def _truth_reduce(name: str, input, dim, keepdim: bool, axis) -> Tensor:
+    """``all``/``any`` over ``dim`` (an int, a sequence of them, or None for every element), as torch: ``dim=[]``
+    takes each element on its own, a 0-d tensor accepts dims 0 and -1, uint8 stays uint8."""
+    a = input._data
+    xp = xp_of(a)
+    dim = axis if axis is not None else dim
+    if dim is None:
+        out = getattr(a, name)()
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        rank = max(a.ndim, 1)
+        for d in dims:
+            if not -rank <= d < rank:
+                raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but "
+                                 f"got {d})")
+        if not dims or a.ndim == 0:
+            out = a.astype(bool)
+        else:
+            out = getattr(a, name)(axis=tuple(d % a.ndim for d in dims), keepdims=keepdim)
+    out = xp.asarray(out)
+    return Tensor._make(out.astype(a.dtype) if a.dtype == xp.uint8 else out)
 
 
-def any(input, dim=None, keepdim: bool = False) -> Tensor:
-    """True where some element (over ``dim``, or all of them) is non-zero."""
-    return Tensor._make(xp_of(input._data).asarray(input._data.any(axis=dim, keepdims=keepdim)))
+def all(input, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:
+    """True where every element (over ``dim``, or all of them) is non-zero.
+
+    >>> import trainkit
+    >>> trainkit.all(trainkit.tensor([[1.0, 0.0], [2.0, 3.0]]), dim=1)
+    tensor([False,  True])
+    """
+    return _truth_reduce("all", input, dim, keepdim, axis)
+
+
+def any(input, dim=None, keepdim: bool = False, *, axis=None) -> Tensor:
+    """True where some element (over ``dim``, or all of them) is non-zero.
+
+    >>> import trainkit
+    >>> trainkit.any(trainkit.tensor([[1.0, 0.0], [0.0, 0.0]]), dim=(0, 1))
+    tensor(True)
+    """
+    return _truth_reduce("any", input, dim, keepdim, axis)
 
 
 def isnan(input) -> Tensor:
