@@ -215,16 +215,28 @@ def test_integer_inputs_raise_as_torch(torch):
     assert_same_error(torch, lambda lib, dev: run(lib, "linear"), "\"compute_indices_weights_linear\" not implemented")
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "bicubic"}, {"mode": "nearest-exact"}, {"mode": "bilinear",
-                                                                                      "antialias": True}])
+@pytest.mark.parametrize("kwargs", [{"mode": "bicubic"}, {"mode": "bilinear", "antialias": True}])
 def test_modes_not_implemented_say_so(kwargs):
-    with pytest.raises(NotImplementedError, match="bicubic|nearest-exact|antialias"):
+    with pytest.raises(NotImplementedError, match="bicubic|antialias"):
         interpolate(trainkit.ones(1, 1, 4, 4), size=3, **kwargs)
 
 
-def test_area_needs_4d_input_here():
-    with pytest.raises(NotImplementedError, match="'area'"):
-        interpolate(trainkit.ones(1, 1, 4), size=3, mode="area")
+@pytest.mark.parametrize("shape,kwargs", [
+    ((1, 2, 5), {"size": 3, "mode": "nearest-exact"}), ((1, 2, 4, 5), {"size": (7, 3), "mode": "nearest-exact"}),
+    ((1, 1, 3, 4, 5), {"scale_factor": 1.5, "mode": "nearest-exact"}), ((2, 3, 7), {"size": 3, "mode": "area"}),
+    ((1, 2, 4), {"size": 9, "mode": "area"}),
+])
+def test_nearest_exact_and_area_on_1d_match_torch(torch, rng, shape, kwargs):
+    data = rng.standard_normal(shape).astype(np.float32)
+    grads = []
+    for lib, fn in ((trainkit, interpolate), (torch, torch.nn.functional.interpolate)):
+        x = lib.tensor(data, requires_grad=True)
+        out = fn(x, **kwargs)
+        (out * lib.tensor(np.arange(out.numel(), dtype=np.float32).reshape(tuple(out.shape)))).sum().backward()
+        grads.append((out.detach().numpy(), x.grad.numpy(), type(out.grad_fn).__name__))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-5)
+    assert grads[0][2] == grads[1][2]
 
 
 def test_deprecated_upsample_functions_warn_and_match_torch(torch, rng):

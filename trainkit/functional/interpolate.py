@@ -65,6 +65,14 @@ def _nearest_backward_taps(n_in: int, n_out: int, scale: float | None):
     return ((np.minimum(np.floor(o.astype(np.float32) * step).astype(np.int64), n_in - 1), None),)
 
 
+def _nearest_exact_taps(n_in: int, n_out: int, scale: float | None):
+    """PyTorch's 'nearest-exact' map, forward and backward alike: floor((o + 0.5) * scale) in float32, clamped."""
+    step = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(n_in) / np.float32(n_out)
+    index = np.minimum(np.floor((np.arange(n_out).astype(np.float32) + np.float32(0.5)) * step), n_in - 1)
+    index = index.astype(np.int64)
+    return None if np.array_equal(index, np.arange(n_in)) else ((index, None),)
+
+
 def _linear_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None, ft: type):
     """PyTorch's two neighbours and weights per output position (compute_source_index_and_lambda)."""
     if n_out == n_in:
@@ -208,6 +216,9 @@ _OPS = {
     ("nearest", 1): _resample_op("UpsampleNearest1D"),
     ("nearest", 2): _resample_op("UpsampleNearest2D"),
     ("nearest", 3): _resample_op("UpsampleNearest3D"),
+    ("nearest-exact", 1): _resample_op("UpsampleNearestExact1D"),
+    ("nearest-exact", 2): _resample_op("UpsampleNearestExact2D"),
+    ("nearest-exact", 3): _resample_op("UpsampleNearestExact3D"),
     ("linear", 1): _resample_op("UpsampleLinear1D"),
     ("linear", 2): _resample_op("UpsampleBilinear2D"),
     ("linear", 3): _resample_op("UpsampleTrilinear3D"),
@@ -259,7 +270,7 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
     shape = tuple(input._data.shape)
     _check_sizes(shape, out, kind)
     dtype = input._data.dtype
-    if dtype.kind != "f" and not (kind == "nearest" and dtype == np.uint8):
+    if dtype.kind != "f" and not (kind.startswith("nearest") and dtype == np.uint8):
         raise NotImplementedError(
             f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'"
         )
@@ -275,6 +286,8 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
         if kind == "nearest":
             back_taps = _nearest_backward_taps(n_in, n_out, scale)
             taps = back_taps if vectorized else _nearest_taps(n_in, n_out, scale, ft)
+        elif kind == "nearest-exact":
+            taps = back_taps = _nearest_exact_taps(n_in, n_out, scale)
         else:
             taps = back_taps = _linear_taps(n_in, n_out, align_corners, scale, ft)
         if taps is not None:
@@ -297,7 +310,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     floor(o / scale_factor), unless ``recompute_scale_factor``); 'linear' (3-D input), 'bilinear' (4-D) and
     'trilinear' (5-D) blend the two neighbouring inputs, with the corner pixels' centres aligned when
     ``align_corners`` and their outer edges aligned otherwise; 'area' (4-D) averages, as ``adaptive_avg_pool2d``.
-    'bicubic', 'nearest-exact', 'lanczos' and ``antialias=True`` raise NotImplementedError.
+    'nearest-exact' picks floor((o + 0.5) * scale). 'bicubic', 'lanczos', 3-D 'area' and ``antialias=True`` raise
+    NotImplementedError.
 
     >>> import trainkit
     >>> x = trainkit.tensor([[[1.0, 2.0, 4.0]]])
@@ -364,15 +378,17 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         )
     if out is None:  # the kernels' own rounding of input size times scale factor
         out = [_to_int64(n * s) for n, s in zip(spatial, scales)]
-    if mode == "nearest" and dim in (1, 2, 3):
-        return _resample(input, "nearest", out, scales, False)
+    if mode in ("nearest", "nearest-exact") and dim in (1, 2, 3):
+        return _resample(input, mode, out, scales, False)
     if {"linear": 1, "bilinear": 2, "trilinear": 3}.get(mode) == dim:
         if antialias:
             raise NotImplementedError(f"interpolate: antialias=True is not supported (mode {mode!r})")
         return _resample(input, "linear", out, scales, bool(align_corners))
     if mode == "area" and dim == 2:  # as PyTorch: adaptive average pooling to the output size
         return adaptive_avg_pool2d(input, out)
-    if (mode in ("nearest-exact", "area") and dim in (1, 2, 3)) or (mode in ("bicubic", "lanczos") and dim == 2):
+    if mode == "area" and dim == 1:  # adaptive_avg_pool1d: the 2-D pool of a (N, C, 1, L) view, squeezed back
+        return adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)
+    if (mode == "area" and dim == 3) or (mode in ("bicubic", "lanczos") and dim == 2):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {ndim}D input")
     needs = {"linear": 3, "bilinear": 4, "trilinear": 5}
     if mode in needs and ndim in (3, 4, 5):
