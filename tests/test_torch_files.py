@@ -171,7 +171,7 @@ def test_mlp_weights_give_torch_outputs(torch, tmp_path):
     with torch.no_grad():
         expected = ref(torch.from_numpy(x)).numpy()
     got = _np(model(trainkit.from_numpy(x)))
-    assert np.abs(got - expected).max() < 1e-5
+    assert np.abs(got - expected).max() < 1e-6
 
 
 def test_conv_batchnorm_weights_give_torch_outputs(torch, tmp_path):
@@ -198,7 +198,7 @@ def test_conv_batchnorm_weights_give_torch_outputs(torch, tmp_path):
     with torch.no_grad():
         expected = ref(torch.from_numpy(x)).numpy()
     got = _np(model(trainkit.from_numpy(x)))
-    assert np.abs(got - expected).max() < 1e-4
+    assert np.abs(got - expected).max() < 1e-6
 
 
 # ---- refused: code, legacy files, damaged files --------------------------------------------------------------------
