@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import re
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -253,3 +255,15 @@ def test_mnist_with_augmentation_in_a_dataloader(tmp_path):
 
 def test_submodules_import_as_in_torchvision():
     assert trainkit.datasets.MNIST is MNIST and trainkit.transforms.ToTensor is ToTensor
+
+
+def test_docs_example_runs(tmp_path, monkeypatch, capsys):
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ecosystem.md").read_text()
+    section = text.split("\n## MNIST from a local folder\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "data")
+    exec(compile(blocks[0], "docs/ecosystem.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [f"{N} (1, 28, 28) trainkit.float32 int",
+                                                    "(4, 1, 28, 28) trainkit.int64"]
