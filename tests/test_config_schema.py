@@ -275,3 +275,17 @@ def test_the_config_reference_page_is_in_sync_with_the_declarations():
     for section in _sections().values():
         for f in dataclasses.fields(section):
             assert f.name in page.read_text()
+
+
+def test_data_task_reaches_the_file_loader(tmp_path):
+    import numpy as np
+
+    np.savez(tmp_path / "d.npz", x=np.zeros((6, 2), np.float32), y=np.array([0, 1, 2, 0, 1, 2], np.float32))
+    path = tmp_path / "c.yaml"
+    path.write_text(MINIMAL.replace("in_features: 1", "in_features: 2") + "data: {kind: npz, path: d.npz}\n")
+    targets = run_module.build(cfg.load(path, ["data.task=classification"])).dataset.tensors[1]
+    assert str(targets.dtype).endswith("int64") and tuple(targets.shape) == (6,)
+    targets = run_module.build(cfg.load(path, ["data.task=regression"])).dataset.tensors[1]
+    assert str(targets.dtype).endswith("float32")
+    with pytest.raises(cfg.ConfigError, match="'data.task' must be one of classification, regression"):
+        cfg.load(path, ["data.task=ranking"])

@@ -70,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
     commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
     train = _command(commands, "train", "train the model a config describes", names=True)
-    train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from RUN_DIR/checkpoints/last.npz")
+    train.add_argument("--resume", metavar="RUN",
+                       help="continue a run: its version folder (runs/NAME/version_N), its name folder (the latest "
+                            "version) or a checkpoint file; the newer of last.npz and interrupted.npz is used")
     train.add_argument("--print-config", action="store_true",
                        help="print the complete config (every key, defaults included, with its help) and exit")
     evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")

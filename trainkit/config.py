@@ -134,6 +134,9 @@ class DataSection:
     path: str | None = setting(None, "the .npz or .csv file (relative to the config's folder), for kinds npz, csv")
     inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
     targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
+    task: str | None = setting(None, "npz, csv: classification (int64 class labels) or regression (float targets); "
+                               "null: from the loss (cross_entropy and nll mean classification)",
+                               choices=("classification", "regression"))
     n: int = setting(default_of(regression_curve, "n"), "regression_curve: the number of points", ge=1)
     noise: float = setting(default_of(regression_curve, "noise"), "regression_curve: the noise's standard deviation",
                            ge=0)
