@@ -389,3 +389,11 @@ def test_abort_ends_the_job_even_when_a_second_interrupt_cuts_its_pause_short(mo
     err = capsys.readouterr().err
     assert err == ("Traceback (most recent call last): ...\n"
                    "trainkit: rank 1 of 2: interrupted; aborting all 2 ranks\n")
+
+
+@needs_mpi
+def test_a_config_error_on_one_rank_ends_the_job(tmp_path):
+    done = _train_fragile(tmp_path, "fragile_import.py:Net", False)
+    assert done.returncode == 2, done.stderr
+    assert "rank 1 of 2: config error:" in done.stderr and "a_module_only_rank_0_has" in done.stderr
+    assert "aborting all 2 ranks" in done.stderr

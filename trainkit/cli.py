@@ -201,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
     try:
         return handler(args)
-    except ConfigError as err:  # the same on every rank of a data-parallel run: one message is enough
-        if _rank() == 0:
-            print(f"trainkit: config error: {err}", file=sys.stderr)
+    except ConfigError as err:
+        if launched_size() > 1:  # one rank may fail alone (a file it cannot load): the others must not wait for it
+            world().abort(f"config error: {err}", 2)
+        print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if launched_size() > 1:
