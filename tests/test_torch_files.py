@@ -326,3 +326,22 @@ def test_docs_example_runs(torch, tmp_path, monkeypatch, capsys):
     for block in blocks:
         exec(compile(block, "docs/ecosystem.md", "exec"), namespace)
     assert capsys.readouterr().out == "3 (2, 3)\n"
+
+
+def test_build_cannot_rewrite_shared_objects(tmp_path):
+    """Pickle's BUILD sets attributes on any object: never on the allowed globals, nor over a class's own."""
+    counter_update, name = __import__("collections").Counter.update, trainkit.float32.name
+    attempts = {
+        "counter": b"\x80\x02ccollections\nCounter\nN}" + _s("update") + b"Ns\x86b.",
+        "dtype": b"\x80\x02ctorch\nfloat32\nN}" + _s("name") + _s("hacked") + b"s\x86b.",
+        "device": b"\x80\x02ctorch\ndevice\n}" + _s("__init__") + b"Nsb.",
+        "state_dict_method": b"\x80\x02ccollections\nOrderedDict\n)R}" + _s("items") + b"Nsb.",
+        "tensor_private": _tensor_pickle(4, 0, (4,), (1,))[:-1] + b"}" + _s("_data") + b"Nsb.",
+    }
+    for label, pkl in attempts.items():
+        _archive(tmp_path / f"{label}.pt", pkl, {"0": bytes(16)})
+        with pytest.raises(UnsafeGlobalError, match=f"{label}.pt: (refusing to set the state|attribute)"):
+            load_torch_file(tmp_path / f"{label}.pt")
+    assert __import__("collections").Counter.update is counter_update and trainkit.float32.name == name
+    _archive(tmp_path / "meta.pt", b"\x80\x02ccollections\nOrderedDict\n)R}" + _s("_metadata") + b"K\x01sb.")
+    assert load_torch_file(tmp_path / "meta.pt")._metadata == 1

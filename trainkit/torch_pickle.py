@@ -79,9 +79,6 @@ class _Marker:
         self.name = name
 
 
-_TENSOR_TYPE, _PARAMETER_TYPE = _Marker("Tensor"), _Marker("Parameter")
-
-
 def _encode(text: str, encoding: str = "latin1") -> bytes:
     # protocol 2 (torch.save's default) pickles bytes as _codecs.encode(str, 'latin1'): allow just that
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
@@ -89,8 +86,16 @@ def _encode(text: str, encoding: str = "latin1") -> bytes:
     return text.encode("latin1")
 
 
-class _Unpickler(pickle.Unpickler):
-    """Unpickles ``data.pkl`` of one archive, calling only the functions of this module."""
+class _Unpickler(pickle._Unpickler):
+    """Unpickles ``data.pkl`` of one archive, calling only the functions of this module.
+
+    It is pickle's Python unpickler, whose opcodes can be replaced one by one (the C one's cannot): BUILD sets
+    attributes on any object on the stack, the allowed globals included, so a file could rewrite
+    ``collections.Counter`` or ``trainkit.float32`` for the whole process; here it may only set the attributes of
+    an OrderedDict it made (a state dict's ``_metadata``) and the new attributes of a tensor.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)
 
     def __init__(self, file, path: Path, archive: zipfile.ZipFile, prefix: str, byteorder: str):
         super().__init__(file)
@@ -99,13 +104,12 @@ class _Unpickler(pickle.Unpickler):
         self.storages: dict[str, _Storage] = {}
         self.bfloat16 = False
         builtins = {"set": set, "complex": complex, "bytearray": bytearray}
+        self.tensor_type, self.parameter_type = _Marker("Tensor"), _Marker("Parameter")
         self.allowed: dict[tuple[str, str], Any] = {
             ("collections", "OrderedDict"): OrderedDict,
             ("collections", "Counter"): Counter,
             ("torch", "Size"): tuple,
             ("torch", "device"): device,
-            ("torch", "Tensor"): _TENSOR_TYPE,
-            ("torch.nn.parameter", "Parameter"): _PARAMETER_TYPE,
             ("torch._utils", "_rebuild_tensor"): self.rebuild_tensor,
             ("torch._utils", "_rebuild_tensor_v2"): self.rebuild_tensor,
             ("torch._utils", "_rebuild_parameter"): self.rebuild_parameter,
@@ -114,10 +118,23 @@ class _Unpickler(pickle.Unpickler):
             ("_codecs", "encode"): _encode,
             **{("builtins", k): v for k, v in builtins.items()},
             **{("__builtin__", k): v for k, v in builtins.items()},  # written by Python 2
+            ("torch", "Tensor"): self.tensor_type,
+            ("torch.nn.parameter", "Parameter"): self.parameter_type,
             **{("torch", k): _StorageType(k) for k in _STORAGE_DTYPES},
             ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage"),
             **{("torch", k): v for k, v in _TORCH_DTYPES.items()},
         }
+
+    def load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
+            self.set_state(inst, state)
+        else:
+            raise self.fail(f"refusing to set the state of a {type(inst).__name__} (only a state dict's metadata and "
+                            "tensor attributes may be set)", UnsafeGlobalError)
+
+    dispatch[pickle.BUILD[0]] = load_build
 
     def fail(self, message: str, error: type[TorchFileError] = TorchFileError) -> TorchFileError:
         return error(f"{self.path}: {message}")
@@ -186,19 +203,23 @@ class _Unpickler(pickle.Unpickler):
 
     def rebuild_from_type(self, func, new_type, args, state) -> Tensor:
         result = func(*args)
-        if new_type is _PARAMETER_TYPE and not isinstance(result, Parameter):
+        if new_type is self.parameter_type and not isinstance(result, Parameter):
             result = Parameter(result, result.requires_grad)
-        elif new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE):
+        elif new_type not in (self.tensor_type, self.parameter_type):
             raise self.fail(f"tensor subclass {new_type!r} is not supported")
         self.set_state(result, state)
         return result
 
-    def set_state(self, tensor: Tensor, state) -> None:
-        if state and isinstance(state, dict):
-            for name, value in state.items():
-                if not isinstance(name, str) or name.startswith("_") or hasattr(type(tensor), name):
-                    raise self.fail(f"tensor attribute {name!r} in the file would replace a trainkit one")
-                setattr(tensor, name, value)
+    def set_state(self, obj: Any, state) -> None:
+        """New attributes of a loaded tensor or of a state dict (its ``_metadata``), none shadowing the class's."""
+        if state and not isinstance(state, dict):
+            raise self.fail(f"the state of a {type(obj).__name__} is a {type(state).__name__}, not a dict")
+        for name, value in (state or {}).items():
+            private = isinstance(name, str) and name.startswith("_") and name != "_metadata"
+            if not isinstance(name, str) or private or hasattr(type(obj), name):
+                raise self.fail(f"attribute {name!r} in the file would replace one of {type(obj).__name__}",
+                                UnsafeGlobalError)
+            setattr(obj, name, value)
 
 
 def read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
