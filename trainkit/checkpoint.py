@@ -17,6 +17,16 @@ from .autograd.random import default_generator
 from .callbacks.base import jsonable
 
 
+def finite_weights(model: Any) -> bool:
+    """Whether every parameter of ``model`` is finite: a checkpoint is never written over with NaN or inf weights.
+
+    >>> import trainkit
+    >>> finite_weights(trainkit.nn.Linear(1, 1))
+    True
+    """
+    return all(bool(p.isfinite().all()) for p in model.parameters())
+
+
 def save(state: dict, path: str | Path) -> Path:
     """Write ``state`` to ``path`` (.npz): to a temporary file first, then renamed, so a crash never leaves a
     broken checkpoint behind.

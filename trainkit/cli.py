@@ -1,12 +1,14 @@
 """The ``trainkit`` command: ``train``, ``evaluate`` and ``check`` a run described by a YAML config.
 
 Exit codes: 0 done, 1 the run failed (one line says why; ``--debug`` shows the traceback), 2 the config or the
-command line is wrong, 130 interrupted by Ctrl-C (after saving a checkpoint).
+command line is wrong, 3 the run diverged (a NaN or infinite loss; the last good checkpoint stays), 130 interrupted
+by Ctrl-C (after saving a checkpoint).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import traceback
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from trainkit import __version__
 from trainkit import config as cfg
 from trainkit.autograd.graph import graph
-from trainkit.callbacks import EarlyStopping
+from trainkit.callbacks import EarlyStopping, TerminateOnNaN
 from trainkit.config import ConfigError
 from trainkit.distributed import launched_size, world
 from trainkit.dry_run import BatchCheckError, one_batch
@@ -65,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="trainkit", description="Train models described by a YAML config.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="run 'trainkit COMMAND --help' for a command's options and examples\n"
-               "exit codes: 0 done, 1 the run failed, 2 the config or the command line is wrong, 130 interrupted")
+               "exit codes: 0 done, 1 the run failed, 2 the config or the command line is wrong, 3 the run diverged "
+               "(a non-finite loss), 130 interrupted")
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
     commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
@@ -120,6 +123,15 @@ def _train(args) -> int:
         raise
     if not lead:
         return 0
+    diverged = [cb for cb in run.trainer.callbacks.callbacks
+                if isinstance(cb, TerminateOnNaN) and cb.stopped_step is not None]
+    if diverged or not all(math.isfinite(v) for v in history.history.get("loss", [])[-1:]):
+        where = f" at step {diverged[0].stopped_step} (epoch {diverged[0].stopped_epoch + 1})" if diverged else ""
+        last = run.run_dir / "checkpoints" / "last.npz"
+        kept = f"the last good checkpoint is {last}" if last.is_file() else "no epoch ended well, so no checkpoint"
+        print(f"trainkit: diverged: the loss became non-finite{where}; {kept} (try a smaller optimizer.lr)",
+              file=sys.stderr)
+        return 3
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
     shown = ", ".join(f"{k} {v:.6g}" for k, v in final.items() if isinstance(v, float))
     restored = [cb for cb in run.trainer.callbacks.callbacks

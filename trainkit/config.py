@@ -205,6 +205,8 @@ class TrainerSection:
     verbose: bool = setting(default_of(Trainer, "verbose"), "print the progress bar and the summary")
     strategy: str = setting(default_of(Trainer, "strategy"), "auto: ddp when launched on several processes",
                             choices=STRATEGIES)
+    terminate_on_nan: bool = setting(True, "stop at the first NaN or infinite batch loss; the command then exits 3 "
+                                     "and the last good checkpoint stays (the Trainer's own default is false)")
     bucket_cap_mb: float = setting(default_of(Trainer, "bucket_cap_mb"),
                                    "ddp: the size of the gradient buckets averaged together", gt=0)
 

@@ -36,6 +36,7 @@ from .autograd.random import Generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.base import CallbackList
 from .callbacks.history import History
+from .callbacks.nan import TerminateOnNaN
 from .data import DataLoader, Dataset, Subset, TensorDataset, as_tensor
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
@@ -107,7 +108,7 @@ class Trainer:
                  device: Any = "cpu", seed: int | None = None, scheduler: Any = None,
                  grad_clip_norm: float | None = None, accumulate_steps: int = 1, freeze=(),
                  run_dir: str | Path | None = None, verbose: bool = True, strategy: str | Strategy = "auto",
-                 bucket_cap_mb: float = 25.0):
+                 bucket_cap_mb: float = 25.0, terminate_on_nan: bool = False):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
         self.distribute_strategy = dist = resolve(strategy, bucket_cap_mb)
@@ -141,7 +142,10 @@ class Trainer:
         self._epoch_logs: dict | None = None
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
         dist.setup(self)
-        self.callbacks = CallbackList(dist.select_callbacks(list(callbacks)))
+        callbacks = list(callbacks)
+        if terminate_on_nan and not any(isinstance(cb, TerminateOnNaN) for cb in callbacks):
+            callbacks.append(TerminateOnNaN())
+        self.callbacks = CallbackList(dist.select_callbacks(callbacks))
         self.callbacks.set_trainer(self)
 
     # ----------------------------------------------------------------------------------------------------- data
@@ -236,8 +240,8 @@ class Trainer:
                 self._epoch_logs, self.epochs_done = logs, epoch + 1  # checkpoints written now include this epoch
                 strategy.call_epoch_end(self.callbacks, epoch, logs)
                 self._record(epoch, logs)
-                if self.run_dir is not None and strategy.is_main and math.isfinite(logs["loss"]):
-                    # the resume point; after a non-finite epoch the last good one stays
+                if (self.run_dir is not None and strategy.is_main and math.isfinite(logs["loss"])
+                        and ckpt.finite_weights(self.model)):  # the resume point; after a bad epoch the good one stays
                     self.save_checkpoint(self.run_dir / "checkpoints" / "last.npz")
                 self.stop_training = strategy.should_stop(self.stop_training)
                 if self.stop_training:

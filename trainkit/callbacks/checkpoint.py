@@ -95,7 +95,7 @@ class ModelCheckpoint(Callback):
         loss = plain((logs or {}).get("loss"))
         bad = isinstance(loss, float) and not math.isfinite(loss)
         if not bad and self.model is not None:
-            bad = any(not bool(p.isfinite().all()) for p in self.model.parameters())
+            bad = not all(bool(p.isfinite().all()) for p in self.model.parameters())
         if bad:
             warn_user(
                 f"ModelCheckpoint: epoch {epoch} ended with a non-finite loss or weights; no checkpoint written, "
