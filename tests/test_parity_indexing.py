@@ -147,3 +147,104 @@ def test_0d_indexing_matches_torch(torch):
     for key in (None, Ellipsis, (), True):
         check(torch, lambda lib, key=key: lib.tensor(3.0, requires_grad=True)[key])
     errors(torch, lambda lib: lib.tensor(3.0)[0])
+
+
+def _grad_case(fn, *shapes):
+    """``fn(lib, *leaves)``: its result and the leaves' gradients under a weighted sum."""
+
+    def run(lib):
+        rng = np.random.default_rng(0)
+        leaves = [lib.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in shapes]
+        out = fn(lib, *leaves)
+        first = out[0] if isinstance(out, tuple) else out
+        weights = lib.arange(first.numel()).reshape(first.shape).to(first.dtype) + 1
+        (first * weights).sum().backward()
+        return (first, *[leaf.grad for leaf in leaves])
+
+    return run
+
+
+def _ints(lib, *shape):
+    return lib.zeros(*shape, dtype=lib.int64)
+
+
+SHAPE_CASES = {
+    "view-noncontiguous-allowed": _grad_case(lambda lib, a: a.t().view(3, 2), (2, 3)),
+    "view-expanded": _grad_case(lambda lib, a: a.expand(2, 3).view(2, 1, 3), (1, 3)),
+    "view-dtype": lambda lib: lib.arange(6.0).reshape(2, 3).t().view(lib.int32),
+    "view-dtype-narrower": lambda lib: lib.ones(2, 3).view(lib.int16),
+    "reshape-noncontiguous-alias": _grad_case(lambda lib, a: a.transpose(1, 2).reshape(2, 4, 3), (2, 3, 4)),
+    "reshape-copy": _grad_case(lambda lib, a: a.t().reshape(6), (2, 3)),
+    "flatten-1d-is-input": _grad_case(lambda lib, a: a.flatten() * 1, (3,)),
+    "flatten-one-dim": lambda lib: (lambda a: (a.flatten(1, 1) is a, a.flatten() is a))(lib.ones(2, 3)),
+    "squeeze-dims": _grad_case(lambda lib, a: a.squeeze((0, 2)), (1, 3, 1)),
+    "squeeze-dim-list": _grad_case(lambda lib, a: a.squeeze([2]), (1, 3, 1)),
+    "transpose-0d": _grad_case(lambda lib, a: a.transpose(0, -1), ()),
+    "t-1d": _grad_case(lambda lib, a: a.t(), (3,)),
+    "t-0d": _grad_case(lambda lib, a: a.t(), ()),
+    "movedim-0d": _grad_case(lambda lib, a: lib.movedim(a, 0, -1), ()),
+    "flip-0d": _grad_case(lambda lib, a: lib.flip(a, [0]), ()),
+    "cat-axis": lambda lib: lib.cat([lib.ones(2, 1), lib.zeros(2, 2)], axis=1),
+    "concatenate-axis": lambda lib: lib.concatenate([lib.ones(2, 1), lib.zeros(2, 2)], axis=-1),
+    "cat-legacy-empty": _grad_case(lambda lib, a: lib.cat([a, lib.tensor([]), a], 0), (2, 3)),
+    "cat-all-empty": lambda lib: lib.cat([lib.zeros(0), lib.zeros(0)]),
+    "stack-axis": lambda lib: lib.stack([lib.ones(2), lib.zeros(2)], axis=1),
+    "stack-promotes": lambda lib: lib.stack([lib.ones(2, dtype=lib.int64), lib.ones(2)]),
+    "stack-promotes-bool": lambda lib: lib.stack([lib.ones(2, dtype=lib.bool), lib.ones(2, dtype=lib.int8)]),
+    "split-empty": lambda lib: lib.split(lib.zeros(0), 2),
+    "split-zero-of-empty": lambda lib: lib.split(lib.zeros(0, 3), 0),
+    "chunk-empty": lambda lib: lib.chunk(lib.zeros(0, 3), 3),
+    "chunk-uneven": lambda lib: lib.chunk(lib.arange(6.0), 4),
+    "sum_to_size-lead": _grad_case(lambda lib, a: a.sum_to_size(3, 4), (2, 3, 4)),
+    "sum_to_size-keep": _grad_case(lambda lib, a: a.sum_to_size(1, 3, 1), (2, 3, 4)),
+    "gather-empty-index": _grad_case(lambda lib, a: lib.gather(a, 1, _ints(lib, 0, 9)), (3, 4)),
+    "gather-empty-1d-index": lambda lib: lib.gather(lib.ones(3, 4), 1, _ints(lib, 0)),
+    "scatter-empty-index": lambda lib: lib.scatter(lib.ones(3, 4), 1, _ints(lib, 0), lib.ones(3, 4)),
+    "scatter_add-empty-index": lambda lib: lib.scatter_add(lib.ones(3, 4), 1, _ints(lib, 0, 9), lib.ones(3, 4)),
+    "scatter_reduce-empty-index": lambda lib: lib.scatter_reduce(lib.ones(3, 4), 0, _ints(lib, 0, 9),
+                                                                 lib.ones(3, 4), "amax"),
+    "einsum-product-promotes": lambda lib: lib.einsum("i,j->ij", lib.ones(2), lib.ones(3, dtype=lib.float64)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_CASES))
+def test_shape_ops_match_torch(torch, name):
+    check(torch, SHAPE_CASES[name])
+
+
+SHAPE_ERRORS = {
+    "view-noncontiguous": lambda lib: lib.ones(2, 3).t().view(6),
+    "view-expanded-flat": lambda lib: lib.ones(1, 3).expand(2, 3).view(6),
+    "view-strided": lambda lib: lib.ones(4, 3)[:, :2].view(8),
+    "view-dtype-stride": lambda lib: lib.ones(2, 3).t().view(lib.int16),
+    "flatten-0d-bad-dim": lambda lib: lib.tensor(1.0).flatten(0, 1),
+    "cat-0d": lambda lib: lib.cat([lib.tensor(1.0), lib.tensor(2.0)]),
+    "cat-empty-list": lambda lib: lib.cat([]),
+    "stack-empty-list": lambda lib: lib.stack([]),
+    "split-zero": lambda lib: lib.split(lib.ones(5), 0),
+    "split-negative": lambda lib: lib.split(lib.ones(5), -1),
+    "split-0d": lambda lib: lib.ones(()).split(1),
+    "chunk-zero": lambda lib: lib.chunk(lib.ones(5), 0),
+    "chunk-0d": lambda lib: lib.chunk(lib.ones(()), 2),
+    "narrow-0d": lambda lib: lib.narrow(lib.tensor(1.0), 0, 0, 1),
+    "sum_to_size-not-expandable": lambda lib: lib.ones(2, 3).sum_to_size(4, 3),
+    "sum_to_size-longer": lambda lib: lib.ones(4).sum_to_size(1, 3, 1),
+    "getitem-negative-step": lambda lib: lib.ones(4)[::-1],
+    "getitem-negative-step-tuple": lambda lib: lib.ones(4, 2)[0, ::-2],
+    "take_along_dim-broadcast": lambda lib: lib.take_along_dim(lib.ones(3, 4), _ints(lib, 2, 5), 1),
+    "index_select-negative": lambda lib: lib.index_select(lib.ones(3), 0, lib.tensor([-1])),
+    "index_select-too-large": lambda lib: lib.index_select(lib.ones(3, 4), 1, lib.tensor([5])),
+    "index_select-list": lambda lib: lib.index_select(lib.ones(3, 4), 1, [0]),
+    "masked_select-broadcast": lambda lib: lib.masked_select(lib.ones(3, 4), lib.ones(5, dtype=lib.bool)),
+    "matmul-bool": lambda lib: lib.matmul(lib.ones(2, 3, dtype=lib.bool), lib.ones(3, 2, dtype=lib.bool)),
+    "mv-bool": lambda lib: lib.matmul(lib.ones(2, 3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
+    "bmm-bool": lambda lib: lib.bmm(lib.ones(2, 2, 3, dtype=lib.bool), lib.ones(2, 3, 2, dtype=lib.bool)),
+    "dot-bool": lambda lib: lib.dot(lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
+    "einsum-contraction-mixed": lambda lib: lib.einsum("ij,jk->ik", lib.ones(2, 3), lib.ones(3, 2, dtype=lib.float64)),
+    "einsum-sum-mixed": lambda lib: lib.einsum("i,i->", lib.ones(3), lib.ones(3, dtype=lib.float64)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_ERRORS))
+def test_shape_op_errors_match_torch(torch, name):
+    errors(torch, SHAPE_ERRORS[name])

@@ -9,6 +9,7 @@ from ..function import Op
 from ..tensor import Tensor
 from . import dual
 from .math import promote
+from .type_names import scalar_name
 
 __all__ = ["einsum", "outer"]
 
@@ -226,6 +227,10 @@ def einsum(equation: str, *operands) -> Tensor:
     ins, out, operands = _parse_einsum(equation, operands)
     dtype = operands[0]._data.dtype
     if any(t._data.dtype != dtype for t in operands):
+        summed = {c for c in set("".join(ins)) if c not in out and sum(c in part for part in ins) > 1}
+        if summed:  # PyTorch contracts through bmm, which takes one dtype; products without a sum promote
+            other = next(t for t in operands if t._data.dtype != dtype)
+            raise RuntimeError(f"expected scalar type {scalar_name(dtype)} but found {scalar_name(other)}")
         ops = list(operands)
         for i in range(1, len(ops)):
             ops[0], ops[i] = promote(ops[0], ops[i])

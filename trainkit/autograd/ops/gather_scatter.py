@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..backend import xp_of
-from ..function import Op
+from ..function import Op, shape_error
 from ..tensor import Tensor
 from . import dual
 from .inplace import apply_inplace
@@ -36,6 +36,13 @@ def _index_array(index, fn: str, like):
     return index._data
 
 
+def _empty_index(idx, input: Tensor):
+    """An empty index as one of ``input``'s number of dimensions (PyTorch scatters nothing, whatever its shape)."""
+    if idx.size:
+        return idx
+    return xp_of(idx).zeros((0,) * max(input._data.ndim, 1), dtype=idx.dtype)
+
+
 def along(index, dim: int) -> tuple:
     """The full advanced index that picks ``index[..., i, ...]`` along ``dim`` and the same position elsewhere."""
     xp = xp_of(index)
@@ -52,6 +59,8 @@ def along(index, dim: int) -> tuple:
 
 
 def _check_along(fn: str, input: Tensor, index, dim: int, other=None) -> None:
+    if index.size == 0:  # PyTorch checks no sizes for an empty index
+        return
     nd = max(input._data.ndim, 1)
     if index.ndim != input._data.ndim and not (index.ndim <= 1 and input._data.ndim <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -116,6 +125,9 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     d = input._dim(dim)
     idx = _index_array(index, "gather", input._data)
     _check_along("gather", input, idx, d)
+    if idx.size == 0 and input._data.ndim:  # PyTorch checks nothing more: an empty result of the index's shape
+        empty = xp_of(idx).zeros(idx.shape, dtype=np.int64)
+        return Gather.apply(input, index=(empty,) * input._data.ndim, accumulate=True)
     if input._data.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(1)).reshape(idx.shape)
     return Gather.apply(input, index=along(idx, d), accumulate=True)
@@ -132,12 +144,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
             "torch.take_along_dim(): input and indices should have the same number of dimensions, "
             f"but got {input._data.ndim} dimensions for input, and {idx.ndim} dimensions for indices"
         )
-    shape = list(
-        np.broadcast_shapes(
-            tuple(1 if a == d else n for a, n in enumerate(input._data.shape)),
-            tuple(1 if a == d else n for a, n in enumerate(idx.shape)),
-        )
-    )
+    a = tuple(1 if a == d else n for a, n in enumerate(input._data.shape))
+    b = tuple(1 if a == d else n for a, n in enumerate(idx.shape))
+    try:
+        shape = list(np.broadcast_shapes(a, b))
+    except ValueError as err:
+        raise shape_error("take_along_dim", (np.empty(a, bool), np.empty(b, bool)), err) from None
     in_shape = list(shape)
     in_shape[d] = input._data.shape[d]
     idx_shape = list(shape)
@@ -228,7 +240,7 @@ def _scatter_op(input: Tensor, dim: int, index: Tensor, src, value, reduce):
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     d = input._dim(dim)
-    idx = _index_array(index, "scatter", input._data)
+    idx = _empty_index(_index_array(index, "scatter", input._data), input)
     if isinstance(src, Tensor):
         if src._data.dtype != input._data.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
@@ -384,7 +396,7 @@ def _scatter_reduce_op(input: Tensor, dim: int, index: Tensor, src: Tensor, redu
     if reduce not in _REDUCE_UFUNCS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = input._dim(dim)
-    idx = _index_array(index, "scatter_reduce", input._data)
+    idx = _empty_index(_index_array(index, "scatter_reduce", input._data), input)
     if src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if reduce == "mean" and input._data.dtype.kind == "b":
@@ -417,7 +429,7 @@ def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _scatter_add_op(input: Tensor, dim: int, index: Tensor, src: Tensor):
     d = input._dim(dim)
-    idx = _index_array(index, "scatter_add", input._data)
+    idx = _empty_index(_index_array(index, "scatter_add", input._data), input)
     if src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     _check_along("scatter_add", input, idx, d, src._data.shape)
@@ -427,15 +439,21 @@ def _scatter_add_op(input: Tensor, dim: int, index: Tensor, src: Tensor):
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` along ``dim`` at the positions in the vector ``index``."""
     d = input._dim(dim)
-    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
+    if index._data.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
     idx = index._data
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     idx = idx.reshape(-1)
     n = input._data.shape[d] if input._data.ndim else 1
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        raise IndexError("index out of range in self")
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0:
+            raise IndexError("index out of range in self")
+        if hi >= n:  # PyTorch's CPU kernel names a too-large index this way
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={hi} axis_dim={n}")
     if input._data.ndim == 0:
         return Index.apply(input.reshape(1), index=idx, accumulate=True).reshape(())
     return IndexSelect.apply(input, index=(slice(None),) * d + (idx,), accumulate=True)

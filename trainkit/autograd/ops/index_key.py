@@ -23,6 +23,12 @@ def _as_tuple(key: list) -> bool:
     return False
 
 
+def _bad_step(k: slice):
+    if k.step == 0:
+        raise ValueError("slice step cannot be zero")
+    raise ValueError("step must be greater than zero")
+
+
 def normalize_index(key, data):
     """A user's index with tensors and lists turned into arrays on ``data``'s device.
 
@@ -35,6 +41,8 @@ def normalize_index(key, data):
     if type(key) is int:
         return key, "select"
     if type(key) is slice:
+        if key.step is not None and key.step <= 0:
+            _bad_step(key)
         return key, "slice"
     if isinstance(key, list) and _as_tuple(key):
         key = tuple(key)
@@ -48,6 +56,8 @@ def normalize_index(key, data):
             out.append(k)
             continue
         if type(k) is slice or k is None or k is Ellipsis:
+            if k is not None and k is not Ellipsis and k.step is not None and k.step <= 0:
+                _bad_step(k)
             out.append(k)
             continue
         if isinstance(k, Tensor):

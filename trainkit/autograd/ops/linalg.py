@@ -91,6 +91,9 @@ def _product(a: Tensor, b: Tensor, cls=None) -> Tensor:
         )
     if cls is None:
         cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (1, 2): VecMat}.get((a._data.ndim, b._data.ndim), Matmul)
+    if a._data.dtype.kind == "b":
+        kernel = {Mm: "addmm_impl_cpu_", Mv: "addmv_impl_cpu", VecMat: "addmv_impl_cpu", Dot: "dot"}.get(cls, "bmm")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     return cls.apply(a, b)
 
 

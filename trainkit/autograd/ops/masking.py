@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import xp_of
-from ..function import Op
+from ..function import Op, shape_error
 from ..tensor import Tensor
 from . import dual
 from .shape import Index
@@ -69,7 +69,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where the boolean ``mask`` holds (the two broadcast), as a vector."""
     m = _mask_array(mask, "masked_select", input._data)
-    shape = np.broadcast_shapes(input._data.shape, m.shape)
+    try:
+        shape = np.broadcast_shapes(input._data.shape, m.shape)
+    except ValueError as err:
+        raise shape_error("masked_select", (m, input._data), err) from None
     if input._data.shape != shape:
         input = input.expand(*shape)
     if m.shape != shape:

@@ -19,6 +19,8 @@ def flip_grads(v, axes: tuple):
 # ------------------------------------------------------------------------------------------- picking slices
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """``length`` elements of ``input`` along ``dim`` from ``start`` (a view)."""
+    if input._data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = input._dim(dim)
     if isinstance(start, Tensor):
         start = int(start.item())
@@ -62,7 +64,7 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     for s_, d_ in sorted(zip(dst, src)):
         order.insert(s_, d_)
     if nd == 0:
-        return permute(input)
+        return getitem(input, Ellipsis)  # PyTorch: an alias of the 0-d tensor
     return permute(input, *order)
 
 
@@ -107,10 +109,10 @@ class Flip(Op, name="FlipBackward0"):
 
     def forward(self, x, dims):
         self.dims = dims
-        return xp_of(x).flip(x, axis=dims).copy() if dims else x.copy()
+        return xp_of(x).flip(x, axis=dims).copy() if dims and x.ndim else x.copy()
 
     def backward(self, g):
-        return flip_grads(g, self.dims) if self.dims else g
+        return flip_grads(g, self.dims) if self.dims and g.ndim else g
 
 
 def flip(input: Tensor, *dims) -> Tensor:

@@ -1,4 +1,5 @@
-"""Ops that move elements without computing on them: reshaping, transposing, expanding, joining, indexing.
+"""Ops that move elements without computing on them: reshaping, transposing, expanding, indexing (joining and
+splitting live in ``join`` and are re-exported here).
 
 Views (reshape, transpose, permute, expand, basic indexing) share their input's storage when NumPy can make them
 without a copy, and then its version counter too, so an in-place change through one is seen by both.
@@ -8,29 +9,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import dtype_of, result_type, sum_to, xp_of
+from ..backend import dtype, sum_to, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor, flatten_sizes
 from . import dual
 from .index_key import ALL, normalize_index
+from .join import (  # noqa: F401  (re-exported: the joining ops are shape ops, imported from here elsewhere)
+    cat,
+    cat_grads,
+    chunk,
+    concat,
+    concatenate,
+    split,
+    stack,
+    stack_grads,
+    unbind,
+)
 
 
-# The gradient forms of joining and of indexing into zeros, on arrays (the plain pass) and on Tensors (create_graph,
-# where they are the ops below): the backward of unbind, split and indexing here, and of ops elsewhere.
-def stack_grads(grads, dim: int):
-    """``grads`` (arrays or Tensors) stacked along a new ``dim``."""
-    if isinstance(grads[0], Tensor):
-        return stack(grads, dim)
-    return xp_of(grads[0]).stack(grads, axis=dim)
-
-
-def cat_grads(grads, dim: int):
-    """``grads`` (arrays or Tensors) joined along ``dim``."""
-    if isinstance(grads[0], Tensor):
-        return cat(grads, dim)
-    return xp_of(grads[0]).concatenate(grads, axis=dim)
-
-
+# The gradient form of indexing into zeros, on arrays (the plain pass) and on Tensors (create_graph, where it is the
+# op below): the backward of indexing here, and of ops elsewhere.
 def index_into_zeros(g, shape: tuple, index, accumulate: bool):
     """A zero array (or Tensor) of ``shape`` with ``g`` added at ``index``: the backward of indexing."""
     if isinstance(g, Tensor):
@@ -63,11 +61,19 @@ class UnsafeView(View, name="UnsafeViewBackward0"):
     is_view = False
 
 
+class ReshapeAlias(View, name="ReshapeAliasBackward0"):
+    """A reshape of a non-contiguous tensor whose layout allows a view."""
+
+
 class SqueezeAll(View, name="SqueezeBackward0"):
     pass
 
 
 class SqueezeDims(View, name="SqueezeBackward1"):
+    pass
+
+
+class SqueezeMany(View, name="SqueezeBackward2"):
     pass
 
 
@@ -90,6 +96,14 @@ class Transpose(Op, name="TransposeBackward0"):
 
 class T(Transpose, name="TBackward0"):
     pass
+
+
+class ScalarTranspose(View, name="TransposeBackward0"):
+    """transpose of a 0-d tensor: the tensor itself, as a view."""
+
+
+class ScalarT(View, name="TBackward0"):
+    """t() of a tensor of fewer than two dimensions: the tensor itself, as a view."""
 
 
 class Permute(Op, name="PermuteBackward0"):
@@ -136,83 +150,16 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     tensor([[2., 2., 2.]])
     """
     shape = flatten_sizes(size)
-    return input if tuple(input.shape) == shape else SumTo.apply(input, shape=shape)
-
-
-class Cat(Op, name="CatBackward0"):
-    """out = the inputs joined along ``dim``.   dx_i = the slice of g that came from x_i."""
-
-    def forward(self, *xs, dim):
-        self.dim = dim
-        self.sizes = [x.shape[dim] for x in xs]
-        try:
-            return xp_of(xs[0]).concatenate(xs, axis=dim)
-        except ValueError:
-            shapes = ", ".join(str(list(x.shape)) for x in xs)
-            raise RuntimeError(
-                f"Sizes of tensors must match except in dimension {dim}; got shapes {shapes}"
-            ) from None
-
-    def backward(self, g):
-        lead = (slice(None),) * self.dim
-        out, start = [], 0
-        for size in self.sizes:
-            out.append(g[lead + (slice(start, start + size),)])
-            start += size
-        return tuple(out)
-
-
-class Stack(Op, name="StackBackward0"):
-    """out = the inputs stacked along a new ``dim``.   dx_i = g at position i of that dimension."""
-
-    def forward(self, *xs, dim):
-        self.dim = dim
-        shapes = {x.shape for x in xs}
-        if len(shapes) > 1:
-            first = xs[0].shape
-            i, other = next((i, x.shape) for i, x in enumerate(xs) if x.shape != first)
-            raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 and {list(other)} "
-                f"at entry {i}"
-            )
-        return xp_of(xs[0]).stack(xs, axis=dim)
-
-    def backward(self, g):
-        lead = (slice(None),) * self.dim
-        return tuple(g[lead + (i,)] for i in range(g.shape[self.dim]))
-
-
-class Unbind(Op, name="UnbindBackward0"):
-    """outs = the slices of x along ``dim``.   dx = the grads of the slices stacked back along ``dim``."""
-
-    multi_output = True
-
-    def forward(self, x, dim):
-        self.dim = dim
-        lead = (slice(None),) * dim
-        return tuple(x[lead + (i,)] for i in range(x.shape[dim]))
-
-    def backward(self, *grads):
-        return stack_grads(grads, self.dim)
-
-
-class Split(Op, name="SplitBackward0"):
-    """outs = consecutive pieces of x along ``dim`` of the given sizes.   dx = the pieces' grads joined back."""
-
-    multi_output = True
-
-    def forward(self, x, dim, sizes):
-        self.dim = dim
-        lead = (slice(None),) * dim
-        starts = np.cumsum([0] + list(sizes[:-1]))
-        return tuple(x[lead + (slice(int(s), int(s) + n),)] for s, n in zip(starts, sizes))
-
-    def backward(self, *grads):
-        return cat_grads(grads, self.dim)
-
-
-class SplitWithSizes(Split, name="SplitWithSizesBackward0"):
-    pass
+    have = input._data.shape
+    if have == shape:
+        return input
+    lead = len(have) - len(shape)
+    if lead < 0 or any(s != 1 and s != n for s, n in zip(shape, have[lead:])):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(have)}}}.")
+    # as PyTorch: a sum over the leading and the broadcast dimensions kept as size 1, then a view without the leading
+    dims = tuple(range(lead)) + tuple(i for i in range(lead, len(have)) if shape[i - lead] == 1 and have[i] != 1)
+    out = input.sum(dims, keepdim=True) if dims else input
+    return View.apply(out, shape=shape) if lead else out
 
 
 class Slice(Op, name="SliceBackward0"):
@@ -360,13 +307,8 @@ def getitem(input: Tensor, key) -> Tensor:
 
 
 # ------------------------------------------------------------------------------------------------- reshaping
-def reshape(input: Tensor, *shape) -> Tensor:
-    """The same elements in a new shape (one dimension may be -1).
-
-    >>> import trainkit
-    >>> trainkit.arange(6).reshape(2, -1).shape
-    trainkit.Size([2, 3])
-    """
+def _target_shape(input: Tensor, shape) -> tuple:
+    """``shape`` checked against ``input``'s size, its -1 filled in."""
     shape = flatten_sizes(shape)
     size = input._data.size
     known = int(np.prod([s for s in shape if s != -1])) if shape else 1
@@ -374,21 +316,77 @@ def reshape(input: Tensor, *shape) -> Tensor:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
     if -1 in shape:
         shape = tuple(size // known if s == -1 else s for s in shape)
-    cls = View if input._data.flags.c_contiguous else UnsafeView
-    return cls.apply(input, shape=shape)
+    return shape
 
 
-view = reshape
+def _viewable(data, shape) -> bool:
+    """True when ``data`` (not C-contiguous) can take ``shape`` without a copy (PyTorch's stride rule for view)."""
+    if type(data) is np.ndarray:
+        try:
+            np.reshape(data, shape, copy=False)
+            return True
+        except ValueError:
+            return False
+    return bool(xp_of(data).may_share_memory(data.reshape(shape), data))
+
+
+def reshape(input: Tensor, *shape) -> Tensor:
+    """The same elements in a new shape (one dimension may be -1): a view when the layout allows, else a copy.
+
+    >>> import trainkit
+    >>> trainkit.arange(6).reshape(2, -1).shape
+    trainkit.Size([2, 3])
+    """
+    shape = _target_shape(input, shape)
+    data = input._data
+    if data.flags.c_contiguous:
+        return View.apply(input, shape=shape)
+    return (ReshapeAlias if _viewable(data, shape) else UnsafeView).apply(input, shape=shape)
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    """The same storage in a new shape; a layout that allows no view raises, as in PyTorch. ``view(dtype)``
+    reinterprets the bytes as another dtype (no gradient flows through that)."""
+    if len(shape) == 1 and isinstance(shape[0], (dtype, str, type, np.dtype)):
+        return _view_dtype(input, to_dtype(shape[0]))
+    shape = _target_shape(input, shape)
+    data = input._data
+    if not data.flags.c_contiguous and data.size and not _viewable(data, shape):
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+            "two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return View.apply(input, shape=shape)
+
+
+def _view_dtype(input: Tensor, dt) -> Tensor:
+    data = input._data
+    if dt.np == data.dtype:
+        return View.apply(input, shape=data.shape)
+    if dt.np.itemsize != data.dtype.itemsize:
+        if data.ndim == 0:
+            raise RuntimeError(
+                f"self.dim() cannot be 0 to view {input.dtype} as {dt} (different element sizes)")
+        if data.ndim and data.strides[-1] != data.itemsize:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {input.dtype} as {dt} (different element sizes), "
+                               f"but got {data.strides[-1] // data.itemsize}")
+    try:
+        out = data.view(dt.np)
+    except ValueError as err:
+        raise RuntimeError(str(err)) from None
+    return Tensor._make(out, False, None, 0, input._version_counter)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """Merge dimensions ``start_dim`` .. ``end_dim`` into one."""
+    """Merge dimensions ``start_dim`` .. ``end_dim`` into one (``input`` itself when there is nothing to merge)."""
     shape = input._data.shape
+    s, e = input._dim(start_dim), input._dim(end_dim)
     if not shape:
         return reshape(input, 1)
-    s, e = input._dim(start_dim), input._dim(end_dim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
     merged = int(np.prod(shape[s : e + 1]))
     return reshape(input, shape[:s] + (merged,) + shape[e + 1 :])
 
@@ -399,7 +397,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     if dim is None:
         return SqueezeAll.apply(input, shape=tuple(n for n in shape if n != 1))
     dims = {input._dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
-    return SqueezeDims.apply(input, shape=tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1)))
+    cls = SqueezeDims if isinstance(dim, int) else SqueezeMany
+    return cls.apply(input, shape=tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1)))
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -413,8 +412,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    """Swap two dimensions."""
-    return Transpose.apply(input, d0=input._dim(dim0), d1=input._dim(dim1))
+    """Swap two dimensions (on a 0-d tensor, dims 0 and -1 name the tensor itself)."""
+    d0, d1 = input._dim(dim0), input._dim(dim1)
+    if input._data.ndim == 0:
+        return ScalarTranspose.apply(input, shape=())
+    return Transpose.apply(input, d0=d0, d1=d1)
 
 
 swapaxes = swapdims = transpose
@@ -425,7 +427,7 @@ def t(input: Tensor) -> Tensor:
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
     if input._data.ndim < 2:
-        return View.apply(input, shape=input._data.shape)
+        return ScalarT.apply(input, shape=input._data.shape)
     return T.apply(input, d0=0, d1=1)
 
 
@@ -469,64 +471,3 @@ def expand(input: Tensor, *sizes) -> Tensor:
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return expand(input, *other.shape)
-
-
-def _check_list(tensors, fn: str) -> list:
-    if isinstance(tensors, Tensor) or not len(tensors):
-        raise (TypeError if isinstance(tensors, Tensor) else RuntimeError)(
-            f"{fn}() expects a non-empty sequence of tensors"
-        )
-    return list(tensors)
-
-
-def cat(tensors, dim: int = 0) -> Tensor:
-    """Join tensors along an existing dimension."""
-    tensors = _check_list(tensors, "cat")
-    target = tensors[0]._data.dtype
-    for t in tensors[1:]:
-        if t._data.dtype != target:
-            target = result_type(Tensor._make(xp_of(t._data).empty((1,), target))._data, t._data)
-    tensors = [t if t._data.dtype == target else t.to(dtype_of(target)) for t in tensors]
-    return Cat.apply(*tensors, dim=tensors[0]._dim(dim))
-
-
-concat = concatenate = cat
-
-
-def stack(tensors, dim: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new dimension."""
-    tensors = _check_list(tensors, "stack")
-    n = tensors[0]._data.ndim + 1
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return Stack.apply(*tensors, dim=dim % n)
-
-
-def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """The slices of ``input`` along ``dim``, as a tuple."""
-    return Unbind.apply(input, dim=input._dim(dim))
-
-
-def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
-    """Pieces of ``input`` along ``dim``: of equal size (the last may be smaller), or of the listed sizes."""
-    d = input._dim(dim)
-    n = input._data.shape[d]
-    cls = Split
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
-    else:
-        cls = SplitWithSizes
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
-                f"{d}), but got split_sizes={sizes}"
-            )
-    return cls.apply(input, dim=d, sizes=tuple(sizes))
-
-
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """``chunks`` pieces of (nearly) equal size along ``dim``."""
-    n = input._data.shape[input._dim(dim)]
-    return split(input, max(-(-n // chunks), 1), dim)
