@@ -121,6 +121,8 @@ def _train(args) -> int:
     except Exception:
         started.abandon()  # a run that failed before its first epoch ended leaves no folder behind
         raise
+    finally:
+        started.release()
     if not lead:
         return 0
     diverged = [cb for cb in run.trainer.callbacks.callbacks

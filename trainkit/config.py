@@ -229,6 +229,10 @@ class RunConfig:
     callbacks: list = setting([], "callback names or {name: ..., its keyword arguments} or {class_path: ...}")
 
     def check(self) -> None:
+        if self.name is not None and (not self.name or Path(self.name).name != self.name or self.name in ("..", ".")
+                                      or "\\" in self.name):
+            raise SettingError("name", f"must be one folder name (no '/', '..' or '.'), got {self.name!r}: the run "
+                                       "folder is output_dir/name; point output_dir elsewhere to write elsewhere")
         if isinstance(self.loss, dict):
             if "name" not in self.loss:
                 raise SettingError("loss.name", "is required when loss is a mapping")

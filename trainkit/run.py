@@ -32,6 +32,7 @@ from .registry import (
     by_name,
 )
 from .registry import build as make
+from .run_lock import RunLock, remove_stale_temporaries
 from .trainer import Trainer
 
 
@@ -306,6 +307,12 @@ class Started:
     run: Run
     resume: Path | None
     new_folder: bool
+    lock: RunLock | None = None
+
+    def release(self) -> None:
+        """Free the run folder's lock (when the run ends, however it ends)."""
+        if self.lock is not None:
+            self.lock.release()
 
     def abandon(self) -> bool:
         """Remove a new run folder in which no epoch finished (and the name's folder, when left empty); True if
@@ -313,11 +320,8 @@ class Started:
         trainer = self.run.trainer
         if not self.new_folder or trainer.epochs_done > 0 or trainer.rank != 0:
             return False
-        shutil.rmtree(self.run.run_dir, ignore_errors=True)
-        base = self.run.run_dir.parent
-        _mark_latest(base)
-        if base.is_dir() and not any(base.iterdir()):
-            base.rmdir()
+        self.release()
+        _remove_new_version(self.run.run_dir)
         return True
 
     def interrupted(self) -> str:
@@ -348,19 +352,49 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
     lead = launched_size() == 1 or world().rank == 0
     base = Path(config["output_dir"]) / config["name"]
     new = folder is None
-    if new and lead:
-        found = versions(base)
-        folder = base / f"version_{int(_VERSION.match(found[-1].name).group(1)) + 1 if found else 0}"
+    lock = None
+    if lead:
+        if new:
+            folder = _new_version(base)  # created here: a run started at the same moment takes the next one
+        lock = RunLock(folder).acquire()  # a second writer of this folder fails now, naming the first
+        remove_stale_temporaries(folder)
     if launched_size() > 1:
         folder = world().broadcast_object(folder)
-    run = build(config, run_dir=folder)
+    try:
+        run = build(config, run_dir=folder)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+            if new:
+                _remove_new_version(folder)
+        raise
     text = dump(self_contained(config))
     if lead and new:
-        folder.mkdir(parents=True)
         (folder / "config.yaml").write_text(text)
         _mark_latest(base)
     elif lead:
         saver = _SaveConfig(folder / "config.yaml", text)
         run.trainer.callbacks.append(saver)
         saver.set_trainer(run.trainer)
-    return Started(run, checkpoint, new)
+    return Started(run, checkpoint, new, lock)
+
+
+def _new_version(base: Path) -> Path:
+    """Create and return the next ``base/version_N`` that no other run has taken."""
+    found = versions(base)
+    number = int(_VERSION.match(found[-1].name).group(1)) + 1 if found else 0
+    while True:
+        folder = base / f"version_{number}"
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            number += 1
+
+
+def _remove_new_version(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    base = folder.parent
+    _mark_latest(base)
+    if base.is_dir() and not any(base.iterdir()):
+        base.rmdir()
