@@ -7,8 +7,9 @@ and call it, so a file from elsewhere is only as safe as the reader's list of na
 
 ``load_torch_file`` accepts the names that ``torch.load(weights_only=True)`` accepts for plain state dicts and
 checkpoints (the tensor rebuild functions, the storage classes, ``collections.OrderedDict``, ``torch.Size``,
-dtypes, devices and the primitive containers), each mapped to a function of this module; anything else is refused
-with ``UnsafeGlobalError`` before it is looked up, so nothing in the file is imported or run. Storages become NumPy
+dtypes, devices and the primitive containers), each mapped to this module's rebuild functions or to a plain
+Python or trainkit counterpart; anything else is refused with ``UnsafeGlobalError`` before it is looked up, so
+nothing in the file is imported or run, and BUILD may not change those shared objects. Storages become NumPy
 arrays, tensors trainkit Tensors viewing them (views of one storage share memory, as in torch), on the CPU.
 """
 
