@@ -308,6 +308,7 @@ class Started:
     resume: Path | None
     new_folder: bool
     lock: RunLock | None = None
+    kept: Path | None = None  # the deepest folder that existed before the run
 
     def release(self) -> None:
         """Free the run folder's lock (when the run ends, however it ends)."""
@@ -321,7 +322,7 @@ class Started:
         if not self.new_folder or trainer.epochs_done > 0 or trainer.rank != 0:
             return False
         self.release()
-        _remove_new_version(self.run.run_dir)
+        _remove_new_version(self.run.run_dir, self.kept if self.kept is not None else self.run.run_dir.parent)
         return True
 
     def interrupted(self) -> str:
@@ -353,6 +354,9 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
     base = Path(config["output_dir"]) / config["name"]
     new = folder is None
     lock = None
+    kept = base  # the deepest folder that exists already: a run that fails before its first epoch removes the rest
+    while not kept.exists() and kept != kept.parent:
+        kept = kept.parent
     if lead:
         if new:
             folder = _new_version(base)  # created here: a run started at the same moment takes the next one
@@ -366,7 +370,7 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
         if lock is not None:
             lock.release()
             if new:
-                _remove_new_version(folder)
+                _remove_new_version(folder, kept)
         raise
     text = dump(self_contained(config))
     if lead and new:
@@ -376,7 +380,7 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
         saver = _SaveConfig(folder / "config.yaml", text)
         run.trainer.callbacks.append(saver)
         saver.set_trainer(run.trainer)
-    return Started(run, checkpoint, new, lock)
+    return Started(run, checkpoint, new, lock, kept)
 
 
 def _new_version(base: Path) -> Path:
@@ -392,9 +396,12 @@ def _new_version(base: Path) -> Path:
             number += 1
 
 
-def _remove_new_version(folder: Path) -> None:
+def _remove_new_version(folder: Path, kept: Path) -> None:
+    """Remove a version folder no epoch finished in, and the folders made for it that are left empty, up to
+    ``kept`` (which existed before)."""
     shutil.rmtree(folder, ignore_errors=True)
-    base = folder.parent
-    _mark_latest(base)
-    if base.is_dir() and not any(base.iterdir()):
-        base.rmdir()
+    _mark_latest(folder.parent)
+    parent = folder.parent
+    while parent != kept and kept in parent.parents and parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
 from .layers.parameter import Parameter
 
-__all__ = ["load", "save"]
+__all__ = ["FileFormatError", "load", "save"]
 
 # Markers in the JSON document where a value is not plain JSON.
 _META = "__meta__"  # the archive entry holding the JSON document
@@ -94,16 +96,16 @@ def _is_parameter(t: Tensor) -> bool:
 def _decode(value, arrays, dev):
     if isinstance(value, dict):
         if _TENSOR in value:
-            t = Tensor._make(np.array(arrays[f"a{value[_TENSOR]}"]))
+            t = Tensor._make(arrays[f"a{value[_TENSOR]}"])  # read fresh from the file: no copy needed
             if dev is not None and dev != CPU:
                 t = t.to(dev)
             if value.get("parameter"):
-                            return Parameter(t, requires_grad=bool(value.get("requires_grad", False)))
+                return Parameter(t, requires_grad=bool(value.get("requires_grad", False)))
             if value.get("requires_grad"):
                 t.requires_grad_(True)
             return t
         if _ARRAY in value:
-            return np.array(arrays[f"a{value[_ARRAY]}"])
+            return arrays[f"a{value[_ARRAY]}"]
         if _TUPLE in value:
             return tuple(_decode(v, arrays, dev) for v in value[_TUPLE])
         if _ORDERED in value:
@@ -187,19 +189,75 @@ def load(f, weights_only: bool = True, map_location=None):
                 f"{type(map_location).__name__}"
             )
         dev = device(map_location) if isinstance(map_location, str) else map_location
-    if not hasattr(f, "read"):
-        path = Path(f)
-        if not path.is_file():
-            raise FileNotFoundError(f"no such file: {path}")
+    where = getattr(f, "name", "the file object") if hasattr(f, "read") else str(f)
+    if not hasattr(f, "read") and not Path(f).is_file():
+        raise FileNotFoundError(f"no such file: {f}")
+    meta, arrays = _read_archive(f, where)
     try:
-        archive = np.load(f, allow_pickle=False)
-    except ValueError as err:
-        raise ValueError(f"{f} is not a file written by trainkit.save ({err})") from err
-    if not hasattr(archive, "files"):
-        raise ValueError(f"{f} is not a file written by trainkit.save (it holds a single array)")
+        return _decode(meta, arrays, dev)
+    except KeyError as err:
+        raise FileFormatError(f"{where}: its structure names array {err.args[0]!r}, which the file lacks") from None
+    except RecursionError:
+        raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
+    except (TypeError, AttributeError, ValueError) as err:
+        raise FileFormatError(f"{where}: its structure is not one trainkit.save writes ({err})") from None
+
+
+class FileFormatError(ValueError):
+    """A file ``load`` cannot read: the message names the file and says what is wrong with it."""
+
+
+_MAX_META_BYTES = 64 << 20  # the structure document of the largest state dicts is a few MB
+_MAX_EXPANSION = 100  # save() stores arrays uncompressed; a member that inflates far more is no saved state
+
+
+def _read_archive(f, where: str) -> tuple[object, dict]:
+    """The JSON structure and the arrays of a file written by ``save``, each member's header (dtype, shape, size)
+    checked before its data is read, so that a broken or hostile file is refused without reading it all."""
+    try:
+        archive = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise FileFormatError(f"{where}: not a file written by trainkit.save (not a readable archive: {err})") from None
     with archive:
-        if _META not in archive.files:
-            raise ValueError(f"{f} is not a file written by trainkit.save (no {_META} entry)")
-        meta = json.loads(str(archive[_META]))
-        arrays = {name: archive[name] for name in archive.files if name != _META}
-    return _decode(meta, arrays, dev)
+        infos = {info.filename: info for info in archive.infolist()}
+        meta_info = infos.pop(f"{_META}.npy", None)
+        if meta_info is None:
+            raise FileFormatError(f"{where}: not a file written by trainkit.save (it has no {_META} entry)")
+        if meta_info.file_size > _MAX_META_BYTES:
+            raise FileFormatError(f"{where}: its structure document is {meta_info.file_size} bytes, more than any "
+                                  "saved state needs")
+        text = _read_member(archive, meta_info, where, "U")
+        try:
+            meta = json.loads(str(text))
+        except RecursionError:
+            raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
+        except ValueError as err:
+            raise FileFormatError(f"{where}: its structure document is not valid JSON ({err})") from None
+        arrays = {name.removesuffix(".npy"): _read_member(archive, info, where, "biuf") for name, info in infos.items()}
+    return meta, arrays
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str) -> np.ndarray:
+    member = f"{where}: member {info.filename}"
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > _MAX_EXPANSION * max(info.compress_size, 1):
+        raise FileFormatError(f"{member} would inflate from {info.compress_size} to {info.file_size} bytes; "
+                              "trainkit.save stores arrays uncompressed, so this is no saved state")
+    try:
+        with archive.open(info) as fp:
+            version = np.lib.format.read_magic(fp)
+            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = header(fp)
+            if dtype.hasobject or dtype.kind not in kinds:
+                raise FileFormatError(f"{member} holds {dtype} data; only numeric and bool arrays are loaded")
+            count = int(np.prod(shape, dtype=np.int64))
+            if info.file_size != fp.tell() + count * dtype.itemsize:
+                raise FileFormatError(f"{member} declares {tuple(shape)} {dtype} ({count * dtype.itemsize} bytes) "
+                                      f"but holds {info.file_size - fp.tell()} bytes")
+            array = np.empty(count, dtype=dtype)
+            if fp.readinto(array.view(np.uint8)) != array.nbytes:
+                raise FileFormatError(f"{member} ends before its data does (a truncated file)")
+    except FileFormatError:
+        raise
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as err:
+        raise FileFormatError(f"{member} cannot be read ({type(err).__name__}: {err})") from None
+    return array.reshape(shape, order="F" if fortran else "C")
