@@ -345,3 +345,21 @@ def test_build_cannot_rewrite_shared_objects(tmp_path):
     assert __import__("collections").Counter.update is counter_update and trainkit.float32.name == name
     _archive(tmp_path / "meta.pt", b"\x80\x02ccollections\nOrderedDict\n)R}" + _s("_metadata") + b"K\x01sb.")
     assert load_torch_file(tmp_path / "meta.pt")._metadata == 1
+
+
+def test_trainkit_load_reads_a_state_dict_torch_saved(tmp_path):
+    import torch
+
+    import trainkit
+
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    path = tmp_path / "weights.pt"
+    torch.save(reference.state_dict(), path)
+    model = trainkit.nn.Sequential(trainkit.nn.Linear(3, 4), trainkit.nn.ReLU(), trainkit.nn.Linear(4, 2))
+    model.load_state_dict(trainkit.load(path))
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    expected = reference(torch.tensor(x)).detach().numpy()
+    assert np.abs(model(trainkit.tensor(x)).detach().numpy() - expected).max() < 1e-6
+    trainkit.save(model.state_dict(), tmp_path / "ours.pt")  # a .pt that trainkit wrote still loads as ours
+    assert set(trainkit.load(tmp_path / "ours.pt")) == set(model.state_dict())

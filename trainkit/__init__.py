@@ -137,7 +137,7 @@ def numel(input: Tensor) -> int:  # noqa: A002
     return input.numel()
 
 
-from . import data, layers, nn, optim, utils  # noqa: E402
+from . import data, datasets, layers, nn, optim, transforms, utils  # noqa: E402
 from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402
 from .autograd.ops.einsum import einsum, outer  # noqa: E402
 from .autograd.ops.elementwise import (  # noqa: E402

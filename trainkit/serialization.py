@@ -31,6 +31,7 @@ import numpy as np
 from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
 from .layers.parameter import Parameter
+from .torch_pickle import load_torch_file
 
 __all__ = ["FileFormatError", "load", "save"]
 
@@ -165,8 +166,9 @@ def load(f, weights_only: bool = True, map_location=None):
     """Load what ``save`` wrote to ``f``, a path or a binary file object.
 
     Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
-    ``"cpu"`` or ``"cuda:0"``) when given. Nothing is unpickled, so ``weights_only=True`` is the only mode:
-    ``weights_only=False`` raises ``ValueError``.
+    ``"cpu"`` or ``"cuda:0"``) when given. A ``.pt`` / ``.pth`` file that ``torch.save`` wrote is read too, without
+    PyTorch and without running anything it holds (``trainkit.torch_pickle``). Nothing is unpickled, so
+    ``weights_only=True`` is the only mode: ``weights_only=False`` raises ``ValueError``.
 
     >>> import io, trainkit
     >>> buffer = io.BytesIO()
@@ -192,6 +194,8 @@ def load(f, weights_only: bool = True, map_location=None):
     where = getattr(f, "name", "the file object") if hasattr(f, "read") else str(f)
     if not hasattr(f, "read") and not Path(f).is_file():
         raise FileNotFoundError(f"no such file: {f}")
+    if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
+        return _on_device(load_torch_file(f), dev)  # a file torch.save wrote: read without torch, unpickling nothing
     meta, arrays = _read_archive(f, where)
     try:
         return _decode(meta, arrays, dev)
@@ -201,6 +205,27 @@ def load(f, weights_only: bool = True, map_location=None):
         raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
     except (TypeError, AttributeError, ValueError) as err:
         raise FileFormatError(f"{where}: its structure is not one trainkit.save writes ({err})") from None
+
+
+def _written_by_save(path) -> bool:
+    """Whether ``path`` is an archive ``save`` wrote (it may have any suffix), not one of torch's."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{_META}.npy" in archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def _on_device(obj, dev):
+    if dev is None or dev == CPU:
+        return obj
+    if isinstance(obj, Tensor):
+        return obj.to(dev)
+    if isinstance(obj, dict):
+        return type(obj)((k, _on_device(v, dev)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_on_device(v, dev) for v in obj)
+    return obj
 
 
 class FileFormatError(ValueError):
