@@ -15,6 +15,7 @@ from .lr_scheduler import LRSchedulerCallback
 from .nan import TerminateOnNaN
 from .plot import PlotCallback
 from .progress import ProgressBar
+from .tensorboard import TensorBoard
 
 __all__ = [
     "ActivationGradientMonitor",
@@ -28,5 +29,6 @@ __all__ = [
     "ModelCheckpoint",
     "PlotCallback",
     "ProgressBar",
+    "TensorBoard",
     "TerminateOnNaN",
 ]

@@ -1,0 +1,66 @@
+"""``TensorBoard``: Keras' callback of that name, writing every epoch's logs as TensorBoard scalars."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..utils.tensorboard import SummaryWriter
+from .base import Callback, Logs, plain
+from .csv_logger import resolve
+
+
+class TensorBoard(Callback):
+    """Writes each epoch's logs (``loss``, the metrics, ``val_*``, ``lr`` and the gradient monitors'
+    ``grad_norm/...`` and ``act_grad_norm/...``) as scalars at step ``epoch + 1`` into ``log_dir`` (relative to the
+    run folder when there is one); with ``histogram_freq=N``, the histograms of the parameters every N epochs. Needs
+    tensorboardX (``pip install 'trainkit[tensorboard]'``); view with ``tensorboard --logdir runs``.
+
+    In a config: ``callbacks: [{name: TensorBoard, histogram_freq: 5}]``.
+
+    >>> TensorBoard(histogram_freq=2)
+    TensorBoard(log_dir='tensorboard', histogram_freq=2)
+    """
+
+    rank_zero_only = True
+    order = Callback.RECORD  # after the callbacks that add keys to the epoch logs
+
+    def __init__(self, log_dir: str | os.PathLike = "tensorboard", histogram_freq: int = 0) -> None:
+        super().__init__()
+        if histogram_freq < 0:
+            raise ValueError(f"histogram_freq must be 0 (off) or positive, got {histogram_freq}")
+        self.log_dir, self.histogram_freq = log_dir, histogram_freq
+        self.writer: SummaryWriter | None = None
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self.writer = SummaryWriter(str(resolve(self.log_dir, self.run_dir)))
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        if self.writer is None:
+            return
+        step = epoch + 1
+        for key, value in (logs or {}).items():
+            value = plain(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.writer.add_scalar(key, value, step)
+        if self.histogram_freq and step % self.histogram_freq == 0 and self.model is not None:
+            for name, p in self.model.named_parameters():
+                self.writer.add_histogram(name, p, step)
+        self.writer.flush()
+
+    def _close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        self._close()
+
+    def on_exception(self, exc: BaseException) -> None:
+        self._close()
+
+    def __repr__(self) -> str:
+        return f"TensorBoard(log_dir={str(self.log_dir)!r}, histogram_freq={self.histogram_freq})"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
