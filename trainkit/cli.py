@@ -11,6 +11,7 @@ import argparse
 import math
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 from trainkit import __version__
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
+    warnings.formatwarning = _format_warning
     if args.command == "bench":
         args.args = rest
     elif rest:
@@ -232,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"trainkit: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings as the command's own lines: under ``trainkit train`` the user's code is the config, not a file."""
+    return f"trainkit: {category.__name__}: {message}\n"
 
 
 def _rank() -> int:
