@@ -248,3 +248,54 @@ SHAPE_ERRORS = {
 @pytest.mark.parametrize("name", list(SHAPE_ERRORS))
 def test_shape_op_errors_match_torch(torch, name):
     errors(torch, SHAPE_ERRORS[name])
+
+
+CREATION_CASES = {
+    "arange-tensor-float": lambda lib: lib.arange(lib.tensor(3.0)),
+    "arange-end-keyword": lambda lib: lib.arange(end=4),
+    "arange-equal-bounds": lambda lib: lib.arange(3, 3),
+    "arange-down": lambda lib: lib.arange(5, 0, -2),
+    "full-numpy-int": lambda lib: lib.full((2,), np.int32(2)),
+    "full-numpy-bool": lambda lib: lib.full((2,), np.bool_(True)),
+    "zeros-size-keyword": lambda lib: lib.zeros(size=(2, 3)),
+    "ones-size-keyword": lambda lib: lib.ones(size=(2,), dtype=lib.int64),
+    "tensor-numpy-float64-in-list": lambda lib: lib.tensor([np.float64(1.0), 2]),
+    "tensor-numpy-mixed-floats": lambda lib: lib.tensor([np.float32(1), np.float64(2)]),
+    "tensor-numpy-float32-and-float": lambda lib: lib.tensor([np.float32(1), 2.5]),
+    "tensor-numpy-int32": lambda lib: lib.tensor(np.int32(3)),
+    "tensor-numpy-int32-list": lambda lib: lib.tensor([np.int32(1), np.int32(2)]),
+    "tensor-python-floats": lambda lib: lib.tensor([1, 2.5]),
+    "tensor-of-0d-tensors": lambda lib: lib.tensor([lib.tensor(1), lib.tensor(2)]),
+    "Tensor-no-args": lambda lib: lib.Tensor(),
+}
+
+
+@pytest.mark.parametrize("name", list(CREATION_CASES))
+def test_creation_matches_torch(torch, name):
+    check(torch, CREATION_CASES[name])
+
+
+CREATION_ERRORS = {
+    "arange-negative-end": lambda lib: lib.arange(-3),
+    "arange-wrong-step-sign": lambda lib: lib.arange(0, 5, -1),
+    "arange-backwards": lambda lib: lib.arange(5, 0, 1),
+    "arange-zero-step": lambda lib: lib.arange(0, 5, 0),
+    "arange-nan": lambda lib: lib.arange(0, float("nan")),
+    "arange-inf": lambda lib: lib.arange(0, float("inf")),
+    "linspace-negative-steps": lambda lib: lib.linspace(0, 1, -1),
+    "zeros-negative": lambda lib: lib.zeros(2, -1),
+    "ones-negative": lambda lib: lib.ones(-1),
+    "empty-negative": lambda lib: lib.empty((2, -1), dtype=lib.bool),
+    "full-negative": lambda lib: lib.full((-1,), 3),
+    "eye-negative": lambda lib: lib.eye(-1),
+    "tensor-overflow": lambda lib: lib.tensor(2**63),
+    "tensor-big-overflow": lambda lib: lib.tensor([2**70]),
+    "tensor-none": lambda lib: lib.tensor([1, None]),
+    "tensor-str": lambda lib: lib.tensor("a"),
+    "tensor-of-vectors": lambda lib: lib.tensor([lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])]),
+}
+
+
+@pytest.mark.parametrize("name", list(CREATION_ERRORS))
+def test_creation_errors_match_torch(torch, name):
+    errors(torch, CREATION_ERRORS[name])

@@ -6,6 +6,8 @@ the CPU when neither is in effect). The ``*_like`` ones take the device of their
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .backend import (
@@ -40,13 +42,48 @@ def _finish(array, dev, requires_grad: bool) -> Tensor:
     return t
 
 
-def _nested(data):
-    """``data`` with tensors replaced by their arrays (on the CPU), so NumPy can read nested sequences of them."""
+def _nested(data, dtypes: set, depth: int = 0):
+    """``data`` with tensors replaced by their arrays (on the CPU), so NumPy can read nested sequences of them;
+    ``dtypes`` collects the element types PyTorch infers from: a tensor's or NumPy scalar's own dtype, the default
+    float dtype for a Python float, int64 for an int, bool for a bool."""
     if isinstance(data, Tensor):
+        if depth and data._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        dtypes.add(data._data.dtype)
         return np.asarray(to_device(data._data, CPU))
     if isinstance(data, (list, tuple)):
-        return [_nested(d) for d in data]
+        return [_nested(d, dtypes, depth + 1) for d in data]
+    if isinstance(data, (np.generic, np.ndarray)):
+        dtypes.add(data.dtype)
+    elif isinstance(data, bool):
+        dtypes.add(_BOOL)
+    elif isinstance(data, int):
+        dtypes.add(_INT64)
+    elif isinstance(data, float):
+        dtypes.add(get_default_dtype().np)
+    elif isinstance(data, str):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    elif data is None:
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     return data
+
+
+_BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
+
+
+def _inferred(dtypes: set):
+    """PyTorch's dtype for data of these element types: floats win over ints over bools, then NumPy promotion."""
+    for kinds in ("cf", "iu", "b"):
+        found = [d for d in dtypes if d.kind in kinds]
+        if found:
+            return functools.reduce(np.promote_types, found)
+    return get_default_dtype().np  # no elements: an empty float tensor
+
+
+def _big_int(data) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_big_int(d) for d in data)
+    return isinstance(data, int) and not -(2**63) <= data < 2**63
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -66,13 +103,20 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         array = data.copy()
         dev = device
     else:
-        array = np.array(_nested(data))
-        if array.dtype.kind == "f" and not isinstance(data, np.generic):
-            array = array.astype(get_default_dtype().np)
-        elif array.dtype.kind in "iu":
-            array = array.astype(np.int64)
-        elif array.dtype.kind not in "bf":
+        dtypes: set = set()
+        try:
+            array = np.array(_nested(data, dtypes))
+        except OverflowError:
+            raise ValueError("Overflow when unpacking long long") from None
+        if array.dtype.kind in "uO" and _big_int(data):
+            raise ValueError("Overflow when unpacking long long")
+        if array.dtype.kind not in "biuf":
             raise TypeError(f"can't convert {type(data).__name__} of {array.dtype} to a tensor")
+        if not dtypes and array.size:  # other iterables NumPy reads (range, ...): by the kind NumPy found
+            dtypes.add({"f": get_default_dtype().np, "b": _BOOL}.get(array.dtype.kind, _INT64))
+        target = _inferred(dtypes)
+        if array.dtype != target:
+            array = array.astype(target)
         dev = device
     if dtype is not None:
         array = array.astype(to_dtype(dtype).np)
@@ -109,7 +153,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
+def _check_sizes(shape: tuple) -> tuple:
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    return shape
+
+
 def _make_filled(shape, fill, dtype, dev, requires_grad) -> Tensor:
+    _check_sizes(shape)
     dev_ = _dev(dev)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     with on_device(dev_):
@@ -117,31 +168,40 @@ def _make_filled(shape, fill, dtype, dev, requires_grad) -> Tensor:
     return _finish(array, None, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _sizes(sizes: tuple, size) -> tuple:
+    """The shape from ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))``."""
+    if size is not None:
+        if sizes:
+            raise TypeError("got multiple values for argument 'size'")
+        sizes = (size,)
+    return flatten_sizes(sizes)
+
+
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``.
 
     >>> zeros(2, dtype='int64')
     tensor([0, 0])
     """
-    return _make_filled(flatten_sizes(size), 0, dtype, device, requires_grad)
+    return _make_filled(_sizes(sizes, size), 0, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones.
 
     >>> ones((1, 2))
     tensor([[1., 1.]])
     """
-    return _make_filled(flatten_sizes(size), 1, dtype, device, requires_grad)
+    return _make_filled(_sizes(sizes, size), 1, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor whose values are not set (here: zeros, so runs stay repeatable).
 
     >>> empty(2, 3).shape
     trainkit.Size([2, 3])
     """
-    return _make_filled(flatten_sizes(size), 0, dtype, device, requires_grad)
+    return _make_filled(_sizes(sizes, size), 0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -151,7 +211,10 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     tensor([7, 7])
     """
     if dtype is None:
-        dtype = "bool" if isinstance(fill_value, bool) else ("int64" if isinstance(fill_value, int) else None)
+        if isinstance(fill_value, bool):
+            dtype = "bool"
+        elif isinstance(fill_value, (int, np.integer)):
+            dtype = "int64"
     return _make_filled(flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
 
 
@@ -162,6 +225,10 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
     tensor([[1., 0.],
             [0., 1.]])
     """
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     with on_device(dev):
@@ -169,17 +236,29 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
     return _finish(array, None, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _number(v):
+    """A Python number from a number or a one-element tensor."""
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 unless a float is involved.
 
     >>> arange(3)
     tensor([0, 1, 2])
     """
+    start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
     if dtype is None:
-        floating = any(isinstance(v, float) for v in (start, end, step))
+        floating = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
         dtype = get_default_dtype() if floating else "int64"
+    if not all(np.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if to_dtype(dtype).np.kind == "b":
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     dev = _dev(device)
@@ -194,6 +273,8 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     >>> linspace(0, 1, 3)
     tensor([0.0000, 0.5000, 1.0000])
     """
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     if dt.kind == "b":

@@ -104,6 +104,8 @@ class Tensor:
     def __init__(self, *args):
         """``Tensor([1, 2])`` copies data as float32; ``Tensor(2, 3)`` makes an uninitialised 2x3 float tensor."""
         dt = get_default_dtype().np
+        if not args:  # Tensor(): an empty vector, as in PyTorch
+            args = (0,)
         if len(args) == 1 and not isinstance(args[0], int):
             data = args[0]
             if isinstance(data, Tensor):
