@@ -299,3 +299,15 @@ CREATION_ERRORS = {
 @pytest.mark.parametrize("name", list(CREATION_ERRORS))
 def test_creation_errors_match_torch(torch, name):
     errors(torch, CREATION_ERRORS[name])
+
+
+@pytest.mark.parametrize("name,good,bad", [("flip", ([1],), (1,)), ("tile", ((2, 1),), (2, 1)),
+                                           ("permute", ([1, 0],), (1, 0))])
+def test_function_forms_take_dims_as_one_sequence_as_torch(name, good, bad):
+    import torch
+
+    for lib in (trainkit, torch):
+        x = lib.ones(2, 3)
+        assert tuple(getattr(lib, name)(x, *good).shape) == tuple(getattr(x, name)(*bad).shape)
+        with pytest.raises(TypeError):
+            getattr(lib, name)(x, *bad)

@@ -104,7 +104,6 @@ from .autograd.ops.shape import (  # noqa: E402
     concat,
     concatenate,
     flatten,
-    permute,
     reshape,
     split,
     squeeze,
@@ -138,6 +137,8 @@ def numel(input: Tensor) -> int:  # noqa: A002
 
 
 from . import data, datasets, layers, nn, optim, transforms, utils  # noqa: E402
+from .autograd.ops import rearrange as _rearrange  # noqa: E402
+from .autograd.ops import shape as _shape  # noqa: E402
 from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402
 from .autograd.ops.einsum import einsum, outer  # noqa: E402
 from .autograd.ops.elementwise import (  # noqa: E402
@@ -170,7 +171,41 @@ from .autograd.ops.elementwise import (  # noqa: E402
 from .autograd.ops.gather_scatter import gather, index_select, scatter, scatter_add, scatter_reduce, take_along_dim  # noqa: E402
 from .autograd.ops.masking import masked_fill, masked_select, nonzero  # noqa: E402
 from .autograd.ops.norm import dist, norm  # noqa: E402
-from .autograd.ops.rearrange import flip, movedim, narrow, roll, select, tile  # noqa: E402
+from .autograd.ops.rearrange import movedim, narrow, roll, select  # noqa: E402
+
+
+def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
+    """``input`` reversed along ``dims`` (a tuple or list; ``Tensor.flip`` also takes them one by one).
+
+    >>> flip(tensor([1, 2, 3]), (0,))
+    tensor([3, 2, 1])
+    """
+    return _rearrange.flip(input, *_dims_tuple("flip", dims))
+
+
+def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
+    """``input`` repeated ``dims`` times along each dimension (a tuple or list).
+
+    >>> tile(tensor([1, 2]), (2,))
+    tensor([1, 2, 1, 2])
+    """
+    return _rearrange.tile(input, *_dims_tuple("tile", dims))
+
+
+def permute(input: Tensor, dims) -> Tensor:  # noqa: A002
+    """``input`` with its dimensions in the order ``dims`` (a tuple or list).
+
+    >>> permute(zeros(2, 3), (1, 0)).shape
+    trainkit.Size([3, 2])
+    """
+    return _shape.permute(input, *_dims_tuple("permute", dims))
+
+
+def _dims_tuple(name: str, dims) -> tuple:
+    """torch's function forms take the dims as one sequence (the methods take them one by one too)."""
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+    return tuple(dims)
 from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
 from .autograd.ops.triangular import diag, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402
