@@ -50,7 +50,7 @@ def test_nested_structures_and_dtypes(tmp_path):
         7: {"nested": {"deep": [(None,)]}},
         "np_number": np.float32(0.5),
     }
-    path = tmp_path / "obj.pt"
+    path = tmp_path / "obj.npz"  # NumPy arrays: trainkit's own format (a .pt file holds tensors, as torch's)
     save(obj, path)
     out = load(path)
     assert list(out) == list(obj)

@@ -363,3 +363,37 @@ def test_trainkit_load_reads_a_state_dict_torch_saved(tmp_path):
     assert np.abs(model(trainkit.tensor(x)).detach().numpy() - expected).max() < 1e-6
     trainkit.save(model.state_dict(), tmp_path / "ours.pt")  # a .pt that trainkit wrote still loads as ours
     assert set(trainkit.load(tmp_path / "ours.pt")) == set(model.state_dict())
+
+
+def test_trainkit_save_to_pt_writes_what_torch_load_reads(tmp_path):
+    import torch
+
+    import trainkit
+
+    model = trainkit.nn.Sequential(trainkit.nn.Linear(3, 4), trainkit.nn.BatchNorm1d(4), trainkit.nn.Linear(4, 2))
+    model(trainkit.randn(5, 3))  # BatchNorm's running statistics and counter move off their defaults
+    path = tmp_path / "model.pt"
+    trainkit.save({"model": model.state_dict(), "epoch": 7, "lr": 1e-3, "names": ["a", ("b", None)],
+                   "p": trainkit.nn.Parameter(trainkit.ones(2)), "n": np.float32(0.5)}, path)
+    loaded = torch.load(path, weights_only=True)  # PyTorch itself, in its safe mode
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    reference.load_state_dict(loaded["model"])
+    for key, value in model.state_dict().items():
+        assert tuple(loaded["model"][key].shape) == tuple(value.shape)
+        assert np.array_equal(loaded["model"][key].detach().numpy(), value.detach().numpy())
+    assert (loaded["epoch"], loaded["lr"], loaded["names"], loaded["n"]) == (7, 1e-3, ["a", ("b", None)], 0.5)
+    assert isinstance(loaded["p"], torch.nn.Parameter) and loaded["p"].requires_grad
+    model.eval(), reference.eval()
+    x = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    ours, theirs = model(trainkit.tensor(x)).detach().numpy(), reference(torch.tensor(x)).detach().numpy()
+    assert np.abs(ours - theirs).max() < 1e-6
+    again = trainkit.load(path)  # and trainkit reads its own .pt file back
+    assert again["epoch"] == 7 and np.array_equal(again["model"]["0.weight"].numpy(), model[0].weight.detach().numpy())
+
+
+def test_a_pt_file_holds_tensors_not_numpy_arrays(tmp_path):
+    import trainkit
+
+    with pytest.raises(TypeError, match=r"a \.pt file holds tensors, not NumPy arrays.*\.npz"):
+        trainkit.save({"a": np.ones(2)}, tmp_path / "x.pt")
+    assert not (tmp_path / "x.pt").exists()

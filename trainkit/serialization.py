@@ -32,6 +32,7 @@ from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
 from .layers.parameter import Parameter
 from .torch_pickle import load_torch_file
+from .torch_writer import save_torch_file
 
 __all__ = ["FileFormatError", "load", "save"]
 
@@ -129,7 +130,9 @@ def _write(f, meta, arrays) -> None:
 def save(obj, f) -> None:
     """Save ``obj`` (a state dict, or nested dicts/lists/tuples of tensors, arrays, numbers and strings) to ``f``.
 
-    ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object.
+    ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object. A path
+    ending in ``.pt`` or ``.pth`` gets PyTorch's format (``trainkit.torch_writer``), which ``torch.load(path,
+    weights_only=True)`` reads; other names get trainkit's own archive, which also holds NumPy arrays.
     Tensors are saved with their values and dtype (from any device), and whether a leaf requires grad.
 
     >>> import tempfile, trainkit
@@ -144,12 +147,18 @@ def save(obj, f) -> None:
     TypeError: cannot save an object of type trainkit.layers.linear.Linear (at the top level): save ...
     """
     arrays: list = []
-    meta = _encode(obj, "", arrays)
+    meta = _encode(obj, "", arrays)  # also checks that obj holds only what a file may hold, naming the culprit
     if hasattr(f, "write"):
         _write(f, meta, arrays)
         return
     path = Path(f)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
+        if any(not isinstance(a, Tensor) for a in _leaves(obj)):
+            raise TypeError(f"{path}: a .pt file holds tensors, not NumPy arrays (which torch.load would refuse): "
+                            "save them as tensors (trainkit.from_numpy), or choose a .npz name for trainkit's format")
+        save_torch_file(obj, path)
+        return
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -160,6 +169,18 @@ def save(obj, f) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _leaves(obj):
+    """The arrays and tensors inside ``obj``."""
+    if isinstance(obj, (Tensor, np.ndarray)):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _leaves(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _leaves(v)
 
 
 def load(f, weights_only: bool = True, map_location=None):
