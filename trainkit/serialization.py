@@ -18,6 +18,7 @@ it into a freshly built model instead.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import tempfile
@@ -132,7 +133,8 @@ def save(obj, f) -> None:
 
     ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object. A path
     ending in ``.pt`` or ``.pth`` gets PyTorch's format (``trainkit.torch_writer``), which ``torch.load(path,
-    weights_only=True)`` reads; other names get trainkit's own archive, which also holds NumPy arrays.
+    weights_only=True)`` reads; ``.safetensors`` the safetensors format (a flat state dict; needs the
+    ``safetensors`` package); other names get trainkit's own archive, which also holds NumPy arrays.
     Tensors are saved with their values and dtype (from any device), and whether a leaf requires grad.
 
     >>> import tempfile, trainkit
@@ -153,6 +155,9 @@ def save(obj, f) -> None:
         return
     path = Path(f)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".safetensors":
+        _save_safetensors(obj, path)
+        return
     if path.suffix in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
         if any(not isinstance(a, Tensor) for a in _leaves(obj)):
             raise TypeError(f"{path}: a .pt file holds tensors, not NumPy arrays (which torch.load would refuse): "
@@ -169,6 +174,46 @@ def save(obj, f) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+SAFETENSORS_HINT = ("safetensors files need the safetensors package, an optional extra: "
+                    "pip install 'trainkit[safetensors]' (or pip install safetensors)")
+
+
+def _safetensors_numpy():
+    try:
+        return importlib.import_module("safetensors.numpy")
+    except ImportError:
+        raise ImportError(SAFETENSORS_HINT) from None
+
+
+def _save_safetensors(obj, path: Path) -> None:
+    """A flat dict of names to tensors (a state dict), written with the safetensors package's NumPy API."""
+    if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()):
+        raise TypeError(f"{path}: a .safetensors file holds a flat dict of names to tensors (a state dict); save "
+                        "other objects under a .pt or .npz name")
+    arrays = {k: np.ascontiguousarray(v.detach().cpu().numpy()) if v.ndim else v.detach().cpu().numpy().copy()
+              for k, v in obj.items()}
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        _safetensors_numpy().save_file(arrays, str(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_safetensors(path: Path) -> OrderedDict:
+    try:
+        arrays = _safetensors_numpy().load_file(str(path))
+    except ImportError:
+        raise
+    except Exception as err:  # the package's own errors (a bad header, a truncated file) name no file
+        raise FileFormatError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err})") from None
+    for name, array in arrays.items():
+        if array.dtype.kind not in "biuf":
+            raise FileFormatError(f"{path}: tensor {name!r} holds {array.dtype} data; only numeric and bool tensors "
+                                  "are loaded")
+    return OrderedDict((name, Tensor._make(np.array(array))) for name, array in arrays.items())
 
 
 def _leaves(obj):
@@ -215,6 +260,8 @@ def load(f, weights_only: bool = True, map_location=None):
     where = getattr(f, "name", "the file object") if hasattr(f, "read") else str(f)
     if not hasattr(f, "read") and not Path(f).is_file():
         raise FileNotFoundError(f"no such file: {f}")
+    if not hasattr(f, "read") and Path(f).suffix == ".safetensors":
+        return _on_device(_load_safetensors(Path(f)), dev)
     if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
         return _on_device(load_torch_file(f), dev)  # a file torch.save wrote: read without torch, unpickling nothing
     meta, arrays = _read_archive(f, where)

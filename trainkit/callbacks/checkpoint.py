@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import serialization
 from ..autograd.user_warnings import warn_user
 from .base import Callback, Logs, check_mode, improved, missing_key, monitored, plain
 
@@ -18,6 +19,9 @@ class ModelCheckpoint(Callback):
     - ``save_last``: ``dirpath/last.npz`` after every epoch, the point a run resumes from.
     - ``save_best``: ``dirpath/best.npz`` after each epoch whose ``monitor`` value beats the best so far
       (lower in ``'min'`` mode, higher in ``'max'``).
+
+    - ``weights_format="safetensors"``: also the model's weights alone beside each, as ``best.safetensors`` and
+      ``last.safetensors``, for other tools (PyTorch loads them with ``safetensors.torch.load_file``).
 
     ``dirpath=None`` uses the run's ``run_dir / "checkpoints"`` (``set_run_dir``). An epoch whose loss is not
     finite, or that left a parameter with a NaN or Inf, saves nothing: the last good checkpoint stays as it was.
@@ -50,8 +54,12 @@ class ModelCheckpoint(Callback):
         mode: str = "min",
         save_best: bool = True,
         save_last: bool = True,
+        weights_format: str | None = None,
     ) -> None:
         super().__init__()
+        if weights_format not in (None, "safetensors"):
+            raise ValueError(f"weights_format must be None or 'safetensors', got {weights_format!r}")
+        self.weights_format = weights_format
         self.dirpath = dirpath
         self.monitor = monitor
         self.mode = check_mode(mode)
@@ -86,9 +94,15 @@ class ModelCheckpoint(Callback):
                 self.best, self.best_epoch = current, epoch
                 self.best_path = self.directory / "best.npz"
                 self.trainer.save_checkpoint(self.best_path)
+                self._save_weights(self.best_path)
         if self.save_last:
             self.last_path = self.directory / "last.npz"
             self.trainer.save_checkpoint(self.last_path)
+            self._save_weights(self.last_path)
+
+    def _save_weights(self, checkpoint: Path) -> None:
+        if self.weights_format == "safetensors" and self.model is not None:
+            serialization.save(dict(self.model.state_dict()), checkpoint.with_suffix(".safetensors"))
 
     def _healthy(self, epoch: int, logs: Logs | None) -> bool:
         """False, with a warning, when the epoch's weights must not replace a good checkpoint."""
