@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -397,3 +398,22 @@ def test_a_config_error_on_one_rank_ends_the_job(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "rank 1 of 2: config error:" in done.stderr and "a_module_only_rank_0_has" in done.stderr
     assert "aborting all 2 ranks" in done.stderr
+
+
+@needs_mpi
+def test_a_collective_that_waits_past_its_timeout_ends_the_job(tmp_path):
+    started = time.monotonic()
+    done = _run([sys.executable, str(SCRIPTS / "stuck_rank.py")], tmp_path, timeout=60)
+    assert time.monotonic() - started < 40
+    assert done.returncode != 0
+    assert "rank 0 of 2: a collective (allreduce) waited more than 2 s for the other ranks" in done.stderr
+    assert "the allreduce completed" not in done.stdout
+
+
+@needs_mpi
+def test_training_with_a_collective_timeout_runs_as_without(tmp_path):
+    args = [sys.executable, "-m", "trainkit.cli", "train", str(ROOT / "configs" / "regression.yaml"), "--set",
+            "trainer.epochs=3", "--set", "trainer.collective_timeout_s=30", "--set", f"output_dir={tmp_path}"]
+    done = _run(args, tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "done: 3 epochs" in done.stdout

@@ -207,6 +207,9 @@ class TrainerSection:
                             choices=STRATEGIES)
     terminate_on_nan: bool = setting(True, "stop at the first NaN or infinite batch loss; the command then exits 3 "
                                      "and the last good checkpoint stays (the Trainer's own default is false)")
+    collective_timeout_s: float | None = setting(default_of(Trainer, "collective_timeout_s"),
+                                                 "ddp: abort the job when a collective waits longer than this for a "
+                                                 "stuck or lost rank; null: wait for ever", gt=0)
     bucket_cap_mb: float = setting(default_of(Trainer, "bucket_cap_mb"),
                                    "ddp: the size of the gradient buckets averaged together", gt=0)
 

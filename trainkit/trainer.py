@@ -108,12 +108,15 @@ class Trainer:
                  device: Any = "cpu", seed: int | None = None, scheduler: Any = None,
                  grad_clip_norm: float | None = None, accumulate_steps: int = 1, freeze=(),
                  run_dir: str | Path | None = None, verbose: bool = True, strategy: str | Strategy = "auto",
-                 bucket_cap_mb: float = 25.0, terminate_on_nan: bool = False):
+                 bucket_cap_mb: float = 25.0, terminate_on_nan: bool = False,
+                 collective_timeout_s: float | None = None):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
         self.distribute_strategy = dist = resolve(strategy, bucket_cap_mb)
         self.strategy = dist.name  # a name, as it always was: "ddp" or "single_device"
         self.world, self.rank, self.world_size = dist.world, dist.rank, dist.world_size  # world: None on one device
+        if self.world is not None:
+            self.world.timeout = collective_timeout_s
         self.device = device = dist.root_device(device)
         if seed is not None:
             manual_seed(seed)

@@ -81,6 +81,30 @@ class World:
     def __repr__(self) -> str:
         return f"World(rank={self.rank}, size={self.size}, backend={'mpi' if self.comm is not None else 'none'})"
 
+    # How long a collective may wait for the other ranks, in seconds (None: for ever, MPI's own blocking calls).
+    # Past it, the job is aborted with a message instead of hanging on a rank that is stuck or gone.
+    timeout: float | None = None
+
+    def _wait(self, request, what: str):
+        """Complete a non-blocking collective within ``timeout``; its result (for the object collectives)."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.0
+        while True:
+            done, result = request.test()
+            if done:
+                return result
+            if time.monotonic() > deadline:
+                self.abort(f"a collective ({what}) waited more than {self.timeout:g} s for the other ranks "
+                           "(trainer.collective_timeout_s): a rank is stuck or gone", 1)
+            time.sleep(pause)
+            pause = min(pause + 0.0005, 0.02)  # a step's collective completes at once; a stuck one is polled less
+
+    def _arrive(self, what: str) -> None:
+        """With a timeout: wait (so bounded) until every rank reaches the collective that follows; MPI has no
+        non-blocking form of the pickled object collectives."""
+        if self.timeout is not None:
+            self._wait(self.comm.Ibarrier(), what)
+
     # ----------------------------------------------------------------------------------------- collectives
     def allreduce(self, array, op: ReduceOp = ReduceOp.SUM):
         """Combine ``array`` (NumPy or CuPy, contiguous) over all ranks, in place; returns it."""
@@ -88,7 +112,10 @@ class World:
             return array
         if xp_of(array) is not np:
             return self._allreduce_device(array, op)
-        self.comm.Allreduce(self._mpi.IN_PLACE, array, op=self._mpi_op(op))
+        if self.timeout is None:
+            self.comm.Allreduce(self._mpi.IN_PLACE, array, op=self._mpi_op(op))
+        else:
+            self._wait(self.comm.Iallreduce(self._mpi.IN_PLACE, array, op=self._mpi_op(op)), "allreduce")
         return array
 
     def broadcast(self, array, src: int = 0):
@@ -105,24 +132,39 @@ class World:
                            xp_of(array).cuda.get_current_stream().ptr)
                 return array
             host = array.get()
-            self.comm.Bcast(host, root=src)
+            self._bcast(host, src)
             array.set(host)
             return array
-        self.comm.Bcast(array, root=src)
+        self._bcast(array, src)
         return array
+
+    def _bcast(self, array, src: int) -> None:
+        if self.timeout is None:
+            self.comm.Bcast(array, root=src)
+        else:
+            self._wait(self.comm.Ibcast(array, root=src), "broadcast")
 
     def broadcast_object(self, obj, src: int = 0):
         """Rank ``src``'s ``obj`` on every rank (pickled by mpi4py: for small, trusted values only)."""
-        return obj if self.comm is None else self.comm.bcast(obj, root=src)
+        if self.comm is None:
+            return obj
+        self._arrive("broadcast")
+        return self.comm.bcast(obj, root=src)
 
     def gather_object(self, obj, dst: int = 0) -> list | None:
         """Every rank's ``obj`` as a list on rank ``dst`` (None elsewhere)."""
-        return [obj] if self.comm is None else self.comm.gather(obj, root=dst)
+        if self.comm is None:
+            return [obj]
+        self._arrive("gather")
+        return self.comm.gather(obj, root=dst)
 
     def barrier(self) -> None:
         """Wait until every rank gets here."""
         if self.comm is not None:
-            self.comm.Barrier()
+            if self.timeout is None:
+                self.comm.Barrier()
+            else:
+                self._wait(self.comm.Ibarrier(), "barrier")
 
     # Whether callers of abort show the traceback of the error behind it, as Python does for an uncaught error; the
     # trainkit command keeps its one-line errors unless --debug.
@@ -157,7 +199,10 @@ class World:
             nccl.allReduce(array.data.ptr, array.data.ptr, array.size, _nccl_dtype(array.dtype), ops[op], stream)
             return array
         host = array.get()  # no NCCL: through host memory
-        self.comm.Allreduce(self._mpi.IN_PLACE, host, op=self._mpi_op(op))
+        if self.timeout is None:
+            self.comm.Allreduce(self._mpi.IN_PLACE, host, op=self._mpi_op(op))
+        else:
+            self._wait(self.comm.Iallreduce(self._mpi.IN_PLACE, host, op=self._mpi_op(op)), "allreduce")
         array.set(host)
         return array
 
