@@ -32,7 +32,8 @@ _EXAMPLES = {
   trainkit train configs/regression.yaml --print-config > my.yaml   (every key, defaults included)
   trainkit train configs/regression.yaml --resume runs/regression""",
     "evaluate": """examples:
-  trainkit evaluate configs/regression.yaml --checkpoint runs/regression/checkpoints/best.npz""",
+  trainkit evaluate configs/regression.yaml --checkpoint runs/regression/version_0/checkpoints/best.npz
+  trainkit evaluate configs/digits.yaml --checkpoint CKPT --split val   (train, val, test or all)""",
     "check": """examples:
   trainkit check configs/digits.yaml
   trainkit check configs/digits.yaml --set trainer.batch_size=64""",
@@ -81,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="print the complete config (every key, defaults included, with its help) and exit")
     evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")
     evaluate.add_argument("--checkpoint", required=True, help="a checkpoint written by a run (.npz)")
+    evaluate.add_argument("--split", choices=("train", "val", "test", "all"),
+                          help="which samples to score (default: test when the config holds some out, else val, "
+                               "else all), split as training split them")
     _command(commands, "check", "check a config: build everything it names, without training", names=True)
     graph = _command(commands, "graph", "draw the backward graph of the model's loss for one batch")
     graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"),
@@ -149,11 +153,17 @@ def _evaluate(args) -> int:
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
     run = build(config)
+    split = args.split or run.default_split()
+    try:
+        data = run.split(split)
+    except ValueError as err:
+        raise ConfigError(f"{args.config}: --split {split}: {err}") from None
     run.trainer.load_checkpoint(args.checkpoint)
-    results = run.trainer.evaluate(run.dataset, batch_size=run.fit_args["batch_size"])
+    results = run.trainer.evaluate(data, batch_size=run.fit_args["batch_size"])
     if run.trainer.rank:
         return 0
-    print(", ".join(f"{k} {v:.6g}" for k, v in results.items()))
+    figures = ", ".join(f"{k} {v:.6g}" for k, v in results.items())
+    print(f"{split} ({len(data)} samples): {figures}")
     return 0
 
 

@@ -142,7 +142,10 @@ class DataSection:
                            ge=0)
     seed: int = setting(0, "regression_curve: the seed of the noise")
     validation_split: float = setting(default_of(Trainer.fit, "validation_split"),
-                                      "the share of samples held out for validation", ge=0, lt=1)
+                                      "the share of samples held out for validation (the last ones before the test "
+                                      "share), as Keras takes it", ge=0, lt=1)
+    test_split: float = setting(0.0, "the share of samples held out for testing (the last ones), never trained or "
+                                     "validated on: trainkit evaluate --split test", ge=0, lt=1)
     class_path: str | None = setting(None, "kind class_path: a function or class returning a Dataset")
     init_args: dict = setting({}, "kind class_path: its keyword arguments")
 
@@ -151,6 +154,9 @@ class DataSection:
             raise SettingError("path", f"is required for data.kind {self.kind}")
         if self.kind == "class_path" and self.class_path is None:
             raise SettingError("class_path", "is required for data.kind class_path")
+        if self.validation_split + self.test_split >= 1:
+            raise SettingError("test_split", f"and validation_split ({self.validation_split}) leave nothing to train "
+                                             f"on: together they must stay below 1, got {self.test_split}")
 
 
 @dataclass(kw_only=True)

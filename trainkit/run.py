@@ -19,6 +19,7 @@ from pathlib import Path
 from .autograd.random import manual_seed
 from .callbacks.base import Callback
 from .config import ConfigError, class_error, dump, resolve_class
+from .data import ConcatDataset, Subset
 from .distributed import launched_size, world
 from .registry import (
     CALLBACKS,
@@ -38,12 +39,36 @@ from .trainer import Trainer
 
 @dataclass
 class Run:
-    """What ``build`` returns: a Trainer and what to call ``fit`` with."""
+    """What ``build`` returns: a Trainer and what to call ``fit`` with (``dataset``: the training and validation
+    samples; ``test``: the held-out test samples, or None)."""
 
     trainer: Trainer
     dataset: object
     run_dir: Path
     fit_args: dict = field(default_factory=dict)
+    test: object = None
+
+    def split(self, name: str) -> object:
+        """The samples of split ``name``: 'train', 'val' and 'test' as training takes them, or 'all'."""
+        if name == "test":
+            if self.test is None:
+                raise ValueError("the config holds out no test split: set data.test_split")
+            return self.test
+        n = len(self.dataset)
+        n_val = int(n * self.fit_args.get("validation_split", 0.0))
+        if name == "val":
+            if not n_val:
+                raise ValueError("the config holds out no validation split: set data.validation_split")
+            return Subset(self.dataset, range(n - n_val, n))
+        if name == "train":
+            return Subset(self.dataset, range(n - n_val))
+        if name == "all":
+            return self.dataset if self.test is None else ConcatDataset([self.dataset, self.test])
+        raise ValueError(f"unknown split {name!r}: train, val, test or all")
+
+    def default_split(self) -> str:
+        """What ``trainkit evaluate`` scores unless told: the test split, else the validation split, else all."""
+        return "test" if self.test is not None else "val" if self.fit_args.get("validation_split") else "all"
 
 
 def _kwargs_error(config: dict, key: str, err: Exception) -> ConfigError:
@@ -184,7 +209,12 @@ def build(config: dict, run_dir: str | Path | None = None) -> Run:
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
     fit_args.update(by_name(config["data"], Trainer.fit))  # validation_split
-    return Run(trainer, _dataset(config), run_dir, fit_args)
+    dataset, test = _dataset(config), None
+    n_test = int(len(dataset) * config["data"]["test_split"])
+    if n_test:  # the last share, as validation_split takes its share from the end of what is left
+        dataset, test = Subset(dataset, range(len(dataset) - n_test)), Subset(dataset, range(len(dataset) - n_test,
+                                                                                            len(dataset)))
+    return Run(trainer, dataset, run_dir, fit_args, test)
 
 
 # ------------------------------------------------------------------------------------------------- run folders
