@@ -158,9 +158,11 @@ def _takes(func, key: str) -> bool:
 
 
 def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
-    """Split the trainer section by name: what ``Trainer.fit`` names goes to fit, the rest to ``Trainer(...)``."""
+    """Split the trainer section by name: what ``Trainer.fit`` alone names goes to fit, the rest to
+    ``Trainer(...)`` (a key both take, as ``verbose``, sets the Trainer's default)."""
     fit_names = inspect.signature(Trainer.fit).parameters
-    to_fit = {k: v for k, v in settings.items() if k in fit_names}
+    trainer_names = inspect.signature(Trainer).parameters
+    to_fit = {k: v for k, v in settings.items() if k in fit_names and k not in trainer_names}
     to_trainer = {k: v for k, v in settings.items() if k not in to_fit}
     for key in to_trainer:
         if not _takes(Trainer, key):
@@ -195,14 +197,6 @@ def build(config: dict, run_dir: str | Path | None = None) -> Run:
 
     run_dir = Path(config["output_dir"]) / config["name"] if run_dir is None else Path(run_dir)
     callbacks = [_callback(config, i, spec) for i, spec in enumerate(config["callbacks"])]
-    given = {type(c).__name__ for c in callbacks}
-    monitor = "val_loss" if config["data"]["validation_split"] else "loss"
-    # paths relative to the run folder; the Trainer writes last.npz itself
-    defaults = [("ProgressBar", {}), ("CSVLogger", {"filename": "metrics.csv"}),
-                ("ModelCheckpoint", {"monitor": monitor, "save_last": False})]
-    for name, kwargs in defaults:
-        if name not in given and (trainer_args["verbose"] or name != "ProgressBar"):
-            callbacks.append(make(CALLBACKS, name, **kwargs))
     try:
         trainer = Trainer(model, optimizer, _loss(config), config["metrics"], callbacks, scheduler=scheduler,
                           freeze=config["freeze"], run_dir=run_dir, **trainer_args)

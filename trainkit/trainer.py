@@ -35,6 +35,7 @@ from .autograd.ops.shape import cat
 from .autograd.random import Generator, manual_seed
 from .autograd.tensor import Tensor
 from .callbacks.base import CallbackList
+from .callbacks.defaults import add_defaults
 from .callbacks.history import History
 from .callbacks.nan import TerminateOnNaN
 from .data import DataLoader, Dataset, Subset, TensorDataset, as_tensor
@@ -194,15 +195,15 @@ class Trainer:
     # ---------------------------------------------------------------------------------------------------- fit
     def fit(self, x: Any = None, y: Any = None, *, val_data: Any = None, epochs: int = 1, batch_size: int = 32,
             shuffle: bool = True, validation_split: float = 0.0, resume_from: str | Path | None = None,
-            validation_data: Any = None) -> History:
+            validation_data: Any = None, verbose: int | bool | None = None) -> History:
         """Train for ``epochs`` epochs (counting those done before a resume); returns a ``History`` whose
         ``.history`` maps each log key ('loss', 'val_loss', metrics, 'lr', monitor figures) to one value per
         epoch, the epochs before a resume included. ``validation_data`` is Keras' name for ``val_data``; NumPy
-        float arrays are cast to the model's float dtype."""
-        if validation_data is not None:
-            if val_data is not None:
-                raise ValueError("pass val_data or validation_data (Keras' name for it), not both")
-            val_data = validation_data
+        float arrays are cast to the model's float dtype. ``verbose``: 0, 1 or 2 as in Keras (see ``add_defaults``)."""
+        if validation_data is not None and val_data is not None:
+            raise ValueError("pass val_data or validation_data (Keras' name for it), not both")
+        val_data = val_data if validation_data is None else validation_data
+        self.verbose = self.verbose if verbose is None else verbose if self.distribute_strategy.is_main else 0
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
@@ -215,6 +216,8 @@ class Trainer:
         val_loader = None if val_data is None else self.make_loader(
             val_data[0] if isinstance(val_data, tuple) else val_data,
             val_data[1] if isinstance(val_data, tuple) else None, batch_size=batch_size)
+        add_defaults(self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss",
+                     self.distribute_strategy.is_main)  # before a resume: a checkpoint restores their state too
         first_epoch = 0 if resume_from is None else self._resume(resume_from, epochs)
         strategy = self.distribute_strategy
         if self.run_dir is not None and strategy.is_main:  # this run's file holds the epochs restored, if any
@@ -281,10 +284,9 @@ class Trainer:
     def _report_parameters(self) -> None:
         params = list(self.model.parameters())
         trainable = sum(p.numel() for p in params if p.requires_grad)
-        frozen = sum(p.numel() for p in params if not p.requires_grad)
-        self.parameter_counts = {"trainable": trainable, "frozen": frozen}
+        self.parameter_counts = {"trainable": trainable, "frozen": sum(p.numel() for p in params) - trainable}
         if self.verbose:
-            print(f"Trainable params: {trainable:,} | Frozen params: {frozen:,}")
+            print(f"Trainable params: {trainable:,} | Frozen params: {self.parameter_counts['frozen']:,}")
 
     def _train_epoch(self, loader: Any, epoch: int) -> dict:
         strategy = self.distribute_strategy

@@ -55,6 +55,8 @@ class ProgressBar(Callback):
         return self.file if self.file is not None else sys.stdout
 
     def _is_terminal(self) -> bool:
+        if self.params.get("verbose") == 2:  # Keras' verbose=2: one line per epoch, also on a terminal
+            return False
         isatty = getattr(self.stream, "isatty", None)
         return bool(isatty and isatty())
 
