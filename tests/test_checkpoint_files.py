@@ -102,3 +102,23 @@ def test_resume_from_a_broken_checkpoint_names_it(tmp_path):
     assert resumed.returncode == 1
     assert f"FileFormatError: {last}: not a file written by trainkit.save" in resumed.stderr
     assert "Traceback" not in resumed.stderr
+
+
+def test_a_checkpoint_of_another_model_is_refused_before_its_data_is_read(tmp_path, monkeypatch):
+    from trainkit import serialization
+    from trainkit.trainer import Trainer
+
+    Trainer(trainkit.nn.Linear(1, 10), verbose=False).save_checkpoint(tmp_path / "ten.npz")
+    reads = []
+    original = serialization._read_member
+
+    def counting(archive, info, where, kinds, data=True):
+        if data:
+            reads.append(info.filename)
+        return original(archive, info, where, kinds, data)
+
+    monkeypatch.setattr(serialization, "_read_member", counting)
+    with pytest.raises(FileFormatError, match=r"model\.weight has shape \(10, 1\) in the file but \(20, 1\) in the "
+                                              r"model; nothing was loaded"):
+        Trainer(trainkit.nn.Linear(1, 20), verbose=False).load_checkpoint(tmp_path / "ten.npz")
+    assert reads == ["__meta__.npy"]  # the structure document only: no array data was read

@@ -40,12 +40,14 @@ def save(state: dict, path: str | Path) -> Path:
     return Path(path)
 
 
-def load(path: str | Path) -> dict:
-    """Read a checkpoint written by ``save`` (tensors come back as CPU tensors)."""
+def load(path: str | Path, model: Any = None) -> dict:
+    """Read a checkpoint written by ``save`` (tensors come back as CPU tensors); with ``model``, the shapes of its
+    state are checked against the file's headers before any data is read."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    return serialization.load(path)
+    expect = None if model is None else {("model", k): tuple(v.shape) for k, v in model.state_dict().items()}
+    return serialization.load(path, _expect=expect)
 
 
 # ------------------------------------------------------------------------------------------------------ history

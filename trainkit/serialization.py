@@ -228,7 +228,7 @@ def _leaves(obj):
             yield from _leaves(v)
 
 
-def load(f, weights_only: bool = True, map_location=None):
+def load(f, weights_only: bool = True, map_location=None, *, _expect: dict | None = None):
     """Load what ``save`` wrote to ``f``, a path or a binary file object.
 
     Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
@@ -264,7 +264,7 @@ def load(f, weights_only: bool = True, map_location=None):
         return _on_device(_load_safetensors(Path(f)), dev)
     if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
         return _on_device(load_torch_file(f), dev)  # a file torch.save wrote: read without torch, unpickling nothing
-    meta, arrays = _read_archive(f, where)
+    meta, arrays = _read_archive(f, where, _expect)
     try:
         return _decode(meta, arrays, dev)
     except KeyError as err:
@@ -304,9 +304,10 @@ _MAX_META_BYTES = 64 << 20  # the structure document of the largest state dicts 
 _MAX_EXPANSION = 100  # save() stores arrays uncompressed; a member that inflates far more is no saved state
 
 
-def _read_archive(f, where: str) -> tuple[object, dict]:
-    """The JSON structure and the arrays of a file written by ``save``, each member's header (dtype, shape, size)
-    checked before its data is read, so that a broken or hostile file is refused without reading it all."""
+def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, dict]:
+    """The JSON structure and the arrays of a file written by ``save``. Every member's header (dtype, shape, size)
+    is checked, and against ``expect`` (shapes by path, a model's), before any data is read, so that a broken,
+    hostile or mismatched file is refused without reading it."""
     try:
         archive = zipfile.ZipFile(f)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
@@ -326,11 +327,20 @@ def _read_archive(f, where: str) -> tuple[object, dict]:
             raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
         except ValueError as err:
             raise FileFormatError(f"{where}: its structure document is not valid JSON ({err})") from None
+        expected = _expected_members(meta, expect or {})
+        for name, info in infos.items():  # every header first: nothing large is read from a file refused later
+            shape, _ = _read_member(archive, info, where, "biuf", data=False)
+            if name in expected and shape != expected[name][1]:
+                key, want = expected[name]
+                raise FileFormatError(f"{where}: {key} has shape {shape} in the file but {want} in the model; "
+                                      "nothing was loaded")
         arrays = {name.removesuffix(".npy"): _read_member(archive, info, where, "biuf") for name, info in infos.items()}
     return meta, arrays
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str) -> np.ndarray:
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str,
+                 data: bool = True) -> np.ndarray | tuple:
+    """A member's array, its header checked first; with ``data=False`` only the header's (shape, dtype)."""
     member = f"{where}: member {info.filename}"
     if info.compress_type != zipfile.ZIP_STORED and info.file_size > _MAX_EXPANSION * max(info.compress_size, 1):
         raise FileFormatError(f"{member} would inflate from {info.compress_size} to {info.file_size} bytes; "
@@ -346,6 +356,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, ki
             if info.file_size != fp.tell() + count * dtype.itemsize:
                 raise FileFormatError(f"{member} declares {tuple(shape)} {dtype} ({count * dtype.itemsize} bytes) "
                                       f"but holds {info.file_size - fp.tell()} bytes")
+            if not data:
+                return tuple(shape), dtype
             array = np.empty(count, dtype=dtype)
             if fp.readinto(array.view(np.uint8)) != array.nbytes:
                 raise FileFormatError(f"{member} ends before its data does (a truncated file)")
@@ -354,3 +366,16 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, ki
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as err:
         raise FileFormatError(f"{member} cannot be read ({type(err).__name__}: {err})") from None
     return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _expected_members(meta, expect: dict) -> dict:
+    """Member name -> (dotted key, expected shape) for the tensors ``expect`` names by path, e.g.
+    ``{("model", "hidden.weight"): (10, 1)}``."""
+    found = {}
+    for path, shape in expect.items():
+        node = meta
+        for part in path:
+            node = node.get(f"s:{part}") if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(_TENSOR), int):
+            found[f"a{node[_TENSOR]}.npy"] = (".".join(path), tuple(shape))
+    return found

@@ -385,7 +385,7 @@ class Trainer:
         """Restore a checkpoint written by ``save_checkpoint``; returns the epoch it was written in
         (``epochs_done`` then counts the finished epochs). With ``resume``, the run must have as many processes as
         the one that wrote it (each takes its random stream)."""
-        ckpt.restore(self, ckpt.load(path), path, resume)
+        ckpt.restore(self, ckpt.load(path, self.model), path, resume)
         return self.epoch
 
 def _length(loader: Any) -> int | None:
