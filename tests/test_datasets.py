@@ -267,3 +267,22 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(blocks[0], "docs/ecosystem.md", "exec"), {})
     assert capsys.readouterr().out.splitlines() == [f"{N} (1, 28, 28) trainkit.float32 int",
                                                     "(4, 1, 28, 28) trainkit.int64"]
+
+
+def test_the_mnist_config_trains_from_a_local_folder(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _write(tmp_path / "data", compress=True, n=200)
+    config = Path(__file__).resolve().parents[1] / "configs" / "mnist.yaml"
+    sets = ["--set", f"data.init_args.root={tmp_path / 'data'}", "--set", "trainer.epochs=2", "--set",
+            "trainer.batch_size=50"]
+    checked = subprocess.run([sys.executable, "-m", "trainkit", "check", config, *sets], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=300)
+    assert checked.returncode == 0, checked.stderr
+    assert "OK (MnistCNN" in checked.stdout and "inputs (50, 1, 28, 28) float32, targets (50,) int64" in checked.stdout
+    trained = subprocess.run([sys.executable, "-m", "trainkit", "train", config, *sets], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.strip().splitlines()[-1].startswith("done: 2 epochs")
