@@ -12,6 +12,7 @@ import numpy as np
 from ..autograd.backend import get_default_dtype
 from ..autograd.creation import from_numpy
 from ..data.dataset import Dataset
+from .download import download as fetch
 from .idx import IDXFormatError, read_idx
 
 
@@ -28,8 +29,9 @@ class MNIST(Dataset):
     so ``transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])`` works as in
     torchvision. ``data`` (a uint8 (N, 28, 28) tensor) and ``targets`` (int64) are torchvision's attributes.
 
-    ``download=True`` does not download yet: with the files missing it raises a RuntimeError saying where to put
-    them.
+    ``download=True`` fetches the missing files into ``raw_folder`` from the first of ``mirrors`` that answers
+    (a class attribute to override, torchvision's by default), resuming a broken transfer and keeping a file only
+    when its MD5 is that of ``resources``.
 
     >>> train = MNIST("data", train=True)            # doctest: +SKIP
     >>> image, target = train[0]                      # doctest: +SKIP
@@ -41,6 +43,11 @@ class MNIST(Dataset):
                "8 - eight", "9 - nine"]
     files = {True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
              False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+    mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
+    resources = [("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+                 ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+                 ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+                 ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c")]
 
     def __init__(self, root: str | os.PathLike, train: bool = True, transform: Callable | None = None,
                  target_transform: Callable | None = None, download: bool = False):
@@ -49,6 +56,11 @@ class MNIST(Dataset):
         self.transform = transform
         self.target_transform = target_transform
         found = [self._find(name) for name in self.files[bool(train)]]
+        if None in found and download:
+            for filename, md5 in self.resources:  # all four, as torchvision downloads them
+                if self._find(filename.removesuffix(".gz")) is None:
+                    fetch(filename, self.raw_folder, md5, self.mirrors)
+            found = [self._find(name) for name in self.files[bool(train)]]
         if None in found:
             raise RuntimeError(self._missing_message(download))
         images_path, labels_path = found
@@ -85,10 +97,7 @@ class MNIST(Dataset):
         names = " and ".join(self.files[bool(self.train)])
         where = (f"put {names} (or the same names ending in .gz, as downloaded) in {os.path.abspath(self.raw_folder)}"
                  f" (the folder layout torchvision uses)")
-        if download:
-            return (f"{type(self).__name__}: download=True is not supported yet (downloading is planned for a later "
-                    f"version); {where}")
-        return f"Dataset not found: {where}"
+        return f"Dataset not found: {where}, or pass download=True"
 
     def __len__(self) -> int:
         return len(self.data)
@@ -125,3 +134,8 @@ class FashionMNIST(MNIST):
 
     classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                "Ankle boot"]
+    mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
+    resources = [("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+                 ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+                 ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+                 ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310")]
