@@ -86,8 +86,12 @@ def logical_not(input) -> Tensor:
 def _bitwise(name: str, ufunc_name: str):
     def bitwise(input, other) -> Tensor:
         da, db, xp = _arrays(input, other)
+        try:  # PyTorch checks the shapes before it looks for a kernel of the dtype
+            np.broadcast_shapes(np.shape(da), np.shape(db))
+        except ValueError as err:
+            raise shape_error(name, (da, db), err) from None
         target = result_type(da, db)
-        if target.kind not in "biu":
+        if target.kind not in "biu" or target.kind == "b" and name in ("lshift", "rshift"):
             raise not_implemented(f"{name}_cpu", target)
         if hasattr(da, "dtype") and da.dtype != target:
             da = da.astype(target)
