@@ -388,11 +388,12 @@ def mul(input, other) -> Tensor:
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds, with a zero gradient."""
     if rounding_mode is None:
-        if isinstance(other, Tensor) and isinstance(input, _NUMBERS):
-            return mul(reciprocal(other), input)  # as PyTorch: number / x is reciprocal(x) * number
-        return binary(Div, input, other, true_divide=True)
+        a, b = promote(input, other, true_divide=True)
+        if not isinstance(a, Tensor) and isinstance(b, Tensor):  # PyTorch wraps the number as a 0-d tensor
+            a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
+        return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
-        raise ValueError(
+        raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
@@ -401,6 +402,16 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 
 
 true_divide = divide = div
+
+
+def rtruediv(input, other) -> Tensor:
+    """``other / input`` for the ``/`` operator with a number on the left: as PyTorch, ``reciprocal(input) * other``.
+
+    >>> import trainkit
+    >>> 2 / trainkit.tensor([4.0])
+    tensor([0.5000])
+    """
+    return mul(reciprocal(input), other)
 multiply = mul
 subtract = sub
 

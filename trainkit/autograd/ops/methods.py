@@ -133,7 +133,7 @@ _METHODS = {
     "__add__": math.add, "__radd__": _reflected(math.add),
     "__sub__": math.sub, "__rsub__": math.rsub,
     "__mul__": math.mul, "__rmul__": _reflected(math.mul),
-    "__truediv__": math.div, "__rtruediv__": _reflected(math.div),
+    "__truediv__": math.div, "__rtruediv__": math.rtruediv,
     "__floordiv__": math.floor_divide, "__rfloordiv__": _reflected(math.floor_divide),
     "__mod__": math.remainder, "__rmod__": _reflected(math.remainder),
     "__pow__": math.pow, "__rpow__": _reflected(math.pow),

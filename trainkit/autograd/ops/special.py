@@ -52,27 +52,31 @@ def zeros_grad(g):
     return g * 0 if isinstance(g, Tensor) else xp_of(g).zeros_like(g)
 
 
-def _compare(ufunc_name: str, tensors_only_name: str = ""):
+def _compare(ufunc_name: str, tensors_only_name: str = "", name: str = ""):
     def compare(input, other) -> Tensor:
         if tensors_only_name:
             tensors_only(tensors_only_name, input, other)
+        elif not isinstance(input, Tensor):
+            raise TypeError(f"{compare.__name__}() received an invalid combination of arguments - got "
+                            f"({type(input).__name__}, {type(other).__name__}), but expected one of: (Tensor input, "
+                            f"Tensor other) or (Tensor input, Number other); put the tensor first")
         da, db, xp = _arrays(input, other)
         try:
             return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
         except ValueError as err:  # shapes that do not broadcast: PyTorch's RuntimeError, naming both
             raise shape_error(compare.__name__, (da, db), err) from None
 
-    compare.__name__ = tensors_only_name or ufunc_name
+    compare.__name__ = tensors_only_name or name
     compare.__doc__ = f"Element-wise ``{ufunc_name}`` as a bool tensor (no gradient)."
     return compare
 
 
-eq = _compare("equal")
-ne = _compare("not_equal")
-lt = _compare("less")
-le = _compare("less_equal")
-gt = _compare("greater")
-ge = _compare("greater_equal")
+eq = _compare("equal", name="eq")
+ne = _compare("not_equal", name="ne")
+lt = _compare("less", name="lt")
+le = _compare("less_equal", name="le")
+gt = _compare("greater", name="gt")
+ge = _compare("greater_equal", name="ge")
 logical_and = _compare("logical_and", "logical_and")
 logical_or = _compare("logical_or", "logical_or")
 logical_xor = _compare("logical_xor", "logical_xor")
