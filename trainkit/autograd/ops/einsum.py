@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import string
 
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
-from .math import promote
+from .shape import index_into_zeros
 from .type_names import scalar_name
 
 __all__ = ["einsum", "outer"]
@@ -51,9 +52,9 @@ def _scan_subscripts(part: str, offset: int, what: str) -> list:
     return labels
 
 
-def _parse_einsum(equation: str, operands: tuple) -> tuple[list[str], str, list]:
-    """The equation with every ``...`` spelled out in letters of its own, so that the op and its backward only see
-    letters: (input subscripts, output subscripts, operands expanded where a size-1 dimension broadcasts)."""
+def _parse_einsum(equation: str, operands: tuple) -> tuple[list[str], str, str]:
+    """The equation with every ``...`` spelled out in letters of its own, so that the rest only sees letters:
+    (input subscripts, output subscripts, the letters standing for the ellipsis dimensions)."""
     lhs, arrow, rhs = equation.partition("->")
     parts = lhs.split(",")
     n = len(operands)
@@ -103,11 +104,12 @@ def _parse_einsum(equation: str, operands: tuple) -> tuple[list[str], str, list]
     else:
         letters = "".join(subs)
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
-    return subs, out, _broadcast_operands(subs, list(operands), ell)
+    _check_sizes(subs, operands, ell)
+    return subs, out, ell
 
 
-def _broadcast_operands(subs: list, operands: list, ell: str) -> list:
-    """Operands whose size-1 dimensions meet a larger size of the same letter elsewhere, expanded to it."""
+def _check_sizes(subs: list, operands, ell: str) -> None:
+    """PyTorch's errors for sizes that neither match nor broadcast (a size-1 dimension broadcasts)."""
     sizes: dict = {}
     for k, (sub, t) in enumerate(zip(subs, operands)):
         for pos, (c, size) in enumerate(zip(sub, t._data.shape)):
@@ -127,87 +129,93 @@ def _broadcast_operands(subs: list, operands: list, ell: str) -> list:
                                    f"broadcast with previously seen size {seen}")
             if seen is None or seen == 1:
                 sizes[c] = size
-    for k, (sub, t) in enumerate(zip(subs, operands)):
-        target = tuple(sizes[c] for c in sub)
-        if target != t._data.shape:
-            operands[k] = t.expand(*target)
-    return operands
 
 
-def _einsum(eq: str, operands: list):
-    """numpy/cupy einsum, or the differentiable op when an operand is a Tensor (constants wrapped)."""
-    if any(isinstance(o, Tensor) for o in operands):
-        return Einsum.apply(*[o if isinstance(o, Tensor) else Tensor._make(o) for o in operands], equation=eq)
-    xp = xp_of(operands[0])
-    return xp.einsum(eq, *operands, optimize=len(operands) > 2)
+class Diagonal(Op, name="DiagonalBackward0"):
+    """out = the diagonal of x over dimensions d0 < d1, as a new last dimension.   dx = zeros with g on it."""
 
-
-class Einsum(Op, name="EinsumBackward0"):
-    """out = einsum(equation, *xs).
-
-    dx_k = einsum of g (output subscripts) with the other operands into x_k's subscripts; a letter only x_k has
-    is broadcast with a vector of ones, and a letter repeated in x_k is put on a diagonal with an identity.
-    """
-
-    save_inputs = tuple(range(32))
-
-    def forward(self, *xs, equation):
-        self.equation = equation
-        self.shapes = [x.shape for x in xs]
-        xp = xp_of(xs[0])
-        return xp.asarray(xp.einsum(equation, *xs, optimize=len(xs) > 2))
-
-    @classmethod
-    def apply(cls, *inputs, equation):
-        klass = _einsum_class(len(inputs))
-        return Op.apply.__func__(klass, *inputs, equation=equation)
+    def forward(self, x, d0, d1):
+        self.shape, self.dims = x.shape, (d0, d1)
+        # a copy: NumPy's diagonal is a read-only view, and the result may be written to in place
+        return xp_of(x).diagonal(x, 0, d0, d1).copy()
 
     def backward(self, g):
-        xs = self.saved_tensors
-        ins, out = self.equation.split("->")
-        ins = ins.split(",")
-        sizes = {}
-        for sub, shape in zip(ins, self.shapes):
-            sizes.update(zip(sub, shape))
-        free = iter(c for c in string.ascii_letters if c not in sizes)
-        grads = []
-        for k, sub in enumerate(ins):
-            if self.next_functions[k][0] is None:
-                grads.append(None)
-                continue
-            xd = dual.data(xs[k])
-            xp = xp_of(xd)
-            subs, ops = [out], [g]
-            for j, s in enumerate(ins):
-                if j != k:
-                    subs.append(s)
-                    ops.append(xs[j])
-            have = set("".join(subs))
-            target = ""
-            for c in sub:
-                if c in target:
-                    new = next(free)
-                    subs.append(c + new)
-                    ops.append(xp.eye(sizes[c], dtype=xd.dtype))
-                    target += new
-                else:
-                    if c not in have:
-                        subs.append(c)
-                        ops.append(xp.ones(sizes[c], dtype=xd.dtype))
-                        have.add(c)
-                    target += c
-            grads.append(_einsum(",".join(subs) + "->" + target, ops))
-        return tuple(grads)
+        d0, d1 = self.dims
+        n = g.shape[-1]
+        index = [slice(None)] * len(self.shape)
+        index[d0] = index[d1] = xp_of(dual.data(g)).arange(n)
+        # NumPy puts the indexed dimension where d0 was when d0 and d1 are neighbours, else first
+        to = d0 if d1 == d0 + 1 else 0
+        order = list(range(g.ndim - 1))
+        order.insert(to, g.ndim - 1)
+        return index_into_zeros(dual.permute(g, tuple(order)), self.shape, tuple(index), accumulate=False)
 
 
-_EINSUM_CLASSES: dict = {}
+def _label_order(subs: list, out: str, ell: str) -> str:
+    """PyTorch's order of the aligned dimensions: the output's, then the ellipsis dimensions that are summed, then
+    the other summed letters in ASCII order (upper case first)."""
+    letters = set("".join(subs))
+    summed_ell = [c for c in ell if c not in out and c in letters]
+    rest = sorted(c for c in letters if c not in out and c not in ell)
+    return out + "".join(summed_ell) + "".join(rest)
 
 
-def _einsum_class(n: int):
-    """Einsum with ``save_inputs`` set to its ``n`` operands."""
-    if n not in _EINSUM_CLASSES:
-        _EINSUM_CLASSES[n] = type("EinsumBackward0", (Einsum,), {"save_inputs": tuple(range(n))})
-    return _EINSUM_CLASSES[n]
+def _align(t: Tensor, sub: str, order: str, counts: list) -> Tensor:
+    """``t`` with one dimension per letter of ``order``: repeated letters reduced to their diagonal, missing ones
+    unsqueezed with size 1. ``counts`` gains one for each letter ``t`` holds with a size other than 1."""
+    perm = [-1] * len(order)
+    dim = 0
+    for c in sub:
+        p = order.index(c)
+        if perm[p] == -1:
+            if t.shape[dim] != 1:
+                counts[p] += 1
+            perm[p] = dim
+            dim += 1
+        else:
+            prev = perm[p]
+            t = Diagonal.apply(t, d0=prev, d1=dim).movedim(-1, prev)
+    for p in range(len(order)):
+        if perm[p] == -1:
+            t = t.unsqueeze(dim)
+            perm[p] = dim
+            dim += 1
+    return t.permute(*perm)
+
+
+def _sum_product(left: Tensor, right: Tensor, sum_dims: list) -> Tensor:
+    """``(left * right)`` summed over ``sum_dims`` (kept with size 1), through one batched matrix product: the
+    dimensions both hold, then those only one holds, flattened into the three axes of ``bmm``."""
+    if not sum_dims:
+        return left * right
+    if left.dtype != right.dtype:  # bmm takes one dtype; the message is PyTorch's
+        raise RuntimeError(f"expected scalar type {scalar_name(left._data.dtype)} but found "
+                           f"{scalar_name(right._data.dtype)}")
+    both, lo, ro = [], [], []
+    sum_size = 1
+    for i in range(left.ndim):
+        sl, sr = left.shape[i] != 1, right.shape[i] != 1
+        if i in sum_dims:
+            if sl and sr:
+                sum_size *= left.shape[i]
+            elif sl:
+                left = left.sum(i, keepdim=True)
+            elif sr:
+                right = right.sum(i, keepdim=True)
+        elif sl and sr:
+            both.append(i)
+        elif sl:
+            lo.append(i)
+        else:
+            ro.append(i)
+    n_both = math.prod(left.shape[d] for d in both)
+    n_lo, n_ro = math.prod(left.shape[d] for d in lo), math.prod(right.shape[d] for d in ro)
+    out_size = [left.shape[d] for d in both + lo] + [1] * len(sum_dims) + [right.shape[d] for d in ro]
+    order = both + lo + sum_dims + ro
+    left = left.permute(*order).reshape(n_both, n_lo, sum_size)
+    right = right.permute(*(both + sum_dims + ro + lo)).reshape(n_both, sum_size, n_ro)
+    inverse = [order.index(i) for i in range(len(order))]
+    return left.bmm(right).view(*out_size).permute(*inverse)
 
 
 def einsum(equation: str, *operands) -> Tensor:
@@ -224,15 +232,35 @@ def einsum(equation: str, *operands) -> Tensor:
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    ins, out, operands = _parse_einsum(equation, operands)
-    dtype = operands[0]._data.dtype
-    if any(t._data.dtype != dtype for t in operands):
-        summed = {c for c in set("".join(ins)) if c not in out and sum(c in part for part in ins) > 1}
-        if summed:  # PyTorch contracts through bmm, which takes one dtype; products without a sum promote
-            other = next(t for t in operands if t._data.dtype != dtype)
-            raise RuntimeError(f"expected scalar type {scalar_name(dtype)} but found {scalar_name(other)}")
-        ops = list(operands)
-        for i in range(1, len(ops)):
-            ops[0], ops[i] = promote(ops[0], ops[i])
-        operands = tuple(o if o._data.dtype == ops[0]._data.dtype else promote(ops[0], o)[1] for o in ops)
-    return Einsum.apply(*operands, equation=",".join(ins) + "->" + out)
+    subs, out, ell = _parse_einsum(equation, operands)
+    order = _label_order(subs, out, ell)
+    n_out = len(out)
+    counts = [0] * len(order)
+    ops = [_align(t, sub, order, counts) for sub, t in zip(subs, operands)]
+    if len(ops) == 1:
+        return ops[0].sum(list(range(n_out, len(order)))) if len(order) > n_out else ops[0]
+    # PyTorch's left-to-right contraction: a letter is summed as soon as no operand still to come holds it
+    while len(ops) > 1:
+        a, b = ops.pop(0), ops.pop(0)
+        sum_dims, a_only, b_only = [], [], []
+        for d in range(n_out, len(order)):
+            if a.shape[d] != 1 and b.shape[d] != 1:
+                counts[d] -= 1
+                if counts[d] == 1:
+                    sum_dims.append(d)
+                    counts[d] = 0
+            elif counts[d] == 1:
+                if a.shape[d] != 1:
+                    a_only.append(d)
+                    counts[d] = 0
+                elif b.shape[d] != 1:
+                    b_only.append(d)
+                    counts[d] = 0
+        if a_only:
+            a = a.sum(a_only, keepdim=True)
+        if b_only:
+            b = b.sum(b_only, keepdim=True)
+        ops.insert(0, _sum_product(a, b, sum_dims))
+    if len(order) > n_out:  # the summed dimensions are now of size 1
+        return ops[0].view(*ops[0].shape[:n_out])
+    return ops[0]

@@ -1,0 +1,97 @@
+"""Reductions, sorting, products, joins, index selection and shapes at their edges, against PyTorch: values (NaN
+equal to NaN), dtype, the grad_fn name, the exception class, and the input gradients after backward (including
+which inputs get none)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import trainkit
+
+
+def _node(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+def run(lib, fn, arrays, dtypes=None, grad=True, upstream_seed=1):
+    """``fn(lib, *tensors)`` on leaves made from ``arrays``; backward with a seeded upstream gradient from every
+    floating result that requires grad. Returns (results as (dtype, shape, node, values), leaf grads or None)."""
+    dtypes = dtypes or ["float32"] * len(arrays)
+    leaves = [
+        lib.tensor(a, dtype=getattr(lib, d), requires_grad=grad and d.startswith("float"))
+        for a, d in zip(arrays, dtypes)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fn(lib, *leaves)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    summary = [(str(o.dtype).split(".")[-1], tuple(o.shape), _node(o), o.detach().numpy()) for o in outs]
+    pairs = [o for o in outs if o.requires_grad]
+    if pairs:
+        rng = np.random.default_rng(upstream_seed)
+        ups = [lib.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype) for o in pairs]
+        lib.autograd.backward(pairs, ups)
+    grads = [None if t.grad is None else t.grad.numpy() for t in leaves if t.requires_grad]
+    return summary, grads
+
+
+def same(torch, fn, arrays, dtypes=None, rtol=1e-5, atol=1e-6, values=True):
+    (got, ggot), (want, gwant) = run(trainkit, fn, arrays, dtypes), run(torch, fn, arrays, dtypes)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g[:3] == w[:3]
+        if values:
+            np.testing.assert_allclose(g[3], w[3], rtol=rtol, atol=atol, equal_nan=True)
+    assert [g is None for g in ggot] == [g is None for g in gwant]
+    for g, w in zip(ggot, gwant):
+        if g is not None:
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def same_error(torch, fn, arrays, dtypes=None):
+    errs = []
+    for lib in (trainkit, torch):
+        with pytest.raises(Exception) as info:
+            run(lib, fn, arrays, dtypes)
+        errs.append(info.value)
+    assert type(errs[0]) is type(errs[1]), (errs[0], errs[1])
+
+
+# ------------------------------------------------------------------------------------------------------- einsum
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("...ij->...ji", [(2, 3, 4)]),
+    ("ij->", [(2, 3)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]),
+    ("iji->j", [(3, 2, 3)]),
+    ("iijj->ij", [(2, 2, 3, 3)]),
+    ("ij,jk", [(2, 1), (4, 5)]),
+    ("i,j->", [(2,), (3,)]),
+    ("ij,jk->ki", [(2, 3), (3, 4)]),
+    ("ij,jk->ik", [(2, 0), (0, 3)]),
+    ("i,i,i->", [(3,), (3,), (3,)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("...,...->...", [(3, 1), (1, 4)]),
+    ("i,->i", [(3,), ()]),
+]
+
+
+@pytest.mark.parametrize("equation,shapes", EINSUM, ids=[e for e, _ in EINSUM])
+def test_einsum_node_values_and_grads_match_torch(torch, equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    same(torch, lambda L, *ts: L.einsum(equation, *ts), arrays)
+
+
+def test_einsum_double_backward_through_a_diagonal():
+    x = trainkit.randn(3, 3, dtype=trainkit.float64, requires_grad=True)
+    assert trainkit.autograd.gradgradcheck(lambda t: trainkit.einsum("ii->i", t) ** 2, (x,))
