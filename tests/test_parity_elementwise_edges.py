@@ -113,3 +113,64 @@ def test_bitwise_of_integers_still_works(name):
     check(lambda L, a, c: getattr(L, name)(a, c), i64([[1, 6, 3], [0, 5, 2]]), i64([1, 2, 0]))
     if "shift" not in name:
         check(lambda L, a, c: getattr(L, name)(a, c), b([True, False]), b([True, True]))
+
+
+# --- comparisons ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_comparison_with_a_number_first_is_a_type_error(name):
+    x = f32([[1.0, 2.5, 3.0], [2.5, -1.0, 0.0]], rg=False)
+    check(lambda L, a: getattr(L, name)(2.5, a), x)
+    check(lambda L, a: getattr(L, name)(a, 2.5), x)
+    check(lambda L, a: 2.5 < a, x)  # the reflected operator still works
+
+
+# --- division -------------------------------------------------------------------------------------------------
+
+EDGE = [3e38, -3e38, 1e-30, 0.0, -0.0, 1.0, INF, -INF, NAN, 0.5]
+EDGE2 = [0.68, 0.5, 1e-30, 0.0, -1.0, 3e38, 2.0, INF, 1.0, -0.0]
+
+
+@pytest.mark.parametrize("name", ["div", "divide", "true_divide"])
+def test_division_of_a_number_by_a_tensor_records_div(name):
+    x = f32([[1.0, -2.0, 0.5], [3.0, 4.0, -0.25]])
+    check(lambda L, a: getattr(L, name)(2.5, a), x, upstream=np.full((2, 3), -0.5, np.float32))
+    check(lambda L, a: getattr(L, name)(3, a), i64([1, 2, 0]))
+
+
+def test_operator_division_of_a_number_stays_reciprocal_times_number():
+    check(lambda L, a: 2.5 / a, f32([[1.0, -2.0, 0.5], [3.0, 4.0, -0.25]]))
+    check(lambda L, a: 3 / a, i64([1, 2, 0]))
+
+
+@pytest.mark.parametrize("mode", ["bad", "Floor", ""])
+def test_div_unknown_rounding_mode_is_a_runtime_error(mode):
+    check(lambda L, a, c: L.div(a, c, rounding_mode=mode), f32([1.0, 2.0]), f32([3.0, 4.0]))
+    check(lambda L, a, c: a.div(c, rounding_mode=mode), i64([7, -7]), i64([2, 2]))
+
+
+def test_div_gradient_overflows_where_torch_does():
+    up = np.array([-0.2, 1.5, 0.3, -1.0, 2.0, 0.7, -0.4, 1.1, 0.9, -2.0], np.float32)
+    check(lambda L, a, c: a / c, f32(EDGE), f32(EDGE2), upstream=up)
+    check(lambda L, a, c: L.divide(a, c), f64([1e300, -1e300, 1e-300, 2.0]), f64([1e-10, 0.5, 1e10, 0.0]))
+
+
+# --- atan2 ----------------------------------------------------------------------------------------------------
+
+
+def test_atan2_gradient_at_the_origin_and_at_extremes():
+    y = [0.0, 0.0, -0.0, 1e-30, 1e20, 3e38, INF, 1.0, 1.3677, 0.5223, 3e38, 3e38]
+    x = [0.0, -0.0, 0.0, 1e-30, 1e20, 3e38, INF, INF, -3e38, 3e38, INF, -2.32]
+    up = np.array([-0.5, 1.0, 2.0, -1.0, 0.5, 1.5, 1.0, -1.0, 1.94, -1.75, -1.52, 1.15], np.float32)
+    check(lambda L, a, c: L.atan2(a, c), f32(y), f32(x), upstream=up)
+    check(lambda L, a, c: a.atan2(c), f64(y), f64(x), upstream=up.astype(np.float64))
+
+
+# --- creation -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "float16", "bool"])
+def test_tensor_with_a_dtype_converts_python_numbers_directly(dtype):
+    data = [1e300, -1e-300, 2.7] if dtype == "float64" else [1.5, -2.7, 0.0]
+    check(lambda L: L.tensor(data, dtype=getattr(L, dtype)))

@@ -114,7 +114,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             raise TypeError(f"can't convert {type(data).__name__} of {array.dtype} to a tensor")
         if not dtypes and array.size:  # other iterables NumPy reads (range, ...): by the kind NumPy found
             dtypes.add({"f": get_default_dtype().np, "b": _BOOL}.get(array.dtype.kind, _INT64))
-        target = _inferred(dtypes)
+        # a given dtype takes the Python numbers as they are (a float64 tensor keeps 1e300, not float32's inf)
+        target = to_dtype(dtype).np if dtype is not None else _inferred(dtypes)
         if array.dtype != target:
             array = array.astype(target)
         dev = device

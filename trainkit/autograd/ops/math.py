@@ -150,7 +150,7 @@ class Mul(Op, name="MulBackward0"):
 
 
 class Div(Op, name="DivBackward0"):
-    """out = x / y.   dx = g / y,  dy = -g * x / y^2."""
+    """out = x / y.   dx = g / y,  dy = -g * (x / y) / y."""
 
     save_inputs = (0, 1)
     save_only_for = {0: 1}
@@ -160,9 +160,10 @@ class Div(Op, name="DivBackward0"):
 
     def backward(self, g):
         x, y = self.saved_tensors
-        gx = g / y
-        gy = -gx * x / y if self.next_functions[1][0] is not None else None
-        return (gx if self.next_functions[0][0] is not None else None), gy
+        gx = g / y if self.next_functions[0][0] is not None else None
+        # (x / y) / y in this order, as PyTorch: it overflows (and underflows) where PyTorch's does
+        gy = -g * (x / y / y) if self.next_functions[1][0] is not None else None
+        return gx, gy
 
 
 class Neg(Op, name="NegBackward0"):

@@ -222,7 +222,7 @@ def remainder(a, b):
     if not _is_float(a, b):
         check_int_divisor(b)
         return xp.remainder(a, b)
-    with _quiet(xp):
+    with quiet(xp):
         mod = xp.fmod(a, b)
         shift = (mod != 0) & ((xp.asarray(b) < 0) != (mod < 0))
         return xp.where(shift, mod + b, mod).astype(mod.dtype, copy=False)
@@ -238,7 +238,7 @@ def rounded_divide(a, b, mode: str):
         if mode == "trunc":  # floor and trunc differ where the quotient is negative and not exact
             q = q + ((q < 0) & (q * b != a))
         return q
-    with _quiet(xp):
+    with quiet(xp):
         return xp.floor_divide(a, b) if mode == "floor" else xp.trunc(xp.true_divide(a, b))
 
 
@@ -260,7 +260,7 @@ def lerp(x, end, weight):
     and more, so that infinities give NaN exactly where PyTorch's do."""
     xp = xp_of(x)
     diff = end - x
-    with _quiet(xp):
+    with quiet(xp):
         low = x + weight * diff
         high = end - diff * (1 - weight)
     return xp.where(xp.abs(weight) < 0.5, low, high).astype(low.dtype, copy=False)
@@ -430,7 +430,8 @@ def _is_float(a, b) -> bool:
         b.dtype.kind if hasattr(b, "dtype") else "f" if isinstance(b, float) else "i") == "f"
 
 
-def _quiet(xp):
+def quiet(xp):
+    """NumPy's warnings on division by zero and invalid values silenced (CuPy has none)."""
     return xp.errstate(divide="ignore", invalid="ignore") if hasattr(xp, "errstate") else _NoErrstate()
 
 

@@ -126,7 +126,7 @@ class Cosh(Op, name="CoshBackward0"):
 
 
 class Atan2(Op, name="Atan2Backward0"):
-    """out = atan2(y, x).   dy = g * x / (x^2 + y^2),  dx = -g * y / (x^2 + y^2)  (0 where x^2 + y^2 = 0)."""
+    """out = atan2(y, x).   dy = g * x * r,  dx = g * -y * r  with r = 1 / (x^2 + y^2), taken as 0 where infinite."""
 
     save_inputs = (0, 1)
 
@@ -136,11 +136,13 @@ class Atan2(Op, name="Atan2Backward0"):
     def backward(self, g):
         y, x = self.saved_tensors
         squares = x * x + y * y
-        zero = dual.data(squares) == 0
-        # PyTorch sets 1 / (x^2 + y^2) to 0 where it is infinite, so the origin gets a zero gradient
-        scaled = dual.where(zero, 0, g / dual.where(zero, 1, squares)) if zero.any() else g / squares
+        with special.quiet(xp_of(dual.data(squares))):
+            infinite = xp_of(dual.data(squares)).isinf(1 / dual.data(squares))
+        # PyTorch zeroes an infinite 1 / (x^2 + y^2) (the origin gets a zero gradient) and multiplies in the order
+        # g * x * r, so that g * x may overflow to inf and give NaN where r is 0, as there
+        recip = dual.where(infinite, 0, 1 / dual.where(infinite, 1, squares)) if infinite.any() else 1 / squares
         (fy, _), (fx, _) = self.next_functions
-        return (scaled * x if fy is not None else None, -scaled * y if fx is not None else None)
+        return (g * x * recip if fy is not None else None, g * -y * recip if fx is not None else None)
 
 
 def sin(input) -> Tensor:
