@@ -62,3 +62,33 @@ def test_the_callback_from_a_config_writes_into_the_run_folder(tmp_path):
     assert done.returncode == 0, done.stderr
     events = read(tmp_path / "runs" / "regression" / "version_0" / "tensorboard")
     assert len(events.Scalars("loss")) == 3
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        self.head = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.head(self.encoder(x)) * 2 + 1
+
+
+def test_add_graph_writes_the_modules_as_scopes_that_tensorboard_reads(tmp_path):
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_graph(Net(), trainkit.ones(4, 2))
+    graph = {node.name: node for node in read(tmp_path).Graph().node}
+    assert graph["Net/Sequential[encoder]/Linear[0]/weight"].op == "Parameter"
+    linear = graph["Net/Sequential[encoder]/Linear[0]/AddmmBackward0"]
+    assert "input/input_0" in linear.input and "Net/Sequential[encoder]/Linear[0]/bias" in linear.input
+    assert graph["Net/Sequential[encoder]/ReLU[1]/ReluBackward0"].input == [linear.name]
+    assert graph["Net/Linear[head]/AddmmBackward0"].input[1] == "Net/Sequential[encoder]/ReLU[1]/ReluBackward0"
+    assert graph["Net/MulBackward0"].input == ["Net/Linear[head]/AddmmBackward0"]  # the model's own ops: its scope
+    assert graph["output/output_0"].input == ["Net/AddBackward0"]
+    assert graph["input/input_0"].attr["shape"].s == b"(4, 2)"
+
+
+def test_add_graph_of_a_model_without_a_graph_says_why(tmp_path):
+    model = nn.Embedding(5, 2).requires_grad_(False)
+    with SummaryWriter(tmp_path) as writer, pytest.raises(ValueError, match="output of Embedding does not require"):
+        writer.add_graph(model, trainkit.tensor([[1, 2]]))

@@ -40,7 +40,7 @@ def _plain(value: Any) -> Any:
 
 
 class SummaryWriter:
-    """Writes scalars, histograms, images, text and hyper-parameters for TensorBoard into ``log_dir``
+    """Writes scalars, histograms, images, text, hyper-parameters and a model's graph for TensorBoard into ``log_dir``
     (``runs/<date>_<host><comment>`` when omitted, as in PyTorch)."""
 
     def __init__(self, log_dir: str | None = None, comment: str = "", purge_step: int | None = None,
@@ -85,6 +85,20 @@ class SummaryWriter:
         """A run's hyper-parameters and final metrics, for TensorBoard's HParams table."""
         metrics = {k: float(np.asarray(_plain(v)).reshape(-1)[0]) for k, v in metric_dict.items()}
         self._writer.add_hparams(dict(hparam_dict), metrics, name=run_name, global_step=global_step)
+
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """The model's graph for TensorBoard's Graphs tab, from one forward call on ``input_to_model`` (a tensor or
+        a tuple of them): each module a box named as in ``named_modules``, each op the ``grad_fn`` it made, the
+        parameters by name. ``use_strict_trace`` is accepted for PyTorch's signature (there is no tracer to make
+        strict); ``verbose`` prints the nodes."""
+        from .tensorboard_graph import build_graph_def
+
+        graph = build_graph_def(model, input_to_model)
+        if verbose:
+            for node in graph.node:
+                print(f"{node.name}  {node.op}  <- {', '.join(node.input)}")
+        self._writer._get_file_writer().add_onnx_graph(graph)  # writes the GraphDef event, as add_graph does
 
     def flush(self) -> None:
         self._writer.flush()
