@@ -146,8 +146,9 @@ def test_architecture_page_example():
         assert not result.failed, out.getvalue()
 
 
-def test_readme_examples_run(capsys):  # capsys keeps the printed summary out of the report
-    """Each ```python block of README.md runs as a script without raising."""
+def test_readme_examples_run(capsys, tmp_path, monkeypatch):  # capsys keeps the printed summary out of the report
+    """Each ```python block of README.md runs as a script without raising (in an empty folder: they write files)."""
+    monkeypatch.chdir(tmp_path)
     text = (DOCS.parent.parent / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "README.md has no python example"
