@@ -174,3 +174,21 @@ def test_atan2_gradient_at_the_origin_and_at_extremes():
 def test_tensor_with_a_dtype_converts_python_numbers_directly(dtype):
     data = [1e300, -1e-300, 2.7] if dtype == "float64" else [1.5, -2.7, 0.0]
     check(lambda L: L.tensor(data, dtype=getattr(L, dtype)))
+
+
+# --- add and sub with alpha -----------------------------------------------------------------------------------
+
+ALPHAS = [0.5, 1.0, 2, True, -1]
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize("name", ["add", "sub", "rsub"])
+def test_alpha_is_checked_against_the_result_dtype(name, alpha):
+    ints, floats, bools = i64([[1, -2, 3], [0, 5, 7]]), f32([1.5, -2.0, 0.25]), b([True, False, True])
+    check(lambda L, a, c: getattr(L, name)(a, c, alpha=alpha), ints, ints)
+    check(lambda L, a, c: getattr(L, name)(a, c, alpha=alpha), ints, floats)
+    check(lambda L, a, c: getattr(L, name)(a, c, alpha=alpha), floats, floats)
+    check(lambda L, a: getattr(L, name)(a, 3, alpha=alpha), ints)
+    check(lambda L, a: getattr(L, name)(a, 2.5, alpha=alpha), ints)
+    check(lambda L, a, c: getattr(L, name)(a, c, alpha=alpha), bools, bools)
+    check(lambda L, a, c: getattr(a, name)(c, alpha=alpha), ints, ints)

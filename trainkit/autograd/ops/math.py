@@ -338,17 +338,36 @@ def add(input, other, *, alpha=1) -> Tensor:
     >>> trainkit.add(trainkit.ones(2), trainkit.ones(2), alpha=2)
     tensor([3., 3.])
     """
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or type(alpha) is not int:
+        alpha = _checked_alpha(input, other, alpha)
+        other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Add.apply(input, other)  # the common case, without the promotion step
     return binary(Add, input, other)
 
 
+def _scaled(v, alpha):
+    """``alpha * v``: a number stays a number, so that it keeps its weak dtype."""
+    return v * alpha if isinstance(v, _NUMBERS) else mul(v, alpha)
+
+
+def _checked_alpha(input, other, alpha):
+    """``alpha`` as add and sub use it, after PyTorch's checks against the dtype of the result."""
+    a, b = operand(input), operand(other)
+    kind = result_type(a._data if isinstance(a, Tensor) else a, b._data if isinstance(b, Tensor) else b).kind
+    if kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number. "
+                           "Pass an int alpha, or cast the tensors to a floating dtype first.")
+    if isinstance(alpha, bool) and kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results. Pass alpha as a number instead.")
+    return bool(alpha) if kind == "b" else alpha  # bool tensors stay bool: alpha only says whether to add
+
+
 def sub(input, other, *, alpha=1) -> Tensor:
     """``input - alpha * other`` (bool operands are an error, as in PyTorch)."""
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or type(alpha) is not int:
+        alpha = _checked_alpha(input, other, alpha)
+        other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
     _no_bool_sub(input, other)
@@ -365,8 +384,9 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``."""
     if not isinstance(input, Tensor):
         raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if alpha != 1:
-        input = mul(input, alpha)
+    if alpha != 1 or type(alpha) is not int:
+        alpha = _checked_alpha(input, other, alpha)
+        input = input if alpha == 1 else _scaled(input, alpha)
     _no_bool_sub(input, other)
     if isinstance(other, _NUMBERS):
         x, other = promote(input, other)
