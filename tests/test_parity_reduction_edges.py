@@ -95,3 +95,25 @@ def test_einsum_node_values_and_grads_match_torch(torch, equation, shapes):
 def test_einsum_double_backward_through_a_diagonal():
     x = trainkit.randn(3, 3, dtype=trainkit.float64, requires_grad=True)
     assert trainkit.autograd.gradgradcheck(lambda t: trainkit.einsum("ii->i", t) ** 2, (x,))
+
+
+# --------------------------------------------------------------------------------------------------------- norms
+EDGE_ROWS = np.array(
+    [[np.nan, 1.0, -2.0, 0.5], [0.0, 0.0, -0.0, 0.0], [3e38, -3e38, 1.0, 2.0], [np.inf, 1.0, -2.0, 0.0]],
+    dtype=np.float32,
+)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 0.5, 1.5, -1, float("inf"), -float("inf")])
+def test_norm_grads_at_zeros_infinities_overflow_and_nan_match_torch(torch, p):
+    same(torch, lambda L, x: L.norm(x, p=p, dim=1), [EDGE_ROWS])
+
+
+def test_norm_p0_leaves_no_grad_as_in_torch(torch):
+    same(torch, lambda L, x: x.norm(p=0), [np.arange(-3.0, 3.0).reshape(2, 3)])
+
+
+def test_dist_p0_backward_raises_only_when_other_requires_grad(torch):
+    a, b = np.ones((2, 3)), np.zeros((2, 3))
+    same_error(torch, lambda L, x, y: L.dist(x, y, 0), [a, b])
+    same(torch, lambda L, x, y: L.dist(x, y, 0), [a, b], dtypes=["float32", "int64"])

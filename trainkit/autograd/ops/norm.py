@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -16,6 +18,11 @@ __all__ = ["dist", "norm"]
 
 
 def _norm_forward(x, p, axes, keepdim):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # inf and 0 results are as PyTorch's
+        return _vector_norm(x, p, axes, keepdim)
+
+
+def _vector_norm(x, p, axes, keepdim):
     xp = xp_of(x)
     a = xp.abs(x)
     if p == float("inf"):
@@ -37,7 +44,8 @@ def _norm_forward(x, p, axes, keepdim):
 
 
 def _norm_backward(g, x, out, p, in_shape, axes, keepdim):
-    """d||x||_p / dx times g, on arrays or Tensors (x and out as saved)."""
+    """d||x||_p / dx times g, on arrays or Tensors (x and out as saved), by PyTorch's formula for each p, so that
+    zeros, infinities, overflow and nan give what they give there."""
     xd = dual.data(x)
     xp = xp_of(xd)
     g = dual.keep_dims(g, in_shape, axes, keepdim)
@@ -47,20 +55,22 @@ def _norm_backward(g, x, out, p, in_shape, axes, keepdim):
     nan = xp.isnan(xd)
     if nan.any():  # PyTorch's sign of nan is 0
         sign = xp.where(nan, 0, sign)
-    if p == 0:
-        return g * xp.zeros_like(xd)
-    if p == 1:
-        return g * sign
-    if abs(p) == float("inf"):
-        hit = ((xp.abs(xd) == od) | nan).astype(xd.dtype)  # the maxima, and the nans
-        share = hit / hit.sum(axis=axes, keepdims=True)
-        return g * (sign * share)
-    if p == 2:
-        safe = dual.where(od == 0, 1.0, out)
-        return dual.keep(g * x / safe, xp.broadcast_to(od != 0, xd.shape))
-    safe = dual.where(od == 0, 1.0, out)
-    absx = x * sign
-    return dual.keep(g * sign * absx ** (p - 1) / safe ** (p - 1), xp.broadcast_to(od != 0, xd.shape))
+    zero = od == 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if p == 1:
+            return g * sign
+        if p == 2:  # x / out first: g * x could overflow where x / out is finite
+            return g * dual.where(zero, 0, x / out)
+        if abs(p) == float("inf"):  # the gradient is shared among the extremes, and any nan takes a share
+            hit = (xp.abs(xd) == od) | nan
+            return sign * (g / hit.sum(axis=axes, keepdims=True).astype(xd.dtype) * hit.astype(xd.dtype))
+        absx = x * sign
+        if p < 1:
+            return sign * dual.where(xd == 0, 0, absx ** (p - 1)) * g * out ** (1 - p)
+        scale = dual.where(zero, 0, g / out ** (p - 1))
+        if p < 2:
+            return sign * absx ** (p - 1) * scale
+        return x * absx ** (p - 2) * scale
 
 
 class VectorNorm(Op, name="LinalgVectorNormBackward0"):
@@ -78,6 +88,8 @@ class VectorNorm(Op, name="LinalgVectorNormBackward0"):
         return _norm_forward(x, p, axes, keepdim)
 
     def backward(self, g):
+        if self.p == 0:  # a count of nonzeros: PyTorch gives no gradient at all (the input's .grad stays None)
+            return None
         x, out = self.saved_tensors
         return _norm_backward(g, x, out, self.p, self.in_shape, self.axes, self.keepdim)
 
@@ -95,6 +107,13 @@ class Dist(Op, name="DistBackward0"):
         return _norm_forward(diff, p, None, False)
 
     def backward(self, g):
+        if self.p == 0:
+            if self.next_functions[1][0] is not None:  # PyTorch negates the missing gradient of input for other's
+                raise RuntimeError(
+                    "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #0 'self': "
+                    "dist with p=0 has no gradient; detach other or use another p"
+                )
+            return None, None
         x, y, out = self.saved_tensors
         gd = _norm_backward(g, x - y, out, self.p, self.in_shape, None, False)
         return gd, -gd
