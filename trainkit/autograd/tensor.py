@@ -394,9 +394,6 @@ class Tensor:
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
-    def contiguous(self) -> Tensor:
-        return self
-
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
 

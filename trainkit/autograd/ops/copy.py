@@ -53,6 +53,8 @@ class Copy(Op, name="CopyBackwards"):
 class Fill(Op, name="FillBackward2"):
     """out = value everywhere.   dx = 0, dvalue = sum(g) when the value is a tensor."""
 
+    allows_overlap = True  # one number written everywhere: elements that share memory agree, as PyTorch allows
+
     def forward(self, x, value):
         return xp_of(x).full(x.shape, value, dtype=x.dtype)
 
@@ -61,7 +63,13 @@ class Fill(Op, name="FillBackward2"):
 
 
 class FillTensor(Fill, name="FillBackward3"):
-    pass
+    allows_overlap = False  # PyTorch's fill_ with a tensor value goes through the checked element-wise path
+
+    def forward(self, x, value):
+        if getattr(value, "ndim", 0):
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               "dimensions. Pass a 0-d tensor or a number.")
+        return super().forward(x, value)
 
 
 class Zero(Fill, name="ZeroBackward0"):
@@ -76,6 +84,19 @@ def clone(input: Tensor) -> Tensor:
     >>> x.clone().grad_fn.name()
     'CloneBackward0'
     """
+    return Clone.apply(input)
+
+
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """``input`` when its elements are laid out in row-major order, else a row-major copy of it in the graph.
+
+    >>> import trainkit
+    >>> x = trainkit.ones(2, 3, requires_grad=True)
+    >>> x.contiguous() is x, x.t().contiguous().grad_fn.name()
+    (True, 'CloneBackward0')
+    """
+    if input.is_contiguous():
+        return input
     return Clone.apply(input)
 
 

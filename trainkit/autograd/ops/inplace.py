@@ -13,21 +13,48 @@ import numpy as np
 from .. import grad_mode
 from ..backend import xp_of
 from ..function import device_error
+from ..saved import SAME_AS_OUTPUT
 from ..tensor import Tensor
-from . import math
+from . import copy, math
 from .shape import IndexPut, SetItem, WriteView, normalize_index
-from .type_names import scalar_name
+from .type_names import legacy_type_name, scalar_name
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
 
 
-def _in_graph(self: Tensor, others) -> bool:
+def check_overlap(data) -> None:
+    """PyTorch's refusal to write an element-wise result into a tensor whose elements share memory (an expanded
+    one): the outcome would depend on the order the elements are written in."""
+    strides = getattr(data, "strides", ())
+    if 0 in strides and any(s == 0 and n > 1 for n, s in zip(data.shape, strides)):
+        raise RuntimeError(OVERLAP_MESSAGE)
+
+
+def _writable(data):
+    """``data``, or a writable alias of it: NumPy marks a broadcast view read-only, where PyTorch writes through an
+    expanded tensor into the memory it shares (which ``check_overlap`` has allowed)."""
+    if getattr(data.flags, "writeable", True):
+        return data
+    alias = data.view()
+    alias.flags.writeable = True
+    return alias
+
+
+def _in_graph(self: Tensor, others, integral: bool = False) -> bool:
+    """Whether the op is recorded. An integer or bool tensor written from a tensor that requires grad stays out of
+    the graph, except (``integral``) where PyTorch records it all the same: fill_ with a 0-d tensor."""
     if not grad_mode.state.enabled:
         return False
     if self._requires_grad:
         if self._grad_fn is None:
             raise RuntimeError(LEAF_MESSAGE)
         return True
+    if not integral and self._data.dtype.kind not in "fc":
+        return False
     return any(isinstance(o, Tensor) and o._requires_grad for o in others)
 
 
@@ -41,7 +68,7 @@ def _write(self: Tensor, out) -> None:
     if out.dtype != data.dtype and not xp_of(data).can_cast(out.dtype, data.dtype, "same_kind"):
         raise RuntimeError(f"result type {scalar_name(out.dtype)} can't be cast to the desired output type "
                            f"{scalar_name(data.dtype)}")
-    data[...] = out
+    _writable(data)[...] = out
     self._version_counter[0] += 1
 
 
@@ -58,7 +85,9 @@ def _rebind(self: Tensor, result: Tensor) -> None:
 
 def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
     """Run op ``cls`` on (self, *others) and store the result in self."""
-    if not _in_graph(self, others):
+    if not getattr(cls, "allows_overlap", False):
+        check_overlap(self._data)
+    if not _in_graph(self, others, cls is copy.FillTensor):
         node = cls()
         out = node.forward(self._data, *[o._data if isinstance(o, Tensor) else o for o in others], **params)
         _write(self, xp_of(self._data).asarray(out))
@@ -69,11 +98,43 @@ def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
 def function_inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
     """``fn(self, *args, **kwargs)`` written into self: the in-place form of an op that is a function (it promotes
     its operands or picks its node by their types), recorded as that function's node."""
-    if not _in_graph(self, args):
-        out = fn(Tensor._make(self._data), *args, **kwargs)
-        _write(self, xp_of(self._data).asarray(out._data))
-        return self
-    return _record(self, lambda source: fn(source, *args, **kwargs), True)
+    try:
+        if not _in_graph(self, args):
+            out = fn(Tensor._make(self._data), *args, **kwargs)
+            check_overlap(self._data)
+            _write(self, xp_of(self._data).asarray(out._data))
+            return self
+        return _record(self, lambda source: fn(source, *args, **kwargs), True)
+    except (NotImplementedError, RuntimeError):
+        # the function checked its operands first; PyTorch checks what it writes into before them
+        check_overlap(self._data)
+        _check_output(self, args)
+        raise
+
+
+def _check_output(self: Tensor, operands) -> None:
+    """PyTorch checks that the result fits the tensor written into (its shape, then its dtype) before the kernel
+    looks at the dtypes it supports: raise what it raises when the function refused the operands first."""
+    shapes = [o._data.shape for o in operands if isinstance(o, Tensor)]
+    try:
+        shape = np.broadcast_shapes(self._data.shape, *shapes)
+    except ValueError:
+        return
+    if shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}") from None
+    if not operands:
+        return
+    other = operands[0]  # later operands (lerp's weight, addcdiv's value) take no part in the result type
+    rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+    if isinstance(other, Tensor):
+        kind, name = other._data.dtype.kind, scalar_name(other)
+    elif type(other) in (int, float):
+        kind, name = ("i", "Long") if type(other) is int else ("f", "Float")
+    else:
+        return
+    if rank[kind] > rank[self._data.dtype.kind]:
+        raise RuntimeError(f"result type {name} can't be cast to the desired output type {scalar_name(self)}")
 
 
 def _record(self: Tensor, run, keep_old: bool) -> Tensor:
@@ -84,10 +145,21 @@ def _record(self: Tensor, run, keep_old: bool) -> Tensor:
     old_data = self._data.copy() if keep_old else self._data
     source = Tensor._make(old_data, self._requires_grad, self._grad_fn, self._output_nr)
     result = run(source)
+    check_overlap(self._data)
     _write(self, result._data)
     if result._grad_fn is not None:
+        if result._data.dtype != self._data.dtype:
+            _keep_input_dtypes(result)
         _rebind(self, result)
     return self
+
+
+def _keep_input_dtypes(result: Tensor) -> None:
+    """The node computed in a wider dtype than the tensor it now belongs to, so its gradient will arrive in the
+    tensor's dtype: its inputs recorded as "like the output" must name their own dtype for the engine to cast to."""
+    node = result._grad_fn
+    own = (result._data.shape, result._data.dtype)
+    node._input_meta = tuple(own if m is SAME_AS_OUTPUT else m for m in node._input_meta)
 
 
 def _inplace_on_view(view: Tensor, run, keep_old: bool) -> Tensor:
@@ -160,13 +232,80 @@ def setitem(self: Tensor, key, value) -> None:
         value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
     if isinstance(value, Tensor) and type(value._data) is not type(self._data):
         raise device_error((self, value))
-    if _in_graph(self, (value,)):
-        parts = index if isinstance(index, tuple) else (index,)
-        if all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts):
-            # the whole tensor: PyTorch records a copy_
-            self.copy_(value if isinstance(value, Tensor) else Tensor._make(xp_of(self._data).asarray(value)))
+    advanced = kind not in ("select", "slice")
+    if advanced and isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
+        # PyTorch fills through a single boolean mask with a 0-d value (masked_fill_, which casts); every other
+        # advanced index goes to index_put_, which does not cast
+        if value._data.ndim or not _single_mask(key):
+            raise RuntimeError(
+                f"Index put requires the source and destination dtypes match, got {scalar_name(self)} for the "
+                f"destination and {scalar_name(value)} for the source."
+            )
+    try:
+        integral = (self._data.dtype.kind not in "fc" and isinstance(value, Tensor) and value._requires_grad
+                    and _fills(self, index, value, advanced))
+        if _in_graph(self, (value,), integral):
+            _record_setitem(self, index, kind, value)
             return
-        apply_inplace(self, IndexPut if kind in ("mask", "index") else SetItem, value, index=index)
-        return
-    self._data[index] = value._data if isinstance(value, Tensor) else value
+        data = self._data
+        if 0 in getattr(data, "strides", (1,)) and not advanced:
+            check_overlap(data[index])
+        _writable(data)[index] = value._data if isinstance(value, Tensor) else value
+    except ValueError:
+        _check_value_shape(self._data, index, advanced, value)
+        raise
     self._version_counter[0] += 1
+
+
+def _fills(self: Tensor, index, value: Tensor, advanced: bool) -> bool:
+    """Whether PyTorch writes ``value`` with fill_ (a 0-d value into a region with dimensions, or through a mask),
+    which keeps even an integer tensor in the graph."""
+    return value._data.ndim == 0 and (advanced or self._data[index].ndim > 0)
+
+
+def _record_setitem(self: Tensor, index, kind: str, value) -> None:
+    parts = index if isinstance(index, tuple) else (index,)
+    if all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts):
+        # the whole tensor: PyTorch records a fill_ for a number or a 0-d tensor, a copy_ otherwise
+        if not isinstance(value, Tensor):
+            value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
+        if value._data.ndim == 0 and self._data.ndim:
+            apply_inplace(self, copy.FillTensor, value)
+        else:
+            self.copy_(value)
+        return
+    cls = IndexPut if kind in ("mask", "index") else SetItem
+    check_overlap(self._data)
+    _record(self, lambda source: cls.apply(source, value, index=index), 0 in cls.save_inputs)
+
+
+def _single_mask(key) -> bool:
+    """Whether the only tensor in an index is a boolean mask (integers and slices besides it)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    kinds = [(p._data.dtype.kind, p._data.ndim) if isinstance(p, Tensor) else (np.asarray(p).dtype.kind, 1)
+             for p in parts if isinstance(p, (Tensor, list, np.ndarray)) or type(p) is bool]
+    tensors = [k for k, ndim in kinds if ndim or k == "b"]  # a 0-d integer tensor selects, as an int does
+    return tensors == ["b"]
+
+
+def _check_value_shape(data, index, advanced: bool, value) -> None:
+    """PyTorch's RuntimeError for a value whose shape does not fit the indexed region (NumPy raises ValueError)."""
+    have = tuple(getattr(value._data if isinstance(value, Tensor) else value, "shape", ()))
+    want = tuple(data[index].shape)
+    if advanced:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(have)} cannot be broadcast to indexing "
+                           f"result of shape {list(want)}") from None
+    trimmed = have
+    while len(trimmed) > len(want) and trimmed[0] == 1:  # PyTorch drops a value's leading ones first
+        trimmed = trimmed[1:]
+    if len(trimmed) > len(want):
+        raise RuntimeError(f"expand({legacy_type_name(value)}{{{list(have)}}}, size={list(want)}): the number of "
+                           f"sizes provided ({len(want)}) must be greater or equal to the number of dimensions in "
+                           f"the tensor ({len(trimmed)})") from None
+    for i in range(1, len(trimmed) + 1):
+        if trimmed[-i] != 1 and trimmed[-i] != want[-i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want[-i]}) must match the existing size ({trimmed[-i]}) at "
+                f"non-singleton dimension {len(want) - i}.  Target sizes: {list(want)}.  Tensor sizes: "
+                f"{list(trimmed)}"
+            ) from None

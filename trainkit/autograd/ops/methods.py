@@ -57,8 +57,10 @@ def _mT(self):
     return shape.transpose(self, -2, -1)
 
 
-def _inplace(cls, doc: str):
+def _inplace(cls, doc: str, fn=None):
     def method(self, *args, **kwargs):
+        if fn is not None and self._data.dtype.kind not in "fc":
+            return function_inplace(self, fn, *args, **kwargs)  # the function decides the result type, and the error
         return apply_inplace(self, cls, *args, **kwargs)
 
     method.__doc__ = doc
@@ -186,15 +188,16 @@ _METHODS = {
     "div_": lambda self, other, *, rounding_mode=None: arithmetic_inplace(self, "div", other,
                                                                           rounding_mode=rounding_mode),
     "clamp_": _clamp_, "clip_": _clamp_, "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
+    "contiguous": copy.contiguous,
     "neg_": _inplace(math.Neg, "Negate in place."),
-    "exp_": _inplace(math.Exp, "Exponentiate in place."),
-    "log_": _inplace(math.Log, "Natural logarithm in place."),
-    "sqrt_": _inplace(math.Sqrt, "Square root in place."),
+    "exp_": _inplace(math.Exp, "Exponentiate in place.", math.exp),
+    "log_": _inplace(math.Log, "Natural logarithm in place.", math.log),
+    "sqrt_": _inplace(math.Sqrt, "Square root in place.", math.sqrt),
     "abs_": _inplace(math.Abs, "Absolute value in place."),
     "pow_": _pow_, "__ipow__": _pow_,
-    "relu_": _inplace(activation.Relu, "ReLU in place."),
-    "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place."),
-    "tanh_": _inplace(activation.Tanh, "tanh in place."),
+    "relu_": _inplace(activation.Relu, "ReLU in place.", activation.relu),
+    "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place.", activation.sigmoid),
+    "tanh_": _inplace(activation.Tanh, "tanh in place.", activation.tanh),
 }
 
 # the wider families: each function is also a method, but einsum (a function of several operands)
