@@ -192,3 +192,27 @@ def test_alpha_is_checked_against_the_result_dtype(name, alpha):
     check(lambda L, a: getattr(L, name)(a, 2.5, alpha=alpha), ints)
     check(lambda L, a, c: getattr(L, name)(a, c, alpha=alpha), bools, bools)
     check(lambda L, a, c: getattr(a, name)(c, alpha=alpha), ints, ints)
+
+
+# --- masked_fill ----------------------------------------------------------------------------------------------
+
+MASK = b([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+INTS = i64(np.arange(12).reshape(3, 4))
+
+
+@pytest.mark.parametrize("value", [-INF, INF, NAN, 1e20, 2.7, -3, True])
+def test_masked_fill_of_an_integer_tensor_refuses_values_it_cannot_hold(value):
+    check(lambda L, a, m: a.masked_fill(m, value), INTS, MASK)
+    check(lambda L, a, m: L.masked_fill(a, m, value), INTS, b([True, False, False, True]))
+
+
+@pytest.mark.parametrize("value", [1e40, -1e39, INF, NAN, 3e38])
+def test_masked_fill_of_a_float32_tensor_refuses_values_beyond_its_range(value):
+    check(lambda L, a, m: a.masked_fill(m, value), f32(np.ones((3, 4))), MASK)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rg", [True, False])
+def test_masked_fill_of_an_integer_tensor_with_a_value_that_requires_grad(dtype, rg):
+    check(lambda L, a, m, v: a.masked_fill(m, v), INTS, MASK, (2.5, dtype, rg))
+    check(lambda L, a, m, v: a.masked_fill(m, v), f32(np.ones((3, 4))), MASK, (2.5, dtype, rg))

@@ -9,6 +9,7 @@ from ..function import Op, shape_error
 from ..tensor import Tensor
 from . import dual
 from .shape import Index
+from .type_names import scalar_name
 
 __all__ = ["masked_fill", "masked_select", "nonzero"]
 
@@ -54,16 +55,42 @@ def _mask_array(mask, fn: str, like):
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
-    """``input`` with ``value`` (a number or a 0-d tensor) where the boolean ``mask`` (broadcast) holds."""
+    """``input`` with ``value`` (a number or a 0-d tensor) where the boolean ``mask`` (broadcast) holds.
+
+    >>> import trainkit
+    >>> trainkit.tensor([1, 2, 3]).masked_fill(trainkit.tensor([True, False, True]), 0)
+    tensor([0, 2, 0])
+    """
     _mask_array(mask, "masked_fill_", input._data)
+    dtype = input._data.dtype
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s)."
             )
+        if value.requires_grad and dtype.kind not in "fc":
+            raise RuntimeError(f"Autograd not support dtype: {scalar_name(dtype)}: the result of masked_fill has "
+                               f"the input's dtype, which has no gradient; pass value.detach() or a floating input")
+        _check_fits(value._data.item(), dtype)
         return MaskedFillTensor.apply(input, mask, value)
+    _check_fits(value, dtype)
     return MaskedFill.apply(input, mask, value)
+
+
+def _check_fits(value, dtype) -> None:
+    """PyTorch's error for a fill value that the tensor's dtype cannot hold (inf or NaN in an integer tensor)."""
+    if dtype.kind in "iu" and isinstance(value, float):
+        info = np.iinfo(dtype)
+        fits = info.min <= value <= info.max  # False for NaN too
+    elif dtype.kind == "f" and isinstance(value, (int, float)) and dtype.itemsize < 8:
+        fits = not (np.isfinite(value) and abs(value) > float(np.finfo(dtype).max))  # inf and NaN are floats
+    else:
+        return
+    if not fits:
+        c_name = {"float32": "float", "float16": "c10::Half"}.get(dtype.name, f"{dtype.name}_t")
+        raise RuntimeError(f"value cannot be converted to type {c_name} without overflow: {value} is outside the "
+                           f"range of {dtype.name}")
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
