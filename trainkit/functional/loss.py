@@ -1,5 +1,5 @@
-"""Losses with ``torch.nn.functional``'s signatures: mse, l1, huber and smooth_l1; nll, cross_entropy, binary
-cross-entropy with and without logits.
+"""Losses with ``torch.nn.functional``'s signatures: mse, l1, huber and smooth_l1; binary cross-entropy with and
+without logits (nll and cross_entropy live in ``classification`` and are re-exported here).
 
 Where PyTorch has a node of its own for a loss (``MseLossBackward0``, ``NllLossBackward0``, ...), the loss is one
 class here with that name, its forward and a hand-written backward side by side; the rest is composed from existing
@@ -19,12 +19,12 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
-from ..autograd.ops import activation, dual
+from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
-from ..autograd.ops.shape import index_into_zeros
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 from .activation import dual_sigmoid
+from .classification import cross_entropy, nll_loss
 from .reduction import check_reduction, reduce_loss, unreduce_grad
 
 __all__ = [
@@ -40,13 +40,6 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
             "likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
             stacklevel=3,
         )
-
-
-def _like(t: Tensor | None, input: Tensor) -> Tensor | None:
-    """``t`` in ``input``'s floating dtype (a differentiable cast), or None."""
-    if t is None or t.dtype == input.dtype:
-        return t
-    return t.to(input.dtype)
 
 
 def _softplus_neg(v):
@@ -180,290 +173,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return _pointwise(SmoothL1Loss, input, target, reduction, beta)
 
 
-# --------------------------------------------------------------------------------------- classification losses
-def _to_rows(x):
-    """(N, C, d1, ...) as (N * d1 * ..., C), classes last; (N, C) as it is; (C,) as (1, C)."""
-    if x.ndim == 1:
-        return x.reshape(1, -1)
-    if x.ndim == 2:
-        return x
-    moved = dual.permute(x, (0,) + tuple(range(2, x.ndim)) + (1,))
-    return moved.reshape(-1, x.shape[1])
-
-
-def _from_rows(rows, shape: tuple):
-    """The inverse of ``_to_rows`` for an input of ``shape``."""
-    if len(shape) <= 2:
-        return rows.reshape(shape)
-    moved = rows.reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
-    return dual.permute(moved, (0, len(shape) - 1) + tuple(range(1, len(shape) - 1)))
-
-
-def _logsumexp_rows(rows):
-    """log(sum(e^x)) of each row, kept as a column."""
-    xp = xp_of(rows)
-    m = rows.max(axis=1, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)
-    return xp.log(xp.exp(rows - m).sum(axis=1, keepdims=True)) + m
-
-
-def _row_scale(g, reduction: str, count):
-    """The gradient of each row's loss, as a column (or a scalar for 'mean' and 'sum')."""
-    s = unreduce_grad(g, reduction, count)
-    return s.reshape(-1, 1) if reduction == "none" else s
-
-
-class NllLoss(Op, name="NllLossBackward0"):
-    """loss_i = -w[t_i] x[i, t_i] (0 where t_i = ignore_index); 'mean' divides the sum by sum_i w[t_i].
-    dx[i, t_i] = -w[t_i] * g_i (g_i: row i's share of the output gradient), 0 elsewhere."""
-
-    def forward(self, x, target, weight, ignore_index, reduction):
-        xp = xp_of(x)
-        rows = _to_rows(x)
-        t, wt = _picked(target, weight, ignore_index, rows.shape[1], x.dtype)
-        self.in_shape, self.reduction, self.count = x.shape, reduction, wt.sum()
-        self.extra = (t, wt)
-        loss = -wt * rows[xp.arange(rows.shape[0]), t]
-        return reduce_loss(loss.reshape(target.shape), reduction, self.count)
-
-    def backward(self, g):
-        t, wt = self.extra
-        m, c = len(t), self.in_shape[1] if len(self.in_shape) > 1 else self.in_shape[0]
-        xp = xp_of(t)
-        values = -wt * unreduce_grad(g, self.reduction, self.count).reshape(-1)
-        if isinstance(values, Tensor):
-            rows = index_into_zeros(values, (m, c), (xp.arange(m), t), False)
-        else:
-            rows = xp.zeros((m, c), dtype=values.dtype)
-            rows[xp.arange(m), t] = values
-        return _from_rows(rows, self.in_shape)
-
-
-class NllLoss2d(NllLoss, name="NllLoss2DBackward0"):
-    pass
-
-
-def _picked(target, weight, ignore_index: int, classes: int, dtype):
-    """Each row's target class (0 where ignored) and the weight w[t_i] of its term (0 where ignored)."""
-    xp = xp_of(target)
-    t = target.reshape(-1)
-    valid = t != ignore_index
-    t = xp.where(valid, t, 0)
-    w = xp.ones(classes, dtype=dtype) if weight is None else weight
-    return t, xp.where(valid, w[t], 0).astype(dtype, copy=False)
-
-
-class CrossEntropy(Op, name="NllLossBackward0"):
-    """Cross-entropy with class-index targets, log-softmax fused in. With logp = log_softmax(x) over the classes
-    and label smoothing e:
-        loss_i = -sum_c q_ic logp_ic,   q_ic = (1 - e) w[t_i] [c = t_i] + (e / C) w_c   (q_i = 0 where ignored),
-    'mean' divides the sum by sum_i w[t_i].   dx_i = g_i (softmax(x_i) sum_c q_ic - q_i)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x, target, weight, ignore_index, reduction, smoothing):
-        xp = xp_of(x)
-        rows = _to_rows(x)
-        m, c = rows.shape
-        t, wt = _picked(target, weight, ignore_index, c, x.dtype)
-        lse = _logsumexp_rows(rows)
-        loss = wt * (lse[:, 0] - rows[xp.arange(m), t])
-        if smoothing:
-            w = xp.ones(c, dtype=x.dtype) if weight is None else weight
-            # sum_c w_c (lse - x_c) over the kept rows: no full log-softmax array needed
-            smooth = (lse[:, 0] * w.sum() - rows @ w) * (target.reshape(-1) != ignore_index)
-            loss = (1 - smoothing) * loss + (smoothing / c) * smooth
-        self.in_shape, self.reduction, self.smoothing, self.count = x.shape, reduction, smoothing, wt.sum()
-        self.extra = (t, wt, lse, weight, target.reshape(-1) != ignore_index)
-        return reduce_loss(loss.reshape(target.shape), reduction, self.count)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        t, wt, lse, weight, valid = self.extra
-        rows = _to_rows(x)
-        m, c = rows.shape
-        xp = xp_of(t)
-        p = activation.softmax(rows, 1) if isinstance(rows, Tensor) else xp.exp(rows - lse)
-        s = _row_scale(g, self.reduction, self.count)
-        e = self.smoothing
-        w = xp.ones(c, dtype=wt.dtype) if weight is None else weight
-        qsum = ((1 - e) * wt + (e / c) * w.sum() * valid).reshape(-1, 1)
-        if isinstance(p, Tensor) or e:
-            q = xp.zeros((m, c), dtype=wt.dtype)
-            q[xp.arange(m), t] = (1 - e) * wt
-            if e:
-                q += (e / c) * w * valid.reshape(-1, 1)
-            dx = (p * qsum - q) * s
-        else:  # the common case in place: subtract the target's weight from its column only
-            p *= qsum * s
-            p[xp.arange(m), t] -= wt * (s.reshape(-1) if self.reduction == "none" else s)
-            dx = p
-        return _from_rows(dx, self.in_shape)
-
-
-class CrossEntropy2d(CrossEntropy, name="NllLoss2DBackward0"):
-    pass
-
-
-class CrossEntropySmooth(CrossEntropy, name="CrossEntropyLossBackward0"):
-    """Class-index targets with label smoothing (PyTorch composes it of several nodes; here it is one)."""
-
-
-class CrossEntropyProbs(Op, name="CrossEntropyLossBackward0"):
-    """Cross-entropy with class-probability targets P, log-softmax fused in. With P' = P (1 - e) + e / C:
-        loss_i = -sum_c w_c P'_ic logp_ic,   'mean' divides by the number of rows.
-    dx_i = g_i (softmax(x_i) sum_c q_ic - q_i) with q = w P',   dP_ic = -g_i (1 - e) w_c logp_ic,
-    dw_c = -sum_i g_i P'_ic logp_ic."""
-
-    save_inputs = (0, 1, 2)
-
-    def forward(self, x, target, weight, reduction, smoothing):
-        rows = _to_rows(x)
-        lse = _logsumexp_rows(rows)
-        q = self._smoothed(_to_rows(target), smoothing, rows.shape[1])
-        if weight is not None:
-            q = q * weight
-        loss = -(q * (rows - lse)).sum(axis=1)
-        self.in_shape, self.reduction, self.smoothing, self.count = x.shape, reduction, smoothing, rows.shape[0]
-        self.extra = lse
-        return reduce_loss(loss.reshape(x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()), reduction)
-
-    @staticmethod
-    def _smoothed(target_rows, smoothing: float, classes: int):
-        return target_rows * (1 - smoothing) + smoothing / classes if smoothing else target_rows
-
-    def backward(self, g):
-        x, target, weight = self.saved_tensors
-        rows = _to_rows(x)
-        logp = activation.log_softmax(rows, 1) if isinstance(rows, Tensor) else rows - self.extra
-        s = _row_scale(g, self.reduction, self.count)
-        (fx, _), (ft, _), (fw, _) = self.next_functions
-        dx = dt = dw = None
-        if fx is not None or fw is not None:
-            smoothed = self._smoothed(_to_rows(target), self.smoothing, rows.shape[1])
-        if fx is not None:
-            q = smoothed if weight is None else smoothed * weight
-            dx = _from_rows((dual.exp(logp) * q.sum(axis=1, keepdims=True) - q) * s, self.in_shape)
-        if ft is not None:
-            dlogp = logp if weight is None else logp * weight
-            dt = _from_rows(dlogp * (s * -(1 - self.smoothing)), self.in_shape)
-        if fw is not None:
-            dw = -(smoothed * logp * s).sum(axis=0)
-        return dx, dt, dw
-
-
-def _check_class_target(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int):
-    """Validate class-index targets as PyTorch's nll_loss does."""
-    if input.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
-    if input.ndim != 1 and (target.ndim == 0 or input.shape[0] != target.shape[0]):
-        got = target.shape[0] if target.ndim else 1
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({got}).")
-    if input.ndim <= 2 and target.ndim > 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
-    if input.ndim > 2 and tuple(target.shape) != expected:
-        raise RuntimeError(f"Expected target size {list(expected)}, got {list(target.shape)}")
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype}")
-    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    if weight is not None and weight.numel() != classes:
-        raise RuntimeError(
-            f"weight tensor should be defined either for all {classes} classes or no classes but got weight tensor "
-            f"of shape: {list(weight.shape)}"
-        )
-    t = target._data
-    bad = ((t < 0) | (t >= classes)) & (t != ignore_index)
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-
-
-def _class_weight(weight: Tensor | None, input: Tensor, fn: str):
-    if weight is None:
-        return None
-    if weight.requires_grad and grad_mode.is_grad_enabled():
-        raise RuntimeError(
-            f"The function '{fn}' is not differentiable with respect to argument 'weight'. This input cannot have "
-            "requires_grad True."
-        )
-    return weight._data.astype(input._data.dtype, copy=False)
-
-
-def _by_rank(cls_1d, cls_2d, input: Tensor, target: Tensor, reduction: str, **params) -> Tensor:
-    """Run a class-index loss op as PyTorch's nll_loss_nd does: up to 2-D directly, 4-D as 2-D (spatial), and
-    other ranks through a (N, C, 1, -1) view whose output is viewed back."""
-    if input.ndim <= 2:
-        return cls_1d.apply(input, target=target._data, reduction=reduction, **params)
-    if input.ndim == 4:
-        return cls_2d.apply(input, target=target._data, reduction=reduction, **params)
-    n, c = input.shape[0], input.shape[1]
-    out = cls_2d.apply(input.reshape(n, c, 1, -1), target=target._data.reshape(n, 1, -1), reduction=reduction,
-                       **params)
-    return out.reshape(tuple(target.shape)) if reduction == "none" else out
-
-
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
-             reduce=None, reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood of class-index targets from log-probabilities ``input`` of shape (N, C), (C,) or
-    (N, C, d1, ...): -w[t] * input[t], averaged over the total weight of the counted targets.
-
-    >>> import trainkit
-    >>> logp = trainkit.tensor([[-0.5, -1.0], [-2.0, -0.1]])
-    >>> nll_loss(logp, trainkit.tensor([0, 1]))
-    tensor(0.3000)
-    """
-    reduction = check_reduction(reduction, size_average, reduce)
-    _check_class_target(input, target, weight, ignore_index)
-    weight = _class_weight(weight, input, "nll_loss_forward")
-    return _by_rank(NllLoss, NllLoss2d, input, target, reduction, weight=weight, ignore_index=ignore_index)
-
-
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
-    """Cross-entropy between the softmax of logits ``input`` (N, C), (C,) or (N, C, d1, ...) and ``target``.
-
-    ``target`` holds class indices (shape (N,) or (N, d1, ...), integers) or class probabilities (the shape of
-    ``input``, floats). One fused op computes log-softmax and the loss, stably (no exp overflows) and without keeping
-    a log-probability array alive. ``label_smoothing`` e mixes the target with the uniform distribution:
-    (1 - e) * target + e / C.
-
-    >>> import trainkit
-    >>> logits = trainkit.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    >>> cross_entropy(logits, trainkit.tensor([0, 2]))
-    tensor(0.6691)
-    """
-    reduction = check_reduction(reduction, size_average, reduce)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if input._data.dtype.kind != "f":
-        kind = "lastdim_kernel_impl" if input.ndim <= 2 else "kernel_impl"
-        raise NotImplementedError(f'"log_softmax_{kind}" not implemented for \'{scalar_name(input)}\'')
-    if input.ndim >= 1 and tuple(input.shape) == tuple(target.shape):
-        return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
-    _check_class_target(input, target, weight, ignore_index)
-    weight = _class_weight(weight, input, "nll_loss_forward")
-    params = dict(weight=weight, ignore_index=ignore_index, smoothing=label_smoothing)
-    if label_smoothing:
-        return _by_rank(CrossEntropySmooth, CrossEntropySmooth, input, target, reduction, **params)
-    return _by_rank(CrossEntropy, CrossEntropy2d, input, target, reduction, **params)
-
-
-def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing) -> Tensor:
-    if not target.is_floating_point():
-        raise RuntimeError(f"Expected floating point type for target with class probabilities, got {target.dtype}")
-    if ignore_index >= 0:
-        raise RuntimeError("ignore_index is not supported for floating point target")
-    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    if weight is not None and weight.numel() != classes:
-        raise RuntimeError(
-            f"weight tensor should be defined either for all {classes} classes or no classes but got weight tensor "
-            f"of shape: {list(weight.shape)}"
-        )
-    x, target = tmath.promote(input, target)
-    return CrossEntropyProbs.apply(x, target, _like(weight, x), reduction=reduction, smoothing=label_smoothing)
-
-
+# ------------------------------------------------------------------------------------- binary cross-entropy
 def _constant_weight(name: str, t: Tensor | None, input: Tensor, fn: str):
     """A weight PyTorch does not differentiate: its array in ``input``'s dtype, after checking its shape."""
     if t is None:

@@ -1,0 +1,172 @@
+"""nn.functional against PyTorch where inputs are awkward: infinite and nan logits, huge values, mixed dtypes,
+bool targets, empty outputs, and the composite graphs PyTorch builds for some losses (their grad_fn names).
+Each case runs the same call on both libraries and compares the exception class, or the result's dtype, values
+(nan equal to nan), grad_fn name and the inputs' gradients after one backward with a fixed upstream gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainkit
+
+INF, NAN = np.inf, np.nan
+
+
+def _tensor(L, a, grad):
+    return L.tensor(np.array(a), requires_grad=grad and np.asarray(a).dtype.kind == "f")
+
+
+def _close(a, b, dtype) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    rtol, atol = (1e-4, 1e-5) if dtype == "float32" else (1e-7, 1e-9)
+    return a.shape == b.shape and bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)))
+
+
+def compare(torch, fn, *arrays, grad=(), name=True):
+    """Run ``fn(L, *tensors)`` on both libraries; tensors at the positions in ``grad`` require grad. The result's
+    dtype, values, grad_fn name (when ``name``) and the gradients must agree, or both must raise the same class."""
+    outs, leaves, errors = {}, {}, {}
+    for L in (trainkit, torch):
+        ts = [_tensor(L, a, i in grad) for i, a in enumerate(arrays)]
+        leaves[L] = [t for i, t in enumerate(ts) if i in grad]
+        try:
+            outs[L] = fn(L, *ts)
+        except Exception as err:  # noqa: BLE001  (the class is compared)
+            errors[L] = err
+    if errors:
+        assert set(errors) == {trainkit, torch}, f"only one raises: {errors}"
+        got, want = errors[trainkit], errors[torch]
+        assert isinstance(got, type(want)) or type(want) in type(got).__mro__, (got, want)
+        assert type(got).__name__ == type(want).__name__, (got, want)
+        return None
+    a, b = outs[trainkit], outs[torch]
+    dtype = str(b.dtype).rsplit(".", 1)[-1]
+    assert str(a.dtype).rsplit(".", 1)[-1] == dtype
+    if any(np.asarray(x).dtype == np.float32 for x in arrays):  # float32 rounding carries into float64 results
+        dtype = "float32"
+    assert tuple(a.shape) == tuple(b.shape)
+    assert _close(a.detach().numpy(), b.detach().numpy(), dtype), (a, b)
+    if name:
+        assert (a.grad_fn and type(a.grad_fn).__name__) == (b.grad_fn and type(b.grad_fn).__name__)
+    if grad:
+        up = np.random.default_rng(1).standard_normal(tuple(b.shape)).astype(b.detach().numpy().dtype)
+        errs = []
+        for L, out in ((trainkit, a), (torch, b)):
+            try:
+                out.backward(L.tensor(up))
+                errs.append(None)
+            except RuntimeError as err:
+                errs.append(type(err).__name__)
+        assert errs[0] == errs[1]
+        if errs[0] is None:
+            for x, y in zip(leaves[trainkit], leaves[torch]):
+                assert _close(x.grad.numpy(), y.grad.numpy(), dtype), (x.grad, y.grad)
+    return a
+
+
+def F(L):
+    return L.nn.functional
+
+
+# --------------------------------------------------------------------------------------------- cross-entropy
+EDGE_LOGITS = np.array(
+    [[-0.0, -1e-30, 0.0], [INF, -3e38, 1e-30], [-0.79, 1.91, -2.34], [3e38, -2.29, 3.47], [-INF, -INF, -INF],
+     [NAN, 1.0, 2.0], [1e30, 1e30, -1e30]],
+    np.float32,
+)
+EDGE_TARGET = np.array([0, 1, 1, 0, 2, 1, 0])
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("ignore_index", [-100, 1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_edge_logits(torch, reduction, ignore_index, weighted):
+    # a row with an infinite or nan max is nan throughout; a huge max does not swallow the log of the sum; an
+    # ignored row's nan stays out of the loss
+    w = np.array([0.5, 2.0, 1.5], np.float32)
+
+    def fn(L, x, t, w):
+        return F(L).cross_entropy(x, t, weight=w if weighted else None, reduction=reduction,
+                                  ignore_index=ignore_index)
+
+    compare(torch, fn, EDGE_LOGITS, EDGE_TARGET, w, grad=(0,))
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_nll_loss_ignored_nan_row(torch, reduction):
+    x = np.array([[NAN, 1.0], [-0.5, -1.5], [INF, 0.0]], np.float32)
+    t = np.array([0, 1, 0])
+    compare(torch, lambda L, x, t: F(L).nll_loss(x, t, ignore_index=0, reduction=reduction), x, t, grad=(0,))
+
+
+@pytest.mark.parametrize("fn_name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float32", "float64")])
+def test_class_weight_of_another_dtype_raises(torch, fn_name, dtypes):
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(dtypes[0])
+    w = np.ones(3, dtypes[1])
+    compare(torch, lambda L, x, t, w: getattr(F(L), fn_name)(x, t, weight=w), x, np.array([0, 1, 2, 1]), w)
+
+
+def test_weight_dtype_error_says_how_to_fix():
+    x = trainkit.zeros(2, 3, dtype=trainkit.float64)
+    with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):
+        trainkit.nn.functional.cross_entropy(x, trainkit.tensor([0, 1]), weight=trainkit.ones(3))
+
+
+PROBS = np.random.default_rng(2).uniform(0.05, 0.95, (4, 3)).astype(np.float32)
+LOGITS = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_probability_targets_graph(torch, reduction, smoothing, weighted):
+    # composed as PyTorch composes it: DivBackward1 for the mean, NegBackward0 otherwise; both inputs get grads
+    w = np.array([0.5, 2.0, 1.5], np.float32)
+
+    def fn(L, x, p, w):
+        return F(L).cross_entropy(x, p, weight=w if weighted else None, reduction=reduction,
+                                  label_smoothing=smoothing)
+
+    compare(torch, fn, LOGITS, PROBS, w, grad=(0, 1, 2) if weighted else (0, 1))
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3, 2), (0, 3)])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_probability_targets_ranks(torch, shape, reduction):
+    rng = np.random.default_rng(4)
+    x, p = rng.standard_normal(shape).astype(np.float32), rng.uniform(0, 1, shape).astype(np.float32)
+    compare(torch, lambda L, x, p: F(L).cross_entropy(x, p, reduction=reduction), x, p, grad=(0, 1))
+
+
+def test_cross_entropy_probability_targets_promote(torch):
+    compare(torch, lambda L, x, p: F(L).cross_entropy(x, p), LOGITS, PROBS.astype(np.float64), grad=(0, 1))
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("target", [[0, 1, 2, 1], [0, -100, 2, -100], [-100, -100, -100, -100]])
+def test_cross_entropy_label_smoothing_graph(torch, reduction, weighted, target):
+    # (1 - e) nll + e / C * smooth: AddBackward0 on top, as in PyTorch
+    w = np.array([0.5, 2.0, 1.5], np.float32)
+
+    def fn(L, x, t, w):
+        return F(L).cross_entropy(x, t, weight=w if weighted else None, reduction=reduction, label_smoothing=0.1)
+
+    compare(torch, fn, LOGITS, np.array(target), w, grad=(0,))
+
+
+def test_cross_entropy_label_smoothing_spatial_and_unbatched(torch):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+    t = np.array([[[0, 1], [2, -100]], [[1, 1], [0, 2]]])
+    compare(torch, lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.3), x, t, grad=(0,))
+    compare(torch, lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.3), x[0, :, 0, 0], np.array(2),
+            grad=(0,))
+
+
+def test_cross_entropy_class_indices_stay_one_node(torch):
+    out = compare(torch, lambda L, x, t: F(L).cross_entropy(x, t), LOGITS, np.array([0, 1, 2, 1]), grad=(0,))
+    assert out.grad_fn.next_functions[0][0] is not None
+    assert type(out.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
