@@ -5,10 +5,12 @@ guards.
 """
 
 from . import functional, ops  # noqa: F401  (ops gives Tensor its op methods)
+from .anomaly import detect_anomaly
 from .api import backward, grad
 from .engine import AccumulateGrad, Node
+from .explore import explore
 from .function import Function, FunctionCtx, once_differentiable
-from .grad_mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Graph, graph
 from .hooks import RemovableHandle
@@ -28,6 +30,7 @@ __all__ = [
     "functional",
     "once_differentiable",
     "enable_grad",
+    "explore",
     "grad",
     "gradcheck",
     "gradgradcheck",

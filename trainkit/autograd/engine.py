@@ -24,11 +24,12 @@ from . import grad_mode
 from .backend import as_array, dtype_of, sum_to
 from .hooks import NodeHookMethods, NodeHooks, run_post_hooks, run_pre_hooks
 from .ownership import owned
-from .saved import FREED_MESSAGE, SAME_AS_OUTPUT, unpack
+from .saved import SAME_AS_OUTPUT, freed_message, unpack
 from .tensor import Tensor
 
 next_seq = itertools.count().__next__
 _LAST = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
+observers: list = []  # opt-in watchers (autograd.explore.record), called with the root nodes before a pass
 
 
 class Node:
@@ -177,6 +178,8 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     arriving at each captured place is returned instead, for ``autograd.grad``.
     """
     root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(fn for fn, _ in roots))
+    for observe in observers:  # empty unless a recorder listens: the pass then costs one loop over nothing
+        observe(root_nodes)
     deps = _count_dependencies(root_nodes)
     needed = targets = None
     captured: dict = {}
@@ -229,7 +232,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
             else:
                 gout = buf[0]
                 if fn._freed:
-                    raise RuntimeError(FREED_MESSAGE)
+                    raise RuntimeError(freed_message(fn))
                 grad_inputs = fn.backward(gout) if n == 1 else fn.backward(*_materialize(fn, buf[:n], create_graph))
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)

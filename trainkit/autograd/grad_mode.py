@@ -149,31 +149,6 @@ class inference_mode(_GradModeGuard):
         return inference_mode(not self.mode)
 
 
-class detect_anomaly:
-    """Check every backward step for NaN and name the node that produced it (slower: for debugging).
-
-    >>> import trainkit
-    >>> x = trainkit.tensor([0.0, 1.0], requires_grad=True)
-    >>> with detect_anomaly():
-    ...     try:
-    ...         (x / x).sum().backward()
-    ...     except RuntimeError as err:
-    ...         print(err)
-    Function 'DivBackward0' returned nan values in its 1th output.
-    """
-
-    def __init__(self, check_nan: bool = True):
-        self.check_nan = check_nan
-        self.prev = False
-
-    def __enter__(self):
-        self.prev = state.anomaly
-        state.anomaly = self.check_nan
-
-    def __exit__(self, *exc):
-        state.anomaly = self.prev
-
-
 def check_finite(node, grads: tuple) -> None:
     """Under ``detect_anomaly``, after each backward step: name the node whose backward produced NaN."""
     for i, g in enumerate(grads):

@@ -60,7 +60,7 @@ def unpack(node) -> tuple:
     saved = node._saved
     if saved is None:
         if node._freed:
-            raise RuntimeError(FREED_MESSAGE)
+            raise RuntimeError(freed_message(node))
         return ()
     if not _modes.create_graph:
         arrays = []  # a plain loop: this runs once per node and pass, and a generator costs twice as much
@@ -86,12 +86,27 @@ def unpack_tensor(node, entry) -> Tensor:
     return tensor
 
 
+def freed_message(node) -> str:
+    """PyTorch's message for a node whose saved tensors were freed, naming the node."""
+    return (f"{FREED_MESSAGE} Here {node.name()} already ran in an earlier backward, which freed what it saved: "
+            "call the first backward as loss.backward(retain_graph=True), or recompute the forward pass.")
+
+
 def raise_modified(node, entry) -> None:
-    _, array, version, counter = entry
+    """PyTorch's in-place error, naming the node that saved the tensor, the versions, and how to fix it; under
+    ``detect_anomaly`` also the line that changed it (the version counter carries it, see ``anomaly``)."""
+    tensor, array, version, counter = entry
+    role = f"output {tensor.nr} of {node.name()}" if type(tensor) is SavedOutput else f"saved by {node.name()}"
+    if len(counter) > 1:
+        where, line, method = counter[1][:3]
+        found = f" It was changed in place by {method}() at {where}:{line}."
+    else:
+        found = (" To see the line that changed it, run the forward pass under "
+                 "trainkit.autograd.detect_anomaly().")
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], saved by {node.name()}, "
-        f"is at version {counter[0]}; expected version {version} instead. Hint: the tensor was "
-        "changed in place after this op used it; change a clone() instead, or make the change "
-        "out of place."
+        f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], {role}, is at version {counter[0]}; "
+        f"expected version {version} instead.{found} Hint: {node.name()} needs the value the tensor had when it "
+        "was saved; change a clone() instead (y = x.clone(); y.add_(1)), or make the change out of place "
+        "(x = x + 1 rather than x += 1)."
     )

@@ -1,0 +1,439 @@
+"""An interactive page of a backward graph: ``explore(loss, params)`` writes one self-contained HTML file.
+
+The page shows what autograd keeps: each node named as ``grad_fn`` shows it, its ``next_functions``, the tensors it
+saved (shape, dtype, bytes, and the ``_version`` they were saved at against the version now: a stale one is what
+makes backward fail), hooks and ``retain_grad`` marks, and for each tensor it can reach whether it is a leaf,
+requires grad, has a ``.grad``, and shares storage with a view or a ``detach()``. Parameters are named as the model
+names them (``hidden.weight``) and grouped by module; totals give saved memory by module and what ``retain_grad``
+costs against a hook.
+
+Everything is collected here as plain JSON-able data (:func:`collect`), embedded in the page, and drawn by the
+page's own script (no network, no libraries). A recorder (:func:`record`) captures a backward pass as it runs, so
+that the page can also show gradient norms on the edges and step through the engine's order, even after the
+ordinary backward has freed the saved tensors.
+
+>>> import trainkit
+>>> w = trainkit.ones(3, requires_grad=True)
+>>> loss = (w * 2).sum()
+>>> data = collect(loss, {"w": w})
+>>> [n["name"] for n in data["nodes"]]
+['SumBackward0', 'MulBackward0', 'AccumulateGrad']
+>>> data["nodes"][2]["label"]
+'w'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from html import escape
+from importlib import resources
+from pathlib import Path
+
+from . import engine
+from .backend import sum_to
+from .engine import AccumulateGrad, Node, accumulator
+from .graph import Graph
+from .saved import SAME_AS_OUTPUT, SavedOutput
+from .tensor import Tensor
+
+__all__ = ["Recorder", "collect", "explore", "record"]
+
+VANISHING = 1e-7  # gradient norms below this are drawn as vanishing
+EXPLODING = 1e3  # and above this as exploding
+_PLACEHOLDER = "/*GRAPH_DATA*/"
+
+
+def _name(node) -> str:
+    return node.name() if isinstance(node, Node) else type(node).__name__
+
+
+def _norm(array) -> float:
+    """The L2 norm of an array (NumPy or CuPy) as a Python float, in float64 so that tiny values do not vanish."""
+    value = float((abs(array.astype("float64")) ** 2).sum()) ** 0.5 if array.size else 0.0
+    return value if math.isfinite(value) else float("inf") if value > 0 else float("nan")
+
+
+def _finite(x: float | None):
+    """JSON has no inf or NaN: they travel as strings the page shows as they are."""
+    if x is None or math.isfinite(x):
+        return x
+    return str(x)
+
+
+def _params(params) -> dict:
+    """``params`` as a name -> tensor dict: a dict as given, or a module's ``named_parameters()``."""
+    if params is None:
+        return {}
+    if hasattr(params, "named_parameters"):
+        return dict(params.named_parameters())
+    if isinstance(params, dict):
+        return dict(params)
+    raise TypeError(f"params must be a dict of name -> tensor or a Module, got {type(params).__name__}; pass "
+                    "dict(model.named_parameters()) or the model itself")
+
+
+def _saved_entries(node) -> list:
+    """``(tensor or SavedOutput, shape, dtype, nbytes, version, counter)`` per saved tensor of ``node``."""
+    out = []
+    for entry in getattr(node, "_saved", None) or ():
+        if entry is None or not hasattr(entry[1], "nbytes"):
+            continue  # a value no wanted gradient needs, or a Python number kept for backward
+        tensor, array, version, counter = entry
+        out.append((tensor, tuple(int(s) for s in array.shape), str(array.dtype), int(array.nbytes), version,
+                    counter, id(array)))
+    return out
+
+
+def _roots(output) -> list:
+    tensors = [output] if isinstance(output, Tensor) else list(output)
+    if not tensors:
+        raise ValueError("explore() needs at least one tensor: pass the loss (or a list of outputs)")
+    roots = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"explore() takes tensors, got {type(t).__name__} at position {i}")
+        if t.grad_fn is not None:
+            roots.append(t.grad_fn)
+        elif t.requires_grad:
+            roots.append(accumulator(t))
+        else:
+            raise ValueError(f"tensor at position {i} does not require grad, so it has no backward graph: compute "
+                             "it from tensors with requires_grad=True, outside no_grad()")
+    return roots
+
+
+class _Tensors:
+    """The tensors the page describes (leaves, saved, retained), numbered once each, with storage sharing found
+    among them: tensors with one version counter share storage (a view, or a ``detach()`` result)."""
+
+    def __init__(self, names: dict):
+        self.names = {id(t): n for n, t in names.items()}
+        self.items: list = []
+        self.index: dict = {}
+
+    def add(self, t: Tensor) -> int:
+        if id(t) not in self.index:
+            self.index[id(t)] = len(self.items)
+            self.items.append(t)
+        return self.index[id(t)]
+
+    def describe(self) -> list:
+        by_counter: dict = {}
+        for i, t in enumerate(self.items):
+            by_counter.setdefault(id(t._version_counter), []).append(i)
+        out = []
+        for i, t in enumerate(self.items):
+            grad = t._grad
+            sharing = [j for j in by_counter[id(t._version_counter)] if j != i]
+            if t._view is not None:
+                storage = "a view: shares storage (and _version) with its base"
+            elif sharing:
+                storage = "shares storage (and _version) with another tensor here: a detach() result or a view"
+            elif getattr(t._data, "base", None) is not None:
+                storage = "its array is a view of another array"
+            else:
+                storage = "owns its storage"
+            out.append({
+                "id": i, "name": self.names.get(id(t)), "shape": list(t._data.shape), "dtype": str(t._data.dtype),
+                "bytes": int(t._data.nbytes), "is_leaf": t._grad_fn is None, "requires_grad": t._requires_grad,
+                "grad": grad is not None, "grad_bytes": int(grad._data.nbytes) if grad is not None else 0,
+                "grad_norm": _finite(_norm(grad._data)) if grad is not None else None,
+                "version": t._version_counter[0], "storage": storage, "shares_with": sharing,
+                "retains_grad": t.retains_grad,
+            })
+        return out
+
+
+def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -> list:
+    """Each node's module, from the parameters it reaches directly: a leaf's is its name's prefix; an op's is the
+    one module of the parameter-only inputs it has (``hidden.weight`` through a ``TBackward0``) and of the named
+    tensors it saved. Ops that mix modules, or touch none, belong to none."""
+    module: list = [None] * len(nodes)
+    param_side = [False] * len(nodes)
+    for i in range(len(nodes) - 1, -1, -1):  # the walk meets inputs after their users: reversed, inputs first
+        node = nodes[i]
+        if isinstance(node, AccumulateGrad):
+            module[i] = leaf_module.get(id(node.variable))
+            param_side[i] = module[i] is not None
+            continue
+        kids = [index[id(c)] for c, _ in node.next_functions if c is not None]
+        found = {module[k] for k in kids if param_side[k]} | saved_modules.get(i, set())
+        found.discard(None)
+        if len(found) == 1:
+            module[i] = found.pop()
+            # a value made of parameters alone (a weight's transpose) belongs to their module, also for its users
+            param_side[i] = bool(kids) and len(kids) == len(node.next_functions) and all(param_side[k] for k in kids)
+    return module
+
+
+def collect(output, params=None, trace: Recorder | None = None, title: str | None = None) -> dict:
+    """The graph behind ``output`` as plain JSON-able data: what the page draws.
+
+    ``params``: a name -> tensor dict (``dict(model.named_parameters())``, or any tensors you want named) or a
+    Module. ``trace``: a :class:`Recorder` that watched the backward pass, for gradient norms and the engine's order.
+
+    >>> import trainkit
+    >>> x = trainkit.ones(2, requires_grad=True)
+    >>> y = x.exp()
+    >>> y.retain_grad()
+    >>> d = collect(y.sum())
+    >>> d["totals"]["retain_grad_count"], len(d["edges"])
+    (1, 2)
+    """
+    names = _params(params)
+    roots = _roots(output)
+    g = Graph(roots)
+    nodes = g.nodes
+    index = {id(n): i for i, n in enumerate(nodes)}
+    tensors = _Tensors(names)
+    leaf_module = {id(t): n.rpartition(".")[0] for n, t in names.items() if "." in n}
+    snapshot = trace.saved_snapshot() if trace is not None else {}
+    saved_info: dict = {}
+    saved_modules: dict = {}
+    for i, node in enumerate(nodes):
+        entries = _saved_entries(node)
+        freed = bool(getattr(node, "_freed", False))
+        if freed and id(node) in snapshot:
+            entries = snapshot[id(node)]
+        saved_info[i] = (entries, freed)
+        mods = {leaf_module[id(e[0])] for e in entries if isinstance(e[0], Tensor) and id(e[0]) in leaf_module}
+        if mods:
+            saved_modules[i] = mods
+    module = _modules(nodes, index, leaf_module, saved_modules)
+    out_nodes, edges = [], []
+    stale_count = 0
+    for i, node in enumerate(nodes):
+        entries, freed = saved_info[i]
+        saved = []
+        for tensor, shape, dtype, nbytes, version, counter, _ in entries:
+            now = counter[0]
+            item = {"shape": list(shape), "dtype": dtype, "bytes": nbytes, "saved_version": version,
+                    "version": now, "stale": now != version, "freed": freed}
+            if type(tensor) is SavedOutput:
+                item["what"] = f"output {tensor.nr} of this node"
+            elif isinstance(tensor, Tensor):
+                item["tensor"] = tensors.add(tensor)
+                item["what"] = tensors.names.get(id(tensor)) or ("input leaf" if tensor._grad_fn is None
+                                                                 else f"output of {_name(tensor._grad_fn)}")
+            if len(counter) > 1:  # the line that changed it, noted under detect_anomaly
+                item["changed_at"] = "{}:{} ({}())".format(*counter[1][:3])
+            stale_count += item["stale"]
+            saved.append(item)
+        hooks = node._hooks
+        marks = {"tensor_hooks": 0, "pre_hooks": 0, "post_hooks": 0, "retain_grad": []}
+        if hooks is not None:
+            marks["tensor_hooks"] = sum(len(h) for h in hooks.tensor.values())
+            marks["pre_hooks"], marks["post_hooks"] = len(hooks.pre), len(hooks.post)
+            for nr, ref in hooks.retain.items():
+                t = ref()
+                if t is not None:
+                    marks["retain_grad"].append({"output_nr": nr, "tensor": tensors.add(t)})
+        item = {"id": i, "name": _name(node), "module": module[i], "saved": saved, "freed": freed,
+                "hooks": marks, "next": [], "root": node in roots}
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            item["kind"] = "leaf"
+            item["tensor"] = tensors.add(var)
+            item["label"] = tensors.names.get(id(var)) or f"leaf {tuple(var.shape)}"
+            item["hooks"]["post_accumulate_hooks"] = len(var._post_accumulate_hooks or ())
+        else:
+            item["kind"] = "op"
+            item["label"] = _name(node)
+        for k, (child, nr) in enumerate(getattr(node, "next_functions", ())):
+            if child is None:
+                item["next"].append(None)
+                continue
+            item["next"].append([index[id(child)], nr])
+            edges.append({"from": i, "to": index[id(child)], "input": k, "output_nr": nr, "norm": None})
+        out_nodes.append(item)
+    steps = []
+    if trace is not None:
+        steps = trace.steps_for(nodes, index, edges)
+    described = tensors.describe()
+    in_graph = {id(n.variable) for n in nodes if isinstance(n, AccumulateGrad)}
+    outside = [{"name": n, "shape": list(t._data.shape), "requires_grad": t._requires_grad,
+                "why": "requires_grad=False: frozen, so autograd records nothing for it" if not t._requires_grad
+                else "requires grad, but this output does not depend on it"}
+               for n, t in names.items() if id(t) not in in_graph]
+    totals = _totals(out_nodes, saved_info, module, described, stale_count)
+    return {"title": title or "backward graph", "nodes": out_nodes, "edges": edges, "tensors": described,
+            "steps": steps, "outside": outside, "totals": totals,
+            "thresholds": {"vanishing": VANISHING, "exploding": EXPLODING}}
+
+
+def _totals(out_nodes: list, saved_info: dict, module: list, tensors: list, stale: int) -> dict:
+    by_module: dict = {}
+    seen: set = set()
+    total = 0
+    for i in range(len(out_nodes)):
+        for entry in saved_info[i][0]:
+            if entry[6] in seen:  # an array saved by several nodes is held once
+                continue
+            seen.add(entry[6])
+            key = module[i] or "(outside modules)"
+            by_module[key] = by_module.get(key, 0) + entry[3]
+            total += entry[3]
+    retained = [t for t in tensors if t["retains_grad"]]
+    return {
+        "nodes": len(out_nodes), "ops": sum(n["kind"] == "op" for n in out_nodes),
+        "leaves": sum(n["kind"] == "leaf" for n in out_nodes), "saved_bytes": total,
+        "saved_by_module": dict(sorted(by_module.items(), key=lambda kv: -kv[1])), "stale_saved": stale,
+        "retain_grad_count": len(retained),
+        # a retained grad is a tensor of the tensor's size, kept until you drop it; before backward, what it will be
+        "retain_grad_bytes": sum(t["grad_bytes"] if t["grad"] else t["bytes"] for t in retained),
+        "hook_count": sum(n["hooks"]["tensor_hooks"] + n["hooks"]["pre_hooks"] + n["hooks"]["post_hooks"]
+                          for n in out_nodes),
+        "hook_bytes": 0,  # a hook sees the gradient as it passes and keeps nothing
+    }
+
+
+def page(data: dict) -> str:
+    """The HTML page for ``collect``'s data: the template with the data embedded as a JSON script element."""
+    template = resources.files(__package__).joinpath("explore_page.html").read_text(encoding="utf-8")
+    # "</" would end the script element early; "<\/" is the same string to JSON
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    head, tail = template.split(_PLACEHOLDER, 1)
+    title = escape(data["title"])
+    return head.replace("{{TITLE}}", title) + payload + tail.replace("{{TITLE}}", title)
+
+
+def explore(output, params=None, path: str | Path | None = None, trace: Recorder | None = None,
+            title: str | None = None) -> str:
+    """The backward graph of ``output`` as one self-contained HTML page (returned, and written to ``path``).
+
+    ``params`` names parameters (a dict such as ``dict(model.named_parameters())``, or the model); ``trace`` is a
+    :class:`Recorder` that watched ``backward()``, for gradient norms and the engine's order. Open the file in any
+    browser: it needs no network.
+
+    >>> import tempfile, trainkit
+    >>> w = trainkit.ones(3, requires_grad=True)
+    >>> html = explore((w * w).sum(), {"w": w}, path=Path(tempfile.mkdtemp()) / "graph.html")
+    >>> html.startswith("<!DOCTYPE html>")
+    True
+    """
+    html = page(collect(output, params, trace, title))
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+    return html
+
+
+class Recorder:
+    """What :func:`record` captured: per backward pass, the order nodes ran in and the gradients that reached them.
+
+    It watches through the engine's own hooks: when a pass starts it puts a pre-hook (which sees a node's
+    incoming gradient, summed) and a post-hook (which sees what it sends to each input) on every node, and takes
+    them off again when the next pass starts or the recording ends. It also notes each node's saved tensors before
+    the pass frees them.
+    """
+
+    def __init__(self):
+        self.passes: list = []  # per pass: {"steps": [...], "edges": {(node id, input): norm}, "saved": {...}}
+        self._handles: list = []
+        self._created: list = []  # nodes given a hook table by us, to take it back
+
+    def _observe(self, roots) -> None:
+        self._detach_hooks()
+        g = Graph(list(roots))
+        current = {"steps": [], "edges": {}, "arrived": {}, "saved": {}, "nodes": g.nodes, "roots": list(roots)}
+        self.passes.append(current)
+        for node in g.nodes:
+            current["saved"][id(node)] = _saved_entries(node)
+            if node._hooks is None:
+                self._created.append(node)
+            self._handles.append(node.register_prehook(lambda grads, n=node: self._before(current, n, grads)))
+            if not isinstance(node, AccumulateGrad):
+                self._handles.append(node.register_hook(lambda gi, go, n=node: self._after(current, n, gi)))
+
+    def _before(self, current: dict, node, grads) -> None:
+        arrived = current["arrived"].pop(id(node), [])
+        norms = [None if g is None else _norm(g._data) for g in grads]
+        if not arrived:  # a root: its gradient was seeded by backward()
+            arrived = [(None, -1, nr, n) for nr, n in enumerate(norms) if n is not None]
+        current["steps"].append((node, arrived, norms))
+
+    def _after(self, current: dict, node, grad_inputs) -> None:
+        for k, ((child, nr), g) in enumerate(zip(node.next_functions, grad_inputs)):
+            if child is None or g is None:
+                continue
+            data = g._data
+            meta = node._input_meta[k] if k < len(node._input_meta) else SAME_AS_OUTPUT
+            if meta is not SAME_AS_OUTPUT and tuple(data.shape) != tuple(meta[0]):
+                data = sum_to(data, tuple(meta[0]))  # the norm of what reaches the input, as the engine sums it
+            norm = _norm(data)
+            current["edges"][(id(node), k)] = norm
+            current["arrived"].setdefault(id(child), []).append((node, k, nr, norm))
+
+    def _detach_hooks(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        for node in self._created:
+            hooks = node._hooks
+            shared = isinstance(node, AccumulateGrad) and node.variable._hooks is hooks
+            if hooks is not None and not shared and not (hooks.tensor or hooks.retain or hooks.pre or hooks.post):
+                node._hooks = None  # as it was: a node without hooks costs the engine nothing
+        self._handles, self._created = [], []
+
+    def _pass_for(self, index: dict):
+        for current in reversed(self.passes):
+            if any(id(r) in index for r in current["roots"]):
+                return current
+        return None
+
+    def saved_snapshot(self) -> dict:
+        """Saved-tensor entries by node id, as they were when the latest pass began (before backward freed them)."""
+        merged: dict = {}
+        for current in self.passes:
+            merged.update(current["saved"])
+        return merged
+
+    def steps_for(self, nodes: list, index: dict, edges: list) -> list:
+        """The steps of the pass over ``nodes`` (numbered by ``index``), in ``collect``'s terms; fills the edges'
+        gradient norms."""
+        current = self._pass_for(index)
+        if current is None:
+            return []
+        for edge in edges:
+            edge["norm"] = _finite(current["edges"].get((id(nodes[edge["from"]]), edge["input"])))
+        steps = []
+        for node, arrived, norms in current["steps"]:
+            if id(node) not in index:
+                continue
+            steps.append({
+                "step": len(steps), "node": index[id(node)],
+                "incoming": [{"from": None if src is None else index.get(id(src)), "output_nr": nr,
+                              "norm": _finite(norm)} for src, _, nr, norm in arrived],
+                "summed": len(arrived) > 1, "norms": [_finite(n) for n in norms],
+            })
+        return steps
+
+    def __enter__(self) -> Recorder:
+        engine.observers.append(self._observe)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._observe in engine.observers:
+            engine.observers.remove(self._observe)
+        self._detach_hooks()
+
+
+def record() -> Recorder:
+    """Record the next backward passes for :func:`explore`: the engine's order, summed gradients, gradient norms.
+
+    Costs nothing outside the ``with`` block. Pass the recorder to ``explore(..., trace=rec)`` afterwards; the
+    graph may have been freed by an ordinary ``backward()`` by then.
+
+    >>> import trainkit
+    >>> w = trainkit.ones(2, requires_grad=True)
+    >>> loss = (w * 3).sum()
+    >>> with record() as rec:
+    ...     loss.backward()
+    >>> [s["node"] for s in collect(loss, {"w": w}, trace=rec)["steps"]]
+    [0, 1, 2]
+    """
+    return Recorder()
+
+
+explore.record = record  # trainkit.autograd.explore.record(), beside explore() itself
