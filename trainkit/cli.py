@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trainkit import __version__
 from trainkit import config as cfg
+from trainkit.autograd.explore import explore
 from trainkit.autograd.graph import graph
 from trainkit.callbacks import EarlyStopping, TerminateOnNaN
 from trainkit.config import ConfigError
@@ -39,7 +40,8 @@ _EXAMPLES = {
   trainkit check configs/digits.yaml --set trainer.batch_size=64""",
     "graph": """examples:
   trainkit graph configs/regression.yaml                (text tree, and runs/<name>/graph.svg with Graphviz)
-  trainkit graph configs/regression.yaml --format dot""",
+  trainkit graph configs/regression.yaml --format dot
+  trainkit graph configs/regression.yaml --html graph.html   (an interactive page: open it in a browser)""",
 }
 
 
@@ -89,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     graph = _command(commands, "graph", "draw the backward graph of the model's loss for one batch")
     graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"),
                        help="the drawing written next to the printed tree (svg and png need Graphviz)")
+    graph.add_argument("--html", metavar="PATH",
+                       help="write an interactive page of the graph instead of the drawing: one self-contained HTML "
+                            "file (parameters by module, saved tensors, gradient norms of one backward pass)")
     bench = commands.add_parser("bench", add_help=False,  # --help goes on to the suite's own
                                 help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]")
     del bench  # its arguments are the suite's: main passes on whatever follows "bench"
@@ -195,6 +200,12 @@ def _graph(args) -> int:
     if trainer.rank:
         return 0
     print(g.text())
+    if args.html:
+        with explore.record() as trace:  # one backward, so that the page shows gradient norms and the engine's order
+            loss.backward()
+        explore(loss, trainer.model, path=args.html, trace=trace, title=f"{args.config}: backward graph")
+        print(f"wrote {args.html}")
+        return 0
     run.run_dir.mkdir(parents=True, exist_ok=True)
     target = run.run_dir / f"graph.{args.format}"
     try:
