@@ -216,3 +216,28 @@ def test_masked_fill_of_a_float32_tensor_refuses_values_beyond_its_range(value):
 def test_masked_fill_of_an_integer_tensor_with_a_value_that_requires_grad(dtype, rg):
     check(lambda L, a, m, v: a.masked_fill(m, v), INTS, MASK, (2.5, dtype, rg))
     check(lambda L, a, m, v: a.masked_fill(m, v), f32(np.ones((3, 4))), MASK, (2.5, dtype, rg))
+
+
+# --- pow ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("base", [True, False, 2, 2.5])
+def test_number_to_a_bool_tensor_power(base):
+    check(lambda L, e: base**e, b([True, False, True]))
+    check(lambda L, e: L.pow(base, e), b([True, False, True]))
+
+
+def test_pow_with_a_bool_exponent_tensor_cannot_backward_to_the_base():
+    check(lambda L, x, e: L.pow(x, e), f64([[1.5, -2.0, 0.5], [3.0, 0.0, 2.0]]), b([True, False, True]))
+    check(lambda L, x, e: x**e, f32([1.5, -2.0, 0.5]), b([True, False, False]))
+    check(lambda L, x, e: L.pow(x, e), b([True, False]), f32([1.5, 2.0]))
+
+
+def test_pow_gradients_overflow_where_torch_does():
+    x = [2.3767872, 0.0, 0.0, -1.0, 3e38, 1e-30, INF, 2.0, NAN, -0.0]
+    y = [-3e38, 2.0, -1.0, 0.5, 2.0, 3e38, 0.0, 200.0, 0.0, 3.0]
+    up = np.array([1.16, -0.5, 2.0, 1.0, -1.5, 0.3, 0.7, -3e38, 1.0, 2.0], np.float32)
+    check(lambda L, a, c: a.pow(c), f32(x), f32(y), upstream=up)
+    check(lambda L, a: 2.5**a, f32(y), upstream=up)
+    check(lambda L, a: 0**a, f32(y), upstream=up)
+    check(lambda L, a: (-2) ** a, f32(y), upstream=up)

@@ -202,12 +202,14 @@ class Pow(Op, name="PowBackward0"):
 
 
 class PowTensor(Op, name="PowBackward1"):
-    """out = x ** y.   dx = g * y * x^(y-1)  (0 where y = 0),  dy = g * out * log(x)  (0 where x = 0 and y >= 0)."""
+    """out = x ** y.   dx = g * (y * x^(y-1))  (0 where y = 0),  dy = g * (out * log(x))  (0 where x = 0 and
+    y >= 0); the products are grouped as PyTorch groups them, which decides where a gradient overflows."""
 
     save_inputs = (0, 1)
     save_output = True
 
-    def forward(self, x, y):
+    def forward(self, x, y, bool_exponent=False):
+        self.bool_exponent = bool_exponent
         if x.dtype.kind in "iu":
             return special.int_power(x, y)
         if x.dtype.kind == "b":
@@ -219,16 +221,18 @@ class PowTensor(Op, name="PowBackward1"):
         xd, yd = dual.data(x), dual.data(y)
         gx = None
         if self.next_functions[0][0] is not None:
-            gx = dual.where(yd == 0, 0, g * y * x ** (y - 1))
+            if self.bool_exponent:  # PyTorch's formula takes y - 1 of the bool exponent itself
+                raise RuntimeError(_BOOL_SUB)
+            gx = dual.where(yd == 0, 0, g * (y * x ** (y - 1)))
         gy = None
         if self.next_functions[1][0] is not None:
             zero = (xd == 0) & (yd >= 0)
-            gy = dual.where(zero, 0, g * out * dual.log(dual.where(zero, 1, x)))
+            gy = g * dual.where(zero, 0, out * dual.log(dual.where(zero, 1, x)))
         return gx, gy
 
 
 class RPow(Op, name="PowBackward2"):
-    """out = b ** x for a number b.   dx = g * out * log(b)  (NaN for b < 0; for b = 0, 0 where x >= 0)."""
+    """out = b ** x for a number b.   dx = g * (out * log(b))  (NaN for b < 0; for b = 0, 0 where x >= 0)."""
 
     save_inputs = (0,)
     save_only_for = {0: 0}
@@ -238,16 +242,18 @@ class RPow(Op, name="PowBackward2"):
         self.base = base
         if x.dtype.kind in "iu":
             return special.int_power(xp_of(x).asarray(base, dtype=x.dtype), x)
+        if x.dtype.kind == "b":
+            raise not_implemented("pow", x.dtype)
         return base**x
 
     def backward(self, g):
         x, out = self.saved_tensors
         base = self.base
         if base > 0:
-            return g * out * _math.log(base)
+            return g * (out * _math.log(base))
         if base < 0:
-            return g * out * _math.nan
-        return dual.where(dual.data(x) >= 0, 0, g * out * -_math.inf)
+            return g * (out * _math.nan)
+        return g * dual.where(dual.data(x) >= 0, 0, out * -_math.inf)
 
 
 class Exp(Op, name="ExpBackward0"):
@@ -454,7 +460,8 @@ def pow(input, exponent) -> Tensor:
         base, exponent = promote(input, exponent)
         return RPow.apply(exponent, base=base)
     if isinstance(exponent, Tensor):
-        return binary(PowTensor, input, exponent)
+        bool_exponent = exponent._data.dtype.kind == "b"
+        return PowTensor.apply(*promote(input, exponent), bool_exponent=bool_exponent)
     input, exponent = promote(input, operand(exponent))
     if input._data.dtype.kind != "f" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
