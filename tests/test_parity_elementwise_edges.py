@@ -241,3 +241,12 @@ def test_pow_gradients_overflow_where_torch_does():
     check(lambda L, a: 2.5**a, f32(y), upstream=up)
     check(lambda L, a: 0**a, f32(y), upstream=up)
     check(lambda L, a: (-2) ** a, f32(y), upstream=up)
+
+
+# --- unary plus -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", [b([True, False]), i64([1, -2]), f32([1.5, -0.0])])
+def test_unary_plus(spec):
+    check(lambda L, a: +a, spec)
+    check(lambda L, a: (+a) is a, spec)

@@ -451,6 +451,20 @@ def neg(input) -> Tensor:
 negative = neg
 
 
+def positive(input) -> Tensor:
+    """``+x``: ``input`` itself, refused for bool tensors as in PyTorch.
+
+    >>> import trainkit
+    >>> t = trainkit.ones(2)
+    >>> +t is t
+    True
+    """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported. Convert the tensor first, for "
+                           "example with .int(), or leave the `+` out.")
+    return input
+
+
 def pow(input, exponent) -> Tensor:
     """``input ** exponent`` for tensors or numbers on either side; integers to a negative number are an error."""
     if not isinstance(input, Tensor):
