@@ -117,3 +117,28 @@ def test_dist_p0_backward_raises_only_when_other_requires_grad(torch):
     a, b = np.ones((2, 3)), np.zeros((2, 3))
     same_error(torch, lambda L, x, y: L.dist(x, y, 0), [a, b])
     same(torch, lambda L, x, y: L.dist(x, y, 0), [a, b], dtypes=["float32", "int64"])
+
+
+# ---------------------------------------------------------------------------------------------------------- topk
+def _tie_rows(kind: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    if kind == "int":
+        return rng.integers(0, 3, (3, n)), "int64"
+    return rng.choice([0.0, -0.0, 1.0, np.nan, 2.0, np.inf, -np.inf], (3, n)), "float32"
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("n,k", [(6, 1), (6, 2), (6, 3), (6, 5), (17, 9), (33, 4), (130, 2), (300, 3)])
+@pytest.mark.parametrize("largest,sorted_", [(True, True), (False, True), (True, False), (False, False)])
+def test_topk_picks_the_same_tied_indices_as_torch(torch, kind, n, k, largest, sorted_):
+    data, dtype = _tie_rows(kind, n, n * 31 + k)
+    for dim in (1, 0):
+        kk = min(k, data.shape[dim])
+        got = trainkit.topk(trainkit.tensor(data, dtype=getattr(trainkit, dtype)), kk, dim, largest, sorted_)
+        want = torch.topk(torch.tensor(data, dtype=getattr(torch, dtype)), kk, dim, largest, sorted_)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+
+
+def test_topk_grad_goes_to_the_picked_ties(torch):
+    same(torch, lambda L, x: L.topk(x, 3), [np.array([[1.0, 2.0, 2.0, 2.0, 0.0, 2.0]])])
