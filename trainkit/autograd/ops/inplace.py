@@ -26,11 +26,15 @@ OVERLAP_MESSAGE = (
 )
 
 
+def _overlaps(data) -> bool:
+    strides = getattr(data, "strides", ())
+    return 0 in strides and any(s == 0 and n > 1 for n, s in zip(data.shape, strides))
+
+
 def check_overlap(data) -> None:
     """PyTorch's refusal to write an element-wise result into a tensor whose elements share memory (an expanded
     one): the outcome would depend on the order the elements are written in."""
-    strides = getattr(data, "strides", ())
-    if 0 in strides and any(s == 0 and n > 1 for n, s in zip(data.shape, strides)):
+    if _overlaps(data):
         raise RuntimeError(OVERLAP_MESSAGE)
 
 
@@ -98,17 +102,24 @@ def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
 def function_inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
     """``fn(self, *args, **kwargs)`` written into self: the in-place form of an op that is a function (it promotes
     its operands or picks its node by their types), recorded as that function's node."""
+    if _overlaps(self._data):
+        # PyTorch refuses the arguments themselves (TypeError) before it looks at the memory written into
+        with np.errstate(all="ignore"):
+            try:
+                fn(Tensor._make(self._data), *args, **kwargs)
+            except TypeError:
+                raise
+            except Exception:  # the overlap is the error PyTorch reports
+                pass
+        raise RuntimeError(OVERLAP_MESSAGE)
     try:
         if not _in_graph(self, args):
             out = fn(Tensor._make(self._data), *args, **kwargs)
-            check_overlap(self._data)
             _write(self, xp_of(self._data).asarray(out._data))
             return self
         return _record(self, lambda source: fn(source, *args, **kwargs), True)
     except (NotImplementedError, RuntimeError):
-        # the function checked its operands first; PyTorch checks what it writes into before them
-        check_overlap(self._data)
-        _check_output(self, args)
+        _check_output(self, args)  # the function checked its operands first; PyTorch checks the output before them
         raise
 
 
