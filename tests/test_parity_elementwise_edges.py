@@ -250,3 +250,24 @@ def test_pow_gradients_overflow_where_torch_does():
 def test_unary_plus(spec):
     check(lambda L, a: +a, spec)
     check(lambda L, a: (+a) is a, spec)
+
+
+# --- isclose, allclose, where ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["isclose", "allclose"])
+def test_isclose_refuses_shapes_that_do_not_broadcast_and_mixed_dtypes(name):
+    x = f32(np.ones((2, 3)), rg=False)
+    for other in (f32(np.ones(4), rg=False), f64(np.ones((2, 3)), rg=False), i64(np.ones((2, 3), int)),
+                  f32(np.ones(3), rg=False)):
+        check(lambda L, a, c: getattr(L, name)(a, c), x, other)
+        check(lambda L, a, c: getattr(a, name)(c), x, other)
+    check(lambda L, a, c: getattr(L, name)(a, c), b([True, False]), b([True, True]))
+
+
+@pytest.mark.parametrize("cond", [b(True), b(False), f32(2.5, rg=False), b(np.zeros((2, 0), bool)),
+                                  b([[True, False], [False, True]])])
+def test_where_with_only_a_condition(cond):
+    check(lambda L, c: len(L.where(c)), cond)
+    for i in range(2):
+        check(lambda L, c, i=i: L.where(c)[i] if i < len(L.where(c)) else None, cond)

@@ -345,7 +345,7 @@ def add(input, other, *, alpha=1) -> Tensor:
     tensor([3., 3.])
     """
     if alpha != 1 or type(alpha) is not int:
-        alpha = _checked_alpha(input, other, alpha)
+        alpha = special.checked_alpha(input, other, alpha)
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Add.apply(input, other)  # the common case, without the promotion step
@@ -357,22 +357,10 @@ def _scaled(v, alpha):
     return v * alpha if isinstance(v, _NUMBERS) else mul(v, alpha)
 
 
-def _checked_alpha(input, other, alpha):
-    """``alpha`` as add and sub use it, after PyTorch's checks against the dtype of the result."""
-    a, b = operand(input), operand(other)
-    kind = result_type(a._data if isinstance(a, Tensor) else a, b._data if isinstance(b, Tensor) else b).kind
-    if kind in "biu" and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number. "
-                           "Pass an int alpha, or cast the tensors to a floating dtype first.")
-    if isinstance(alpha, bool) and kind != "b":
-        raise RuntimeError("Boolean alpha only supported for Boolean results. Pass alpha as a number instead.")
-    return bool(alpha) if kind == "b" else alpha  # bool tensors stay bool: alpha only says whether to add
-
-
 def sub(input, other, *, alpha=1) -> Tensor:
     """``input - alpha * other`` (bool operands are an error, as in PyTorch)."""
     if alpha != 1 or type(alpha) is not int:
-        alpha = _checked_alpha(input, other, alpha)
+        alpha = special.checked_alpha(input, other, alpha)
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
@@ -391,7 +379,7 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if alpha != 1 or type(alpha) is not int:
-        alpha = _checked_alpha(input, other, alpha)
+        alpha = special.checked_alpha(input, other, alpha)
         input = input if alpha == 1 else _scaled(input, alpha)
     _no_bool_sub(input, other)
     if isinstance(other, _NUMBERS):
@@ -449,20 +437,6 @@ def neg(input) -> Tensor:
 
 
 negative = neg
-
-
-def positive(input) -> Tensor:
-    """``+x``: ``input`` itself, refused for bool tensors as in PyTorch.
-
-    >>> import trainkit
-    >>> t = trainkit.ones(2)
-    >>> +t is t
-    True
-    """
-    if input._data.dtype.kind == "b":
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported. Convert the tensor first, for "
-                           "example with .int(), or leave the `+` out.")
-    return input
 
 
 def pow(input, exponent) -> Tensor:
@@ -561,7 +535,8 @@ def clamp_max(input, max) -> Tensor:
 def where(condition, input=None, other=None) -> Tensor:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (numbers allowed on either side)."""
     if input is None and other is None:
-        return tuple(Tensor._make(i) for i in xp_of(condition._data).nonzero(condition._data))
+        data = condition._data.reshape(1) if condition._data.ndim == 0 else condition._data  # a 0-d one: as 1-d
+        return tuple(Tensor._make(i.astype("int64", copy=False)) for i in xp_of(data).nonzero(data))
     if not isinstance(condition, Tensor) or condition._data.dtype.kind != "b":
         raise RuntimeError("where expected condition to be a boolean tensor")
     x, y = promote(input, other)

@@ -140,7 +140,7 @@ _METHODS = {
     "__mod__": math.remainder, "__rmod__": _reflected(math.remainder),
     "__pow__": math.pow, "__rpow__": _reflected(math.pow),
     "__matmul__": linalg.matmul, "__rmatmul__": _reflected(linalg.matmul),
-    "__neg__": math.neg, "__pos__": math.positive, "__abs__": math.abs,
+    "__neg__": math.neg, "__pos__": special.positive, "__abs__": math.abs,
     "__eq__": math.eq, "__ne__": math.ne, "__lt__": math.lt, "__le__": math.le, "__gt__": math.gt,
     "__ge__": math.ge, "__and__": special.bitwise_and, "__or__": special.bitwise_or, "__xor__": special.bitwise_xor,
     "__rand__": _reflected(special.bitwise_and), "__ror__": _reflected(special.bitwise_or),

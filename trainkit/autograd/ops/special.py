@@ -82,6 +82,20 @@ logical_or = _compare("logical_or", "logical_or")
 logical_xor = _compare("logical_xor", "logical_xor")
 
 
+def positive(input) -> Tensor:
+    """``+x``: ``input`` itself, refused for bool tensors as in PyTorch.
+
+    >>> import trainkit
+    >>> t = trainkit.ones(2)
+    >>> +t is t
+    True
+    """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported. Convert the tensor first, for "
+                           "example with .int(), or leave the `+` out.")
+    return input
+
+
 def logical_not(input) -> Tensor:
     """True where an element is zero (no gradient)."""
     return Tensor._make(xp_of(input._data).logical_not(input._data))
@@ -183,10 +197,33 @@ def isfinite(input) -> Tensor:
     return Tensor._make(xp_of(input._data).isfinite(input._data))
 
 
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
+    """True where ``|input - other| <= atol + rtol * |other|`` element-wise (no gradient); both tensors of one dtype.
+
+    >>> import trainkit
+    >>> trainkit.isclose(trainkit.tensor([1.0, 2.0]), trainkit.tensor([1.0 + 1e-9, 2.1]))
+    tensor([ True, False])
+    """
+    tensors_only("isclose", input, other)
+    da, db = input._data, other._data
+    if da.dtype != db.dtype:
+        raise RuntimeError(f"{scalar_name(da.dtype)} did not match {scalar_name(db.dtype)}: convert one tensor "
+                           f"to the other's dtype first")
+    xp = xp_of(da)
+    try:
+        return Tensor._make(xp.asarray(xp.isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+    except ValueError as err:  # shapes that do not broadcast
+        raise shape_error("isclose", (da, db), err) from None
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """True when every element of ``input`` is close to ``other``'s (see ``isclose``)."""
-    xp = xp_of(input._data)
-    return bool(xp.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    """True when every element of ``input`` is close to ``other``'s (see ``isclose``).
+
+    >>> import trainkit
+    >>> trainkit.allclose(trainkit.tensor([1.0, 2.0]), trainkit.tensor([1.0, 2.0 + 1e-7]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
 def equal(input, other) -> bool:
@@ -197,6 +234,18 @@ def equal(input, other) -> bool:
 def not_implemented(kernel: str, dtype) -> NotImplementedError:
     """PyTorch's error for a kernel that has no version for ``dtype``: '"abs_cpu" not implemented for 'Bool''."""
     return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(dtype)}\'')
+
+
+def checked_alpha(input, other, alpha):
+    """``alpha`` as add and sub use it, after PyTorch's checks against the dtype of the result."""
+    a, b = operand(input), operand(other)
+    kind = result_type(a._data if isinstance(a, Tensor) else a, b._data if isinstance(b, Tensor) else b).kind
+    if kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number. "
+                           "Pass an int alpha, or cast the tensors to a floating dtype first.")
+    if isinstance(alpha, bool) and kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results. Pass alpha as a number instead.")
+    return bool(alpha) if kind == "b" else alpha  # bool tensors stay bool: alpha only says whether to add
 
 
 def check_int_divisor(b) -> None:
