@@ -271,3 +271,12 @@ def test_where_with_only_a_condition(cond):
     check(lambda L, c: len(L.where(c)), cond)
     for i in range(2):
         check(lambda L, c, i=i: L.where(c)[i] if i < len(L.where(c)) else None, cond)
+
+
+@pytest.mark.parametrize("args", [(5, 0, (3,)), (3, 3, (2,)), (0, (2,)), (-2, (2,)), (5, 5, (0,))])
+def test_randint_with_an_empty_range_is_a_runtime_error(args):
+    check(lambda L: L.randint(*args))
+
+
+def test_randint_of_an_empty_size_still_works():
+    check(lambda L: L.randint(0, 5, (0,)))

@@ -329,6 +329,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     if high is None:
         raise TypeError("randint() needs high and size")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}: pass "
+                           f"randint(low, high, size) with low < high")
     dev = _dev(device)
     dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
     if dt.kind == "b" and high > 2:
