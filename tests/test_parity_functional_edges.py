@@ -29,7 +29,7 @@ def compare(torch, fn, *arrays, grad=(), name=True):
     outs, leaves, errors = {}, {}, {}
     for L in (trainkit, torch):
         ts = [_tensor(L, a, i in grad) for i, a in enumerate(arrays)]
-        leaves[L] = [t for i, t in enumerate(ts) if i in grad]
+        leaves[L] = [t for i, t in enumerate(ts) if i in grad and t.requires_grad]
         try:
             outs[L] = fn(L, *ts)
         except Exception as err:  # noqa: BLE001  (the class is compared)
@@ -170,3 +170,63 @@ def test_cross_entropy_class_indices_stay_one_node(torch):
     out = compare(torch, lambda L, x, t: F(L).cross_entropy(x, t), LOGITS, np.array([0, 1, 2, 1]), grad=(0,))
     assert out.grad_fn.next_functions[0][0] is not None
     assert type(out.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
+
+
+# ------------------------------------------------------------------------------------------ regression losses
+POINTWISE = ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss"]
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+def test_shape_error_comes_before_a_bad_reduction(torch, name):
+    x, t = np.ones((4, 3), np.float32), np.ones((5, 3), np.float32)
+    with pytest.warns(UserWarning):
+        compare(torch, lambda L, x, t: getattr(F(L), name)(x, t, reduction="bad"), x, t)
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"), ("float32", "int64")])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_pointwise_loss_dtypes(torch, name, dtypes, reduction):
+    # huber_loss keeps the input's dtype, the others promote; torch's huber backward refuses mixed dtypes, so
+    # only the forward is compared there
+    rng = np.random.default_rng(6)
+    x, t = (rng.standard_normal((4, 3)) * 2).astype(dtypes[0]), (rng.standard_normal((4, 3)) * 2).astype(dtypes[1])
+    grad = () if name == "huber_loss" else (0, 1)
+    compare(torch, lambda L, x, t: getattr(F(L), name)(x, t, reduction=reduction), x, t, grad=grad)
+
+
+def test_huber_loss_integer_input_with_float_target_raises(torch):
+    compare(torch, lambda L, x, t: F(L).huber_loss(x, t), np.array([1, 2]), np.array([0.5, 1.0], np.float32))
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_mse_loss_gradient_of_huge_differences(torch, reduction):
+    # 2 / n scales the difference before the gradient does, so 2 d need not overflow
+    x = np.array([[3e38, -3e38, -np.inf, 1.0, np.nan]], np.float32).repeat(4, 0)
+    t = np.random.default_rng(7).standard_normal((4, 5)).astype(np.float32)
+    compare(torch, lambda L, x, t: F(L).mse_loss(x, t, reduction=reduction), x, t, grad=(0, 1))
+
+
+# ------------------------------------------------------------------------------------- binary cross-entropy
+@pytest.mark.parametrize("target_dtype", [np.bool_, np.float64, np.int64])
+def test_binary_cross_entropy_target_of_another_dtype_raises(torch, target_dtype):
+    x = np.array([0.2, 0.7, 0.5], np.float32)
+    t = np.array([1, 0, 1]).astype(target_dtype)
+    compare(torch, lambda L, x, t: F(L).binary_cross_entropy(x, t), x, t, grad=(0,))
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "bool"), ("float32", "int64"), ("float64", "float32"),
+                                    ("float32", "float64")])
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+def test_binary_cross_entropy_with_logits_target_dtype(torch, dtypes, reduction):
+    # the loss takes the target's dtype; a bool target cannot be subtracted from 1
+    x = np.array([-1.5, 0.3, 2.0], dtypes[0])
+    t = np.array([1, 0, 1]).astype(dtypes[1])
+    compare(torch, lambda L, x, t: F(L).binary_cross_entropy_with_logits(x, t, reduction=reduction), x, t,
+            grad=(0, 1))
+
+
+def test_binary_cross_entropy_with_logits_bool_pos_weight_raises(torch):
+    x, t = np.array([-1.5, 0.3], np.float32), np.array([1.0, 0.0], np.float32)
+    compare(torch, lambda L, x, t, pw: F(L).binary_cross_entropy_with_logits(x, t, pos_weight=pw), x, t,
+            np.array([True, False]))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.backend import xp_of
-from ..autograd.function import Op
+from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
 from ..autograd.ops.type_names import scalar_name
@@ -57,11 +57,12 @@ class PointwiseLoss(Op):
 
     save_inputs = (0, 1)
 
-    def forward(self, x, y, reduction, param):
+    def forward(self, x, y, reduction, param, dtype=None):
         self.reduction, self.param = reduction, param
         d = x - y
         self.count = d.size
-        return reduce_loss(self.loss(d, param), reduction)
+        loss = self.loss(d, param)
+        return reduce_loss(loss if dtype is None else loss.astype(dtype, copy=False), reduction)
 
     def backward(self, g):
         x, y = self.saved_tensors
@@ -82,6 +83,14 @@ class MseLoss(PointwiseLoss, name="MseLossBackward0"):
     @staticmethod
     def slope(d, param):
         return 2 * d
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        # the factor 2 / count first, as PyTorch does: 2 d alone overflows for d near the dtype's largest value
+        norm = (2 / self.count if self.count else 0) if self.reduction == "mean" else 2
+        gd = norm * (x - y) * g
+        (fx, _), (fy, _) = self.next_functions
+        return (gd if fx is not None else None), (-gd if fy is not None else None)
 
 
 class HuberLoss(PointwiseLoss, name="HuberLossBackward0"):
@@ -114,12 +123,29 @@ class SmoothL1Loss(PointwiseLoss, name="SmoothL1LossBackward0"):
         return (d / beta).clip(-1, 1)
 
 
-def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None) -> Tensor:
-    _warn_if_broadcast(input, target)
+def _check_broadcast(name: str, input: Tensor, target: Tensor) -> None:
+    """PyTorch broadcasts input and target before it reads ``reduction``: a shape error comes first."""
+    try:
+        np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    except ValueError as err:
+        raise shape_error(name, (input._data, target._data), err) from None
+
+
+def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None, keep_dtype: bool = False) -> Tensor:
+    """``keep_dtype``: the loss has the input's dtype whatever the target's (PyTorch's huber_loss writes into a
+    tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
     if x._data.dtype.kind != "f":
         raise NotImplementedError(f'"{cls.kernel}" not implemented for \'{scalar_name(x)}\'')
-    return cls.apply(x, y, reduction=reduction, param=param)
+    dtype = None
+    if keep_dtype and input._data.dtype != x._data.dtype:
+        if input._data.dtype.kind != "f":
+            raise RuntimeError(
+                f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(input)}: "
+                f"pass a floating-point input (input.to({x.dtype}))"
+            )
+        dtype = input._data.dtype
+    return cls.apply(x, y, reduction=reduction, param=param, dtype=dtype)
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
@@ -129,6 +155,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     >>> mse_loss(trainkit.tensor([1.0, 2.0]), trainkit.tensor([0.0, 0.0]))
     tensor(2.5000)
     """
+    _warn_if_broadcast(input, target)
+    _check_broadcast("mse_loss", input, target)
     return _pointwise(MseLoss, input, target, check_reduction(reduction, size_average, reduce))
 
 
@@ -139,8 +167,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     >>> l1_loss(trainkit.tensor([1.0, -3.0]), trainkit.zeros(2))
     tensor(2.)
     """
-    reduction = check_reduction(reduction, size_average, reduce)
     _warn_if_broadcast(input, target)
+    _check_broadcast("l1_loss", input, target)
+    reduction = check_reduction(reduction, size_average, reduce)
     loss = tmath.abs(tmath.sub(input, target))
     return loss if reduction == "none" else (loss.mean() if reduction == "mean" else loss.sum())
 
@@ -152,9 +181,12 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     >>> huber_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
+    _warn_if_broadcast(input, target)
+    _check_broadcast("huber_loss", input, target)
+    reduction = check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _pointwise(HuberLoss, input, target, check_reduction(reduction), delta)
+    return _pointwise(HuberLoss, input, target, reduction, delta, keep_dtype=True)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -165,11 +197,15 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     >>> smooth_l1_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
+    _warn_if_broadcast(input, target)
+    _check_broadcast("smooth_l1_loss", input, target)
+    reduction = check_reduction(reduction, size_average, reduce)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    reduction = check_reduction(reduction, size_average, reduce)
     if beta == 0.0:
-        return l1_loss(input, target, reduction=reduction)
+        with warnings.catch_warnings():  # warned above already
+            warnings.simplefilter("ignore")
+            return l1_loss(input, target, reduction=reduction)
     return _pointwise(SmoothL1Loss, input, target, reduction, beta)
 
 
@@ -236,7 +272,12 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is "
             "deprecated. Please ensure they have the same size."
         )
-    x, t = tmath.promote(input, target)
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"Found dtype {scalar_name(target)} but expected {scalar_name(input)}: binary_cross_entropy needs a "
+            f"target of the input's dtype (target.to({input.dtype}))"
+        )
+    x, t = input, target
     weight = _constant_weight("weight", weight, x, "binary_cross_entropy")
     for name, v in (("input", x), ("target", t)):
         if bool(((v._data < 0) | (v._data > 1)).any()):
@@ -251,9 +292,11 @@ class BinaryCrossEntropyWithLogits(Op, name="BinaryCrossEntropyWithLogitsBackwar
 
     save_inputs = (0, 1)
 
-    def forward(self, x, t, weight, pos_weight, reduction):
+    def forward(self, x, t, weight, pos_weight, reduction, dtype=None):
         sp = _softplus_neg(x)
         loss = (1 - t) * x + (sp if pos_weight is None else (1 + (pos_weight - 1) * t) * sp)
+        if dtype is not None:
+            loss = loss.astype(dtype)
         if weight is not None:
             loss *= weight
         self.reduction, self.count, self.weight, self.pos_weight = reduction, loss.size, weight, pos_weight
@@ -289,8 +332,25 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = check_reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    # PyTorch computes 1 - target (and pos_weight - 1 before it) and writes the loss into that tensor: a bool
+    # operand cannot be subtracted, and the loss takes the target's dtype
+    for name, v in (("pos_weight", pos_weight), ("target", target)):
+        if v is not None and v._data.dtype == np.bool_:
+            raise RuntimeError(
+                f"Subtraction, the `-` operator, with a bool tensor is not supported: binary_cross_entropy_with_logits "
+                f"needs a floating-point {name} ({name}.float())"
+            )
     x, t = tmath.promote(input, target)
+    dtype = None
+    if target._data.dtype != x._data.dtype:
+        if target._data.dtype.kind != "f":
+            raise RuntimeError(
+                f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(target)}: "
+                f"binary_cross_entropy_with_logits needs a floating-point target (target.to({x.dtype}))"
+            )
+        dtype = target._data.dtype
     fn = "binary_cross_entropy_with_logits"
     weight = _constant_weight("weight", weight, x, fn)
     pos_weight = _constant_weight("pos_weight", pos_weight, x, fn)
-    return BinaryCrossEntropyWithLogits.apply(x, t, weight=weight, pos_weight=pos_weight, reduction=reduction)
+    return BinaryCrossEntropyWithLogits.apply(x, t, weight=weight, pos_weight=pos_weight, reduction=reduction,
+                                              dtype=dtype)
