@@ -142,3 +142,10 @@ def test_topk_picks_the_same_tied_indices_as_torch(torch, kind, n, k, largest, s
 
 def test_topk_grad_goes_to_the_picked_ties(torch):
     same(torch, lambda L, x: L.topk(x, 3), [np.array([[1.0, 2.0, 2.0, 2.0, 0.0, 2.0]])])
+
+
+# ----------------------------------------------------------------------------------------------------------- cat
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_gives_skipped_empty_inputs_an_empty_grad(torch, dim):
+    arrays = [np.zeros(0), np.arange(6.0).reshape(2, 3), np.zeros(0)]
+    same(torch, lambda L, a, b, c: L.cat([a, b, c], dim), arrays, dtypes=["float32", "float32", "float64"])

@@ -29,6 +29,9 @@ class Cat(Op, name="CatBackward0"):
 
     def forward(self, *xs, dim):
         self.dim = dim
+        # 1-d empty inputs are skipped (PyTorch's legacy rule) but stay inputs, with an empty gradient
+        self.skipped = [x.shape == (0,) for x in xs] if any(x.shape != (0,) for x in xs) else [False] * len(xs)
+        xs = [x for x, skip in zip(xs, self.skipped) if not skip]
         self.sizes = [x.shape[dim] for x in xs]
         try:
             return xp_of(xs[0]).concatenate(xs, axis=dim)
@@ -41,7 +44,12 @@ class Cat(Op, name="CatBackward0"):
     def backward(self, g):
         lead = (slice(None),) * self.dim
         out, start = [], 0
-        for size in self.sizes:
+        sizes = iter(self.sizes)
+        for skip in self.skipped:
+            if skip:
+                out.append(g.reshape(-1)[:0])
+                continue
+            size = next(sizes)
             out.append(g[lead + (slice(start, start + size),)])
             start += size
         return tuple(out)
@@ -135,10 +143,8 @@ def cat(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    kept = [t for t in tensors if t._data.shape != (0,)]
-    if kept and len(kept) < len(tensors):
-        tensors = kept
-    return Cat.apply(*tensors, dim=tensors[0]._dim(dim))
+    first = next((t for t in tensors if t._data.shape != (0,)), tensors[0])
+    return Cat.apply(*tensors, dim=first._dim(dim))
 
 
 concat = concatenate = cat
