@@ -280,3 +280,17 @@ def test_randint_with_an_empty_range_is_a_runtime_error(args):
 
 def test_randint_of_an_empty_size_still_works():
     check(lambda L: L.randint(0, 5, (0,)))
+
+
+# --- clamp with tensor bounds ---------------------------------------------------------------------------------
+
+CLAMP_SHAPES = [((), (3,), (2, 3)), ((3,), (2, 3), (3,)), ((3,), (3,), (2, 3)), ((), (2, 3), (3,)), ((2, 3), (3,), ())]
+
+
+@pytest.mark.parametrize("shapes", CLAMP_SHAPES)
+@pytest.mark.parametrize("wanted", [(1, 1, 1), (1, 0, 0), (0, 1, 0), (0, 0, 1)])
+def test_clamp_backward_when_the_bounds_broadcast_x_further(shapes, wanted):
+    rng = np.random.default_rng(0)
+    specs = [(rng.standard_normal(s).astype(np.float32), "float32", bool(w)) for s, w in zip(shapes, wanted)]
+    check(lambda L, x, lo, hi: L.clamp(x, lo, hi), *specs)
+    check(lambda L, x, lo, hi: x.clip(min=lo, max=hi), *specs)

@@ -421,8 +421,21 @@ class ClampTensor(Op, name="ClampBackward0"):
             return dual.keep(g, x >= lo), dual.keep(g, x < lo), None
         if lo is None:
             return dual.keep(g, x <= hi), None, dual.keep(g, x > hi)
+        (fx, _), (flo, _), (fhi, _) = self.next_functions
+        _check_in_place_shapes(x, lo, g.shape, fx is not None or flo is not None)
+        _check_in_place_shapes(x, hi, g.shape, fhi is not None)
         return (dual.keep(g, (x >= lo) & (x <= hi)), dual.keep(g, (x < lo) & (lo < hi)),
                 dual.keep(g, (x > hi) | (hi < lo)))
+
+
+def _check_in_place_shapes(x, bound, shape: tuple, wanted: bool) -> None:
+    """PyTorch's clamp backward combines masks in place, starting from the mask of x and one bound: it fails
+    where that mask is smaller than the output (the other bound broadcasts x further)."""
+    first = np.broadcast_shapes(x.shape, bound.shape)
+    if wanted and first != tuple(shape):
+        raise RuntimeError(f"output with shape {list(first)} doesn't match the broadcast shape {list(shape)}: the "
+                           f"gradient of clamp needs x and each bound to broadcast to the output's shape; expand "
+                           f"them first")
 
 
 class ClampMinTensor(ClampTensor, name="ClampMinBackward1"):
