@@ -294,3 +294,23 @@ def test_clamp_backward_when_the_bounds_broadcast_x_further(shapes, wanted):
     specs = [(rng.standard_normal(s).astype(np.float32), "float32", bool(w)) for s, w in zip(shapes, wanted)]
     check(lambda L, x, lo, hi: L.clamp(x, lo, hi), *specs)
     check(lambda L, x, lo, hi: x.clip(min=lo, max=hi), *specs)
+
+
+# --- unsigned dtypes ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("np_dtype", [np.uint16, np.uint32, np.uint64])
+def test_from_numpy_keeps_wide_unsigned_dtypes(np_dtype):
+    array = np.arange(3, dtype=np_dtype)
+    check(lambda L: L.from_numpy(array.copy()))
+    check(lambda L: L.from_numpy(array.copy()).type().rsplit(".", 1)[-1])
+    check(lambda L: L.from_numpy(array.copy()).float())
+    check(lambda L: L.from_numpy(array.copy()) == 1)
+    check(lambda L: L.from_numpy(array.copy()) + L.tensor([1, 2, 3]))
+
+
+@pytest.mark.parametrize("name", ["uint16", "uint32", "uint64"])
+def test_wide_unsigned_dtypes_make_tensors(name):
+    check(lambda L: L.zeros(2, dtype=getattr(L, name)))
+    check(lambda L: L.tensor([1, 2], dtype=getattr(L, name)).to(L.int64))
+    check(lambda L: str(getattr(L, name)).rsplit(".", 1)[-1])

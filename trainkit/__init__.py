@@ -24,6 +24,9 @@ from .autograd.backend import (
     set_default_device,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .autograd.creation import (  # noqa: E402
     arange,
