@@ -262,3 +262,9 @@ def test_inplace_with_a_wider_operand_gives_its_grad_in_its_own_dtype(torch, nam
         return out, x.grad, y.grad, z.grad
 
     same(torch, run)
+
+
+@pytest.mark.parametrize("call", ["clamp_min_", "clamp_max_", "clamp_", "clamp_min", "clamp", "clamp_max"])
+@pytest.mark.parametrize("bound", [True, 1, -0.5])
+def test_clamping_bools_to_a_number(torch, call, bound):
+    same(torch, lambda lib: getattr(lib.tensor([True, False]), call)(bound))
