@@ -314,3 +314,11 @@ def test_wide_unsigned_dtypes_make_tensors(name):
     check(lambda L: L.zeros(2, dtype=getattr(L, name)))
     check(lambda L: L.tensor([1, 2], dtype=getattr(L, name)).to(L.int64))
     check(lambda L: str(getattr(L, name)).rsplit(".", 1)[-1])
+
+
+def test_as_tensor_of_a_tensor_converts_in_the_graph():
+    x = f32([[1.5, -2.0, 0.5], [3.0, 0.0, 2.0]])
+    check(lambda L, a: L.as_tensor(a, dtype=L.float64), x)
+    check(lambda L, a: L.as_tensor(a, dtype=L.float64, device="cpu"), x)
+    check(lambda L, a: L.as_tensor(a) is a, x)
+    check(lambda L, a: L.as_tensor(a, dtype=L.int64), x)

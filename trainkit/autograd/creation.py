@@ -139,6 +139,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         return data
     if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or to_dtype(dtype).np == data.dtype):
         return Tensor._make(data)
+    if isinstance(data, Tensor):  # as PyTorch: a conversion that stays in the graph (ToCopyBackward0)
+        return data.to(device=data.device if device is None else device, dtype=dtype)
     return tensor(data, dtype=dtype, device=device)
 
 
