@@ -1,0 +1,131 @@
+"""The explorer's page in a real headless Chromium: it renders every node, names parameters, shows a node's saved
+tensors and the engine's steps, and raises no script error.
+
+Chromium is driven from the command line (``--dump-dom`` after the page's script ran, ``--screenshot``); the page
+writes any script error into ``#errors`` and its outcome into ``#status``, since the console is not in the dump.
+The tests skip, saying why, where Chromium is not installed (``apt-get install chromium``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import trainkit as torch
+from trainkit import nn
+from trainkit.autograd.explore import explore, record
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+if CHROMIUM is None:
+    print("chromium not installed: the explorer's browser tests skip (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
+
+
+def chromium(tmp_path: Path, url: str, *args: str) -> str:
+    """Run headless Chromium on ``url`` with its own profile folder; returns what it printed (the DOM)."""
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    command = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--mute-audio",
+               f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args, url]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def dom(tmp_path: Path, page: Path, fragment: str = "") -> str:
+    return chromium(tmp_path, page.as_uri() + fragment, "--dump-dom")
+
+
+def status(html: str) -> dict:
+    tag = re.search(r'<div id="status"([^>]*)>', html).group(1)
+    return dict(re.findall(r'data-([a-z]+)="([^"]*)"', tag))
+
+
+def errors(html: str) -> str:
+    return re.search(r'<pre id="errors">(.*?)</pre>', html, re.S).group(1)
+
+
+def mlp_page(tmp_path: Path) -> Path:
+    """An MLP's loss (11 nodes: MeanBackward0, PowBackward0, two AddmmBackward0 with their TBackward0, one
+    TanhBackward0 and four leaves), recorded through backward."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 10), nn.Tanh(), nn.Linear(10, 1))
+    x = torch.randn(8, 3)
+    h = net[0](x)
+    h.retain_grad()
+    loss = net[2](net[1](h)).pow(2).mean()
+    with record() as rec:
+        loss.backward()
+    path = tmp_path / "mlp.html"
+    explore(loss, net, path=path, trace=rec, title="mlp")
+    return path
+
+
+def test_the_page_renders_every_node_with_parameter_names(tmp_path):
+    html = dom(tmp_path, mlp_page(tmp_path))
+    assert errors(html).strip() == ""
+    state = status(html)
+    assert state["state"] == "ok" and state["nodes"] == "11" and state["edges"] == "10"
+    assert len(re.findall(r'<g class="node ', html)) == 11
+    labels = re.findall(r'<text x="8" y="14" class="label">([^<]*)</text>', html)
+    assert {"0.weight", "0.bias", "2.weight", "2.bias", "MeanBackward0", "TanhBackward0"} <= set(labels)
+    assert set(re.findall(r'data-module="([^"]*)"', html)) == {"0", "2"}
+    assert re.search(r'class="edge ?[a-z ]*"', html) and "‖g‖" in html  # gradient norms on the edges
+
+
+def test_a_node_in_the_fragment_shows_its_details(tmp_path):
+    page = mlp_page(tmp_path)
+    html = dom(tmp_path, page, "#node=2")  # the output layer's AddmmBackward0
+    details = re.search(r'<section id="details" data-node="2">(.*?)</section>', html, re.S).group(1)
+    assert 'id="detail-title">AddmmBackward0<' in details
+    assert "next_functions" in details and "2.bias" in details and "saved tensors" in details
+    assert "_version saved → now" in details
+
+
+def test_a_stale_saved_tensor_is_drawn_in_red(tmp_path):
+    x = torch.ones(3, requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    page = tmp_path / "stale.html"
+    explore(y.sum(), {"x": x}, path=page)
+    html = dom(tmp_path, page, "#node=2")  # SumBackward0, AddBackward0 (the add_), ExpBackward0
+    assert re.search(r'<g class="node op stale[^"]*"[^>]*data-name="ExpBackward0"', html)
+    assert re.search(r'<tr class="stale">.*?0 → 1 STALE', html, re.S)
+    assert errors(html).strip() == ""
+
+
+def test_stepping_through_the_engine_order(tmp_path):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * 2 + w * 3).sum()
+    with record() as rec:
+        loss.backward()
+    page = tmp_path / "steps.html"
+    explore(loss, {"w": w}, path=page, trace=rec)
+    html = dom(tmp_path, page, "#step=4")
+    info = re.search(r'<p id="step-info" class="mono">(.*?)</p>', html, re.S).group(1)
+    assert info.startswith("step 5 / 5") and "gradients summed here" in info
+    assert len(re.findall(r'<g class="node [^"]*\bdone\b', html)) == 4
+    assert len(re.findall(r'<g class="node [^"]*\bcurrent\b', html)) == 1
+
+
+def test_a_page_of_1000_nodes_renders(tmp_path):
+    torch.manual_seed(0)
+    net = nn.Sequential(*[m for _ in range(200) for m in (nn.Linear(4, 4), nn.Tanh())])
+    loss = net(torch.randn(2, 4)).sum()
+    with record() as rec:
+        loss.backward()
+    page = tmp_path / "big.html"
+    explore(loss, net, path=page, trace=rec)
+    assert page.stat().st_size < 2_000_000
+    html = dom(tmp_path, page)
+    assert errors(html).strip() == "" and int(status(html)["nodes"]) >= 1000
+
+
+def test_a_screenshot_shows_the_page(tmp_path):
+    shot = tmp_path / "mlp.png"
+    chromium(tmp_path, mlp_page(tmp_path).as_uri() + "#node=2", f"--screenshot={shot}", "--window-size=1400,900")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn page, not a blank one
