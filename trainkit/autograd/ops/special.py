@@ -375,7 +375,7 @@ class Clamp(Op, name="ClampBackward1"):
     save_inputs = (0,)
 
     def forward(self, x, lo, hi):
-        if x.dtype.kind == "b":  # PyTorch has no kernel that clamps bools to a number
+        if x.dtype.kind == "b" and {type(b) for b in (lo, hi) if b is not None} == {bool}:  # no kernel in PyTorch
             which = "clamp" if lo is not None and hi is not None else ("clamp_max" if lo is None else "clamp_min")
             raise NotImplementedError(f'"{which}_scalar_cpu" not implemented for \'Bool\'')
         self.lo, self.hi = lo, hi
