@@ -61,7 +61,9 @@ def compare(torch, fn, *arrays, grad=(), name=True):
         assert errs[0] == errs[1]
         if errs[0] is None:
             for x, y in zip(leaves[trainkit], leaves[torch]):
-                assert _close(x.grad.numpy(), y.grad.numpy(), dtype), (x.grad, y.grad)
+                assert (x.grad is None) == (y.grad is None)
+                if y.grad is not None:
+                    assert _close(x.grad.numpy(), y.grad.numpy(), dtype), (x.grad, y.grad)
     return a
 
 
@@ -230,3 +232,59 @@ def test_binary_cross_entropy_with_logits_bool_pos_weight_raises(torch):
     x, t = np.array([-1.5, 0.3], np.float32), np.array([1.0, 0.0], np.float32)
     compare(torch, lambda L, x, t, pw: F(L).binary_cross_entropy_with_logits(x, t, pos_weight=pw), x, t,
             np.array([True, False]))
+
+
+# ------------------------------------------------------------------------------------------------ normalisation
+@pytest.mark.parametrize("dtypes", [
+    ("float64", "float32", None), ("float64", "float32", "float32"), ("float64", "float32", "float64"),
+    ("float32", "float64", None), ("float32", "float64", "float32"), ("float32", "float32", "float64"),
+    ("float64", None, "float32"),
+])
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_mixed_dtypes_raise(torch, dtypes, training):
+    x_dtype, stats_dtype, weight_dtype = dtypes
+    if stats_dtype is None and not training:
+        pytest.skip("evaluation needs running statistics")
+    x = np.random.default_rng(8).standard_normal((2, 3, 4)).astype(x_dtype)
+    mean = np.zeros(3, stats_dtype or "float32")
+    var = np.ones(3, stats_dtype or "float32")
+    w = np.ones(3, weight_dtype or "float32")
+
+    def fn(L, x, m, v, w):
+        return F(L).batch_norm(x, m if stats_dtype else None, v if stats_dtype else None,
+                               weight=w if weight_dtype else None, training=training)
+
+    compare(torch, fn, x, mean, var, w, grad=(0,))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_edge_gradients(torch, training):
+    # an overflowing sum(g (x - mean)) gives nan, and a zero invstd does not hide it
+    x = np.array([[3e38, 1.0, -1e-30], [0.0, -3e38, 0.0], [-0.52, -1.0, -1e-30], [2.05, 0.55, 4.65]], np.float32)
+    m, v = np.array([-1.2, 1.1, 2.3], np.float32), np.array([2.1, 1.5, 2.9], np.float32)
+    w, b = np.array([0.5, -2.0, 1.5], np.float32), np.array([0.1, 0.2, 0.3], np.float32)
+    compare(torch, lambda L, x, m, v, w, b: F(L).batch_norm(x, m, v, w, b, training=training), x, m, v, w, b,
+            grad=(0, 3, 4))
+
+
+EDGE_ROWS = {
+    "float32": [[3e38, 1.97, -0.70], [NAN, -0.14, 1.0], [1.82, 1.0, -0.32], [-1.0, 3e38, -0.03], [3e38, -3e38, 1.0],
+                [1e20, -1e20, 0.0], [2e19, 2e19, 2e19], [-INF, 0.5, 1.0]],
+    "float64": [[1e300, 1.97, -0.70], [1e160, 1e160, 0.0], [1e300, -1e300, 1.0], [1.82, 1.0, -0.32]],
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm_edge_rows(torch, dtype, affine):
+    # nan where PyTorch's one-pass statistics overflow (a huge mean, or values too far apart), else as usual
+    x = np.array(EDGE_ROWS[dtype], dtype)
+    w, b = np.array([0.5, -2.0, 1.5], dtype), np.array([0.1, 0.2, 0.3], dtype)
+    compare(torch, lambda L, x, w, b: F(L).layer_norm(x, (3,), w if affine else None, b if affine else None),
+            x, w, b, grad=(0, 1, 2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_group_norm_edge_rows(torch, dtype):
+    x = np.array(EDGE_ROWS[dtype], dtype).reshape(-1, 3, 1)
+    compare(torch, lambda L, x: F(L).group_norm(x, 1), x, grad=(0,))

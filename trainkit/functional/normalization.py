@@ -34,11 +34,21 @@ def _moments(x, axes: tuple, inv_n: float, eps: float):
     """Mean and 1 / sqrt(biased var + eps) of the array ``x`` over ``axes`` (kept as size-1 dimensions).
 
     Sums times 1/n rather than ``mean``, so that an empty group gives no warning (its output is empty anyway)."""
+    xp = xp_of(x)
     mean = x.sum(axis=axes, keepdims=True) * inv_n
     d = x - mean
-    var = (d * d).sum(axis=axes, keepdims=True) * inv_n
+    with np.errstate(over="ignore", invalid="ignore"):
+        var = (d * d).sum(axis=axes, keepdims=True) * inv_n
+        # PyTorch's one-pass (Welford) statistics turn nan where the mean's square overflows, or where the values
+        # are so far apart that a step between them overflows; two passes would give a finite answer there
+        lost = ~xp.isfinite(mean * mean)
+        wide = ~xp.isfinite(var)
+        if wide.any():
+            lost |= wide & ~xp.isfinite(x.max(axis=axes, keepdims=True) - x.min(axis=axes, keepdims=True))
     with np.errstate(divide="ignore"):  # eps = 0 on a constant group: rstd = inf, out = nan, as in PyTorch
-        rstd = 1 / xp_of(x).sqrt(var + eps)
+        rstd = 1 / xp.sqrt(var + eps)
+    if lost.any():
+        rstd = xp.where(lost, xp.nan, rstd)
     return mean, rstd.astype(x.dtype, copy=False)
 
 
@@ -264,10 +274,10 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 class BatchNorm(Op, name="NativeBatchNormBackward0"):
     """Per channel (dimension 1), over the other dimensions (n values):
     out = w * xhat + b, xhat = (x - mean) * invstd, invstd = 1 / sqrt(var + eps).
-    Training: mean and (biased) var of the batch, and
-        dx = w * invstd * (g - sum(g) / n - xhat * sum(g * xhat) / n).
+    Training: mean and (biased) var of the batch, and with dotp = sum(g * (x - mean)),
+        dx = w * invstd * (g - sum(g) / n - (x - mean) * dotp * invstd^2 / n).
     Evaluation: the running statistics, constants:  dx = g * w * invstd.
-    Both:  dw = sum(g * xhat),  db = sum(g)."""
+    Both:  dw = dotp * invstd (= sum(g * xhat)),  db = sum(g)."""
 
     save_inputs = (0, 1)
 
@@ -307,21 +317,26 @@ class BatchNorm(Op, name="NativeBatchNormBackward0"):
         axes, n = self.axes, self.n
         if self.training and isinstance(x, Tensor):
             # with create_graph the batch statistics are functions of x: recompute them differentiably
-            mean = x.mean(axis=axes, keepdims=True)
-            xc = x - mean
+            xc = x - x.mean(axis=axes, keepdims=True)
             invstd = ((xc * xc).mean(axis=axes, keepdims=True) + self.eps) ** -0.5
         else:
             mean, invstd = self.extra
-            xc = None  # only needed for xhat
+            xc = None
         batch_dx = fx is not None and self.training
         gsum = g.sum(axis=axes, keepdims=True) if fb is not None or batch_dx else None
-        xhat = (x - mean if xc is None else xc) * invstd if fw is not None or batch_dx else None
-        gxhat = (g * xhat).sum(axis=axes, keepdims=True) if xhat is not None else None
+        # PyTorch's order: dotp = sum(g (x - mean)) first, scaled by invstd after, so that an overflowing dotp (or a
+        # zero invstd) gives the same nan or zero there and here
+        dotp = None
+        if fw is not None or batch_dx:
+            if xc is None:
+                xc = x - mean
+            dotp = (g * xc).sum(axis=axes, keepdims=True)
         dx = None
         if fx is not None:
             scale = invstd if weight is None else invstd * weight.reshape(self.shape)
-            dx = (g - gsum / n - xhat * (gxhat / n)) * scale if self.training else g * scale
-        return dx, (gxhat.reshape(-1) if fw is not None else None), (gsum.reshape(-1) if fb is not None else None)
+            dx = (g - gsum / n - xc * (dotp * invstd * invstd / n)) * scale if self.training else g * scale
+        dw = (dotp * invstd).reshape(-1) if fw is not None else None
+        return dx, dw, (gsum.reshape(-1) if fb is not None else None)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
@@ -352,6 +367,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var))
     out = BatchNorm.apply(
         input, weight, bias,
         running_mean=None if running_mean is None else running_mean._data,
