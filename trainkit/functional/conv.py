@@ -7,6 +7,9 @@ gradient scatters ``W2d^T @ g`` back with col2im.
 With ``create_graph`` the backward formulas run on Tensors and are made of differentiable ops themselves:
 ``unfold`` / ``fold`` (each the other's adjoint), matrix products, and indexing. So double backward works through
 every function here.
+
+Stride-1 3x3 convolutions of large enough layers take Winograd's algorithm instead (``winograd.py``, chosen by
+``winograd.choose``); their backward with ``create_graph`` still runs the differentiable im2col formulas.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ..autograd import grad_mode
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
+from . import winograd
 from .im2col import Col2Im, Geometry, Im2Col, col2im, col2im_batch, geometry, im2col, im2col_batch, pair
 
 __all__ = ["conv2d", "fold", "unfold"]
@@ -44,6 +48,11 @@ class Convolution(Op, name="ConvolutionBackward0"):
         self.geom, self.groups, self.x_shape, self.w_shape = geom, groups, x.shape, w.shape
         n, oc = x.shape[0], w.shape[0]
         oh, ow = geom.out
+        self.algorithm = winograd.choose(x, w.shape, geom, groups)
+        winograd.ALGORITHMS_RUN[self.algorithm] += 1
+        if self.algorithm == "winograd":
+            self.extra = None  # the backward transforms x again, a slice of the batch at a time
+            return winograd.forward(x, w, b, geom)
         if groups == 1:
             col = im2col_batch(x, geom)
             out2d = w.reshape(oc, -1) @ col  # (OC, N*OH*OW)
@@ -69,6 +78,9 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc, oh, ow = g.shape
         groups, geom = self.groups, self.geom
         kh, kw = geom.kernel
+        if self.algorithm == "winograd" and not isinstance(g, Tensor):
+            return winograd.backward(xp_of(g).ascontiguousarray(g), x, w, self.x_shape, geom, fx is not None,
+                                     fw is not None, fb is not None)
         if groups == 1 and not isinstance(g, Tensor):
             return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None)
         if not isinstance(g, Tensor):
