@@ -149,3 +149,35 @@ def test_topk_grad_goes_to_the_picked_ties(torch):
 def test_cat_gives_skipped_empty_inputs_an_empty_grad(torch, dim):
     arrays = [np.zeros(0), np.arange(6.0).reshape(2, 3), np.zeros(0)]
     same(torch, lambda L, a, b, c: L.cat([a, b, c], dim), arrays, dtypes=["float32", "float32", "float64"])
+
+
+# ------------------------------------------------------------------------------------------- cumprod, prod, cumsum
+PRODUCT_ROWS = np.array(
+    [
+        [1.5, 0.0, 2.0, -3.0, 0.5],
+        [0.0, 2.0, 0.0, 1.0, 4.0],
+        [-3e38, -1.2, 0.0, 3e38, 1.7],
+        [0.8, np.inf, np.inf, 0.4, -np.inf],
+        [1.9, 0.6, 0.0, np.nan, 0.0],
+        [1e-30, 2.6, -3e38, 0.0, 1.2],
+    ],
+    dtype=np.float32,
+)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_values_and_grads_at_zeros_infinities_and_overflow_match_torch(torch, dim):
+    same(torch, lambda L, x: L.cumprod(x, dim), [PRODUCT_ROWS])
+    same(torch, lambda L, x: L.cumprod(x, dim, dtype=L.float64), [PRODUCT_ROWS])
+
+
+def test_cumsum_runs_float32_in_double_as_torch(torch):
+    same(torch, lambda L, x: L.cumsum(x, 0), [np.array([3e38, 3e38, -3e38, 1.0], dtype=np.float32)])
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), (-1, False)])
+def test_prod_grads_with_zeros_nan_and_inf_match_torch(torch, dim, keepdim):
+    fn = (lambda L, x: x.prod()) if dim is None else (lambda L, x: x.prod(dim, keepdim=keepdim))
+    same(torch, fn, [PRODUCT_ROWS])
+    same(torch, fn, [PRODUCT_ROWS[:2]])
+    same(torch, fn, [np.array([[2.0, 0.0, np.inf], [1.0, 3.0, 2.0]])])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import to_dtype, xp_of
+from ..backend import dtype_of, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -18,16 +18,26 @@ from .shape import cat_grads
 __all__ = ["cumprod", "cumsum", "prod"]
 
 
+def _running(kind: str, x, axis: int, dtype=None):
+    """cumsum or cumprod of an array into ``dtype`` (x's when None). Half and single precision run in double and
+    are rounded at each step's output, as PyTorch's CPU kernels do: a partial result past float32's range does not
+    stay inf when later elements bring it back."""
+    target = np.dtype(dtype or x.dtype)
+    acc = np.float64 if target in (np.float32, np.float16) else target
+    out = getattr(xp_of(x), kind)(x, axis=axis, dtype=acc)
+    return out if out.dtype == target else out.astype(target)
+
+
 def _cumsum(v, axis: int):
     if isinstance(v, Tensor):
         return Cumsum.apply(v, dim=axis, dtype=None)
-    return xp_of(v).cumsum(v, axis=axis)
+    return _running("cumsum", v, axis)
 
 
 def _cumprod(v, axis: int):
     if isinstance(v, Tensor):
-        return Cumprod.apply(v, dim=axis)
-    return xp_of(v).cumprod(v, axis=axis)
+        return Cumprod.apply(v, dim=axis, dtype=None)
+    return _running("cumprod", v, axis)
 
 
 def _ones_like(v):
@@ -58,15 +68,24 @@ class Cumsum(Op, name="CumsumBackward0"):
     """out_i = x_0 + ... + x_i along ``dim``.   dx_i = g_i + ... + g_last (a reversed running sum)."""
 
     def forward(self, x, dim, dtype):
-        self.dim = dim
+        self.dim, self.in_dtype = dim, x.dtype
         if x.ndim == 0:
             return x.astype(dtype) if dtype is not None else x.copy()
-        return xp_of(x).cumsum(x, axis=dim, dtype=dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _running("cumsum", x, dim, dtype)
 
     def backward(self, g):
+        g = _in_dtype(g, self.in_dtype)
         if g.ndim == 0:
             return g
         return flip_grads(_cumsum(flip_grads(g, (self.dim,)), self.dim), (self.dim,))
+
+
+def _in_dtype(g, dt):
+    """``g`` cast to the input's dtype: PyTorch runs the backward of cumsum and cumprod with dtype= in it."""
+    if dual.data(g).dtype == dt:
+        return g
+    return g.to(dtype_of(dt)) if isinstance(g, Tensor) else g.astype(dt)
 
 
 def _int_to_long(input: Tensor, dtype):
@@ -91,20 +110,23 @@ class Cumprod(Op, name="CumprodBackward0"):
     save_inputs = (0,)
     save_output = True
 
-    def forward(self, x, dim):
+    def forward(self, x, dim, dtype):
         self.dim = dim
         if x.ndim == 0:
-            return x.copy()
-        return xp_of(x).cumprod(x, axis=dim)
+            return x.astype(dtype) if dtype is not None else x.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _running("cumprod", x, dim, dtype)
 
     def backward(self, g):
         x, out = self.saved_tensors
-        if g.ndim == 0:
-            return g
-        d = self.dim
         xd = dual.data(x)
-        if not isinstance(g, Tensor) and xd.size and bool((xd != 0).all()):
-            return flip_grads(_cumsum(flip_grads(g * out, (d,)), d), (d,)) / x
+        d = self.dim
+        g = _in_dtype(g, xd.dtype)
+        if xd.size <= 1 or xd.shape[d] == 1:
+            return g
+        if not isinstance(g, Tensor):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return _cumprod_grad(g, xd, out, d)
         n = xd.shape[d]
         nd = xd.ndim
         order = tuple(a for a in range(nd) if a != d) + (d,)
@@ -121,12 +143,39 @@ class Cumprod(Op, name="CumprodBackward0"):
         return dual.permute(dx, back)
 
 
+def _cumprod_grad(g, x, out, d: int):
+    """PyTorch's O(n) gradient of cumprod on arrays: before the first zero, the reversed running sum of g * out
+    divided by x; at the first zero, the product before it times sum_j g_j prod_{z < k <= j} x_k up to the second
+    zero; after it, 0."""
+    xp = xp_of(x)
+    w = out * g
+    is_zero = x == 0
+    if not is_zero.any():
+        return _reversed_cumsum(w, d) / x
+    zeros_so_far = xp.cumsum(is_zero, axis=d)
+    before = zeros_so_far == 0
+    grad = xp.where(before, _reversed_cumsum(xp.where(before, w, 0), d) / x, 0).astype(x.dtype)
+    one_zero = zeros_so_far == 1
+    first = one_zero & is_zero
+    between = one_zero & ~first
+    kept = _cumprod(xp.where(between, x, 1).astype(x.dtype), d)
+    sums = (kept * xp.where(one_zero, g, 0)).sum(axis=d, keepdims=True)
+    lead = (slice(None),) * d
+    prev = xp.concatenate([xp.ones_like(out[lead + (slice(0, 1),)]), out[lead + (slice(0, -1),)]], axis=d)
+    at_first = xp.take_along_axis(prev, xp.expand_dims(xp.argmax(first, axis=d), d), axis=d)
+    return xp.where(first, sums * at_first, grad)
+
+
+def _reversed_cumsum(v, d: int):
+    return flip_grads(_cumsum(flip_grads(v, (d,)), d), (d,))
+
+
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running products along ``dim``; integers and bools multiply to int64."""
     np_dtype = _int_to_long(input, dtype)
-    if np_dtype is not None and input._data.dtype != np_dtype:
-        input = input.to(to_dtype(np_dtype) if dtype is None else dtype)
-    return Cumprod.apply(input, dim=input._dim(dim))
+    if np_dtype is not None and input._data.dtype == np_dtype:
+        np_dtype = None
+    return Cumprod.apply(input, dim=input._dim(dim), dtype=np_dtype)
 
 
 class ProdAll(Op, name="ProdBackward0"):
@@ -136,24 +185,27 @@ class ProdAll(Op, name="ProdBackward0"):
 
     def forward(self, x, dim, keepdim):
         self.dim, self.keepdim, self.in_shape = dim, keepdim, x.shape
-        return x.prod(axis=dim, keepdims=keepdim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x.prod(axis=dim, keepdims=keepdim)
 
     def backward(self, g):
         (x,) = self.saved_tensors
         if not self.in_shape:
             return g
         xd = dual.data(x)
-        if not isinstance(g, Tensor) and bool((xd != 0).all()):  # no zero: out / x, as PyTorch (nan at an inf)
-            out = xd.prod(axis=self.dim, keepdims=True)
-            axes = None if self.dim is None else (self.dim,)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return dual.keep_dims(g, self.in_shape, axes, self.keepdim) * (out / xd)
-        if self.dim is None:
-            others = _prod_others(x.reshape(-1), 0).reshape(self.in_shape) if len(self.in_shape) else _ones_like(x)
-        else:
-            others = _prod_others(x, self.dim)
         axes = None if self.dim is None else (self.dim,)
-        return dual.keep_dims(g, self.in_shape, axes, self.keepdim) * others
+        g = dual.keep_dims(g, self.in_shape, axes, self.keepdim)
+        if not isinstance(g, Tensor):
+            zeros = int((xd == 0).sum())
+            if not zeros:  # out / x, as PyTorch (nan at an inf)
+                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                    return g * (xd.prod(axis=self.dim, keepdims=True) / xd)
+            if zeros > 1 and self.dim is None:  # every product of the others holds a zero
+                return xp_of(xd).zeros_like(xd)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if self.dim is None:
+                return g * _prod_others(x.reshape(-1), 0).reshape(self.in_shape)
+            return g * _prod_others(x, self.dim)
 
 
 class ProdDim(ProdAll, name="ProdBackward1"):
