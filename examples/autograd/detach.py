@@ -1,7 +1,7 @@
 """detach(): a leaf that shares storage (and _version) with the original tensor, and stops the gradient.
 
 Run: python examples/autograd/detach.py [FOLDER]
-In the page, click MulBackward0: its saved tensors are w and the detached copy, which shares storage with w.
+In the page, click MulBackward0: it saved the detached copy (w's gradient needs it), which shares storage with w.
 """
 
 import sys

@@ -206,10 +206,14 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
     for i, node in enumerate(nodes):
         entries, freed = saved_info[i]
         saved = []
-        for tensor, shape, dtype, nbytes, version, counter, _ in entries:
+        arrays: dict = {}
+        for tensor, shape, dtype, nbytes, version, counter, array_id in entries:
             now = counter[0]
             item = {"shape": list(shape), "dtype": dtype, "bytes": nbytes, "saved_version": version,
                     "version": now, "stale": now != version, "freed": freed}
+            if array_id in arrays:  # h * h saves h twice: one array, held once
+                item["same_as"] = arrays[array_id]
+            arrays.setdefault(array_id, len(saved))
             if type(tensor) is SavedOutput:
                 item["what"] = f"output {tensor.nr} of this node"
             elif isinstance(tensor, Tensor):
