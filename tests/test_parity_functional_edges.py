@@ -288,3 +288,17 @@ def test_layer_norm_edge_rows(torch, dtype, affine):
 def test_group_norm_edge_rows(torch, dtype):
     x = np.array(EDGE_ROWS[dtype], dtype).reshape(-1, 3, 1)
     compare(torch, lambda L, x: F(L).group_norm(x, 1), x, grad=(0,))
+
+
+# ------------------------------------------------------------------------------------------------- activations
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("values", [
+    [INF, 3e38, 2e38, 1.7e38, -3e38, -INF, 1.0, NAN, -1e-30, 0.0],
+    [INF], [3e38], [-INF],
+])
+def test_gelu_edge_values(torch, dtype, approximate, values):
+    # float32 tensors of two or more elements go through PyTorch's vectorised kernel: nan at +-inf, and overflow
+    # from half the largest float on; one element, float64 and the tanh form keep x at +inf
+    x = np.array(values, dtype)
+    compare(torch, lambda L, x: F(L).gelu(x, approximate=approximate), x, grad=(0,))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math as _math
 import warnings
 
+import numpy as np
+
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
@@ -173,9 +175,18 @@ class Gelu(Op, name="GeluBackward0"):
 
     def forward(self, x, approximate):
         self.approximate = approximate
+        xp = xp_of(x)
         if approximate == "tanh":
-            return 0.5 * x * (1 + xp_of(x).tanh(_K * x * (1 + _C * x * x)))
-        return 0.5 * x * (1 + erf(x * _SQRT_HALF))
+            return 0.5 * x * (1 + xp.tanh(_K * x * (1 + _C * x * x)))
+        if x.dtype != xp.float32 or x.size < 2:
+            return 0.5 * x * (1 + erf(x * _SQRT_HALF))
+        # PyTorch's vectorised float32 kernel (any tensor of two or more elements) halves last, so x (1 + erf)
+        # overflows beyond half the largest float, and its erf is nan at +-inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = x * (1 + erf(x * _SQRT_HALF))
+        out *= 0.5
+        out[xp.isinf(x)] = xp.nan
+        return out
 
     def backward(self, g):
         (x,) = self.saved_tensors
