@@ -302,3 +302,12 @@ def test_gelu_edge_values(torch, dtype, approximate, values):
     # from half the largest float on; one element, float64 and the tanh form keep x at +inf
     x = np.array(values, dtype)
     compare(torch, lambda L, x: F(L).gelu(x, approximate=approximate), x, grad=(0,))
+
+
+# ---------------------------------------------------------------------------------------------------- pooling
+@pytest.mark.parametrize("shape", [(2, 4, 6, 6), (4, 6, 6)])
+@pytest.mark.parametrize("size", [0, (0, 3), (3, 0), (2, 3)])
+def test_adaptive_avg_pool2d_empty_output_has_no_backward(torch, shape, size):
+    # the forward gives an empty result; PyTorch's backward refuses it with a RuntimeError
+    x = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
+    compare(torch, lambda L, x: F(L).adaptive_avg_pool2d(x, size), x, grad=(0,))

@@ -313,6 +313,14 @@ class AdaptiveAvgPool2D(Op, name="AdaptiveAvgPool2DBackward0"):
         return out
 
     def backward(self, g):
+        shape = tuple(g.shape)
+        for dim in range(1, len(shape)):  # PyTorch's backward refuses an empty output (its forward allows it)
+            if shape[dim] == 0:
+                raise RuntimeError(
+                    "adaptive_avg_pool2d_backward(): Expected grad_output to have non-zero size for non-batch "
+                    f"dimensions, but grad_output has sizes {list(shape)} with dimension {dim} being empty: an output "
+                    "size of 0 has no gradient, pool to at least 1"
+                )
         rows, cols = constant_like(g, self.rows.T), constant_like(g, self.cols.T)
         return _sandwich(g / constant_like(g, self.sizes), rows, cols)
 
