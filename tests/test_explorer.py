@@ -337,3 +337,20 @@ def test_array_norms_survive_tiny_values():
     from trainkit.autograd.explore import _norm
 
     assert _norm(np.full(4, 1e-30, dtype=np.float32)) == pytest.approx(2e-30)
+
+
+def test_the_recorder_does_not_keep_saved_activations_alive():
+    import gc
+    import weakref
+
+    w = torch.ones(1000, requires_grad=True)
+    x = torch.ones(1000) * 2  # saved by MulBackward0 for w's gradient
+    alive = weakref.ref(x)
+    loss = (w * x).sum()
+    del x
+    with record() as rec:
+        loss.backward()
+    gc.collect()
+    assert alive() is None  # backward freed it, and the recorder did not hold on to it
+    mul = by_name(collect(loss, trace=rec), "MulBackward0")[0]
+    assert mul["saved"][0]["shape"] == [1000] and mul["saved"][0]["what"] == "an input, since freed"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -195,7 +196,8 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         entries = _saved_entries(node)
         freed = bool(getattr(node, "_freed", False))
         if freed and id(node) in snapshot:
-            entries = snapshot[id(node)]
+            # the recorder holds saved tensors weakly (it must not keep activations alive): the dead ones are gone
+            entries = [(e[0]() if isinstance(e[0], weakref.ref) else e[0],) + e[1:] for e in snapshot[id(node)]]
         saved_info[i] = (entries, freed)
         mods = {leaf_module[id(e[0])] for e in entries if isinstance(e[0], Tensor) and id(e[0]) in leaf_module}
         if mods:
@@ -220,6 +222,8 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
                 item["tensor"] = tensors.add(tensor)
                 item["what"] = tensors.names.get(id(tensor)) or ("input leaf" if tensor._grad_fn is None
                                                                  else f"output of {_name(tensor._grad_fn)}")
+            else:
+                item["what"] = "an input, since freed"
             if len(counter) > 1:  # the line that changed it, noted under detect_anomaly
                 item["changed_at"] = "{}:{} ({}())".format(*counter[1][:3])
             stale_count += item["stale"]
@@ -344,7 +348,8 @@ class Recorder:
         current = {"steps": [], "edges": {}, "arrived": {}, "saved": {}, "nodes": g.nodes, "roots": list(roots)}
         self.passes.append(current)
         for node in g.nodes:
-            current["saved"][id(node)] = _saved_entries(node)
+            current["saved"][id(node)] = [(weakref.ref(e[0]) if isinstance(e[0], Tensor) else e[0],) + e[1:]
+                                          for e in _saved_entries(node)]
             if node._hooks is None:
                 self._created.append(node)
             self._handles.append(node.register_prehook(lambda grads, n=node: self._before(current, n, grads)))
