@@ -181,3 +181,26 @@ def test_prod_grads_with_zeros_nan_and_inf_match_torch(torch, dim, keepdim):
     same(torch, fn, [PRODUCT_ROWS])
     same(torch, fn, [PRODUCT_ROWS[:2]])
     same(torch, fn, [np.array([[2.0, 0.0, np.inf], [1.0, 3.0, 2.0]])])
+
+
+# --------------------------------------------------------------------------------------------------- std and var
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize(
+    "values,kwargs",
+    [
+        ([1.0, 2.0, 3.0], {"correction": 3}),
+        ([1.0, 2.0, 3.0], {"correction": 5}),
+        ([1.0, np.nan, 3.0], {"correction": 5}),
+        ([1.0, 3.0], {"correction": 2}),
+        ([[1.0, 2.0]], {"dim": 1, "correction": 2}),
+        ([[1.0, 2.0]], {"dim": 1, "correction": 3}),
+        ([[1.0], [2.0]], {"dim": 1}),
+        (3.0, {"correction": 0}),
+        ([[-1.6, 0.3, 1.0, 1.7, 1e-30], [-3.7, -3e38, 1.5, -1e-30, 2.6]], {"correction": 0}),
+        ([[0.0, 1.0, 1e-30, -3e38, -3e38], [0.9, -0.4, 4.1, -1.0, 0.0]], {"dim": 1}),
+    ],
+)
+def test_std_and_var_grads_at_the_edges_match_torch(torch, name, values, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same(torch, lambda L, x: getattr(x, name)(**kwargs), [np.array(values, dtype=np.float32)])

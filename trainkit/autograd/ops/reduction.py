@@ -103,6 +103,21 @@ def _moment(x, axes, keepdim, correction, root: bool):
         return xp_of(x).sqrt(out) if root else out
 
 
+def _var_grad(g, x, n: int, correction, axes):
+    """PyTorch's var_backward, on arrays or Tensors; ``g`` already has the reduced dimensions kept. Over all
+    elements with no degree of freedom left, the gradient is g * inf (nan where x equals its mean); over ``dim``
+    it is g * 2 (x - mean) / (N - correction) whatever the sign of the divisor."""
+    xd = dual.data(x)
+    xp = xp_of(xd)
+    mean = x.mean(axis=axes, keepdims=True)
+    dof = n - correction
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if (axes is None or xd.ndim == 0) and dof <= 0:
+            return g * xp.where(xd == dual.data(mean), np.nan, np.inf).astype(xd.dtype)
+        scale = 2.0 / dof if dof else float("inf")
+        return scale * g * (x - mean)
+
+
 class Var(Op, name="VarBackward0"):
     """out = sum((x - mean)^2) / (N - correction).   dx = g * 2 (x - mean) / (N - correction)."""
 
@@ -115,14 +130,12 @@ class Var(Op, name="VarBackward0"):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        centred = x - x.mean(axis=self.axes, keepdims=True)
-        dof = self.n - self.correction
-        scale = 2.0 / dof if dof > 0 else float("inf")  # no degrees of freedom: nan gradients, as PyTorch
-        return dual.keep_dims(g, self.in_shape, self.axes, self.keepdim) * centred * scale
+        g = dual.keep_dims(g, self.in_shape, self.axes, self.keepdim)
+        return _var_grad(g, x, self.n, self.correction, self.axes)
 
 
 class Std(Op, name="StdBackward0"):
-    """out = sqrt(var(x)).   dx = g * (x - mean) / ((N - correction) * out), and 0 where out is 0 (as PyTorch)."""
+    """out = sqrt(var(x)).   dx = var's gradient for g / (2 out), taken as 0 where out is 0 (as PyTorch)."""
 
     save_inputs = (0,)
     save_output = True
@@ -134,13 +147,12 @@ class Std(Op, name="StdBackward0"):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        centred = x - x.mean(axis=self.axes, keepdims=True)
         keep = dual.keep_dims
         out = keep(out, self.in_shape, self.axes, self.keepdim)
-        dof = self.n - self.correction
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = keep(g, self.in_shape, self.axes, self.keepdim) / (out * dof if dof else out * 0.0)
-            return dual.where(dual.data(out) == 0, 0.0, scale) * centred
+        g = keep(g, self.in_shape, self.axes, self.keepdim)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            g_var = dual.where(dual.data(out) == 0, 0.0, g / (out * 2))
+        return _var_grad(g_var, x, self.n, self.correction, self.axes)
 
 
 class Amax(Op, name="AmaxBackward0"):
