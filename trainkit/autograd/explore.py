@@ -222,8 +222,10 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
                 item["tensor"] = tensors.add(tensor)
                 item["what"] = tensors.names.get(id(tensor)) or ("input leaf" if tensor._grad_fn is None
                                                                  else f"output of {_name(tensor._grad_fn)}")
-            else:
+            elif tensor is None:
                 item["what"] = "an input, since freed"
+            else:
+                item["what"] = "a constant array"
             if len(counter) > 1:  # the line that changed it, noted under detect_anomaly
                 item["changed_at"] = "{}:{} ({}())".format(*counter[1][:3])
             stale_count += item["stale"]
