@@ -215,9 +215,9 @@ def test_integer_inputs_raise_as_torch(torch):
     assert_same_error(torch, lambda lib, dev: run(lib, "linear"), "\"compute_indices_weights_linear\" not implemented")
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "bicubic"}, {"mode": "bilinear", "antialias": True}])
+@pytest.mark.parametrize("kwargs", [{"mode": "bicubic", "antialias": True}, {"mode": "bilinear", "antialias": True}])
 def test_modes_not_implemented_say_so(kwargs):
-    with pytest.raises(NotImplementedError, match="bicubic|antialias"):
+    with pytest.raises(NotImplementedError, match="antialias"):
         interpolate(trainkit.ones(1, 1, 4, 4), size=3, **kwargs)
 
 

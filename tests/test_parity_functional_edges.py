@@ -311,3 +311,38 @@ def test_adaptive_avg_pool2d_empty_output_has_no_backward(torch, shape, size):
     # the forward gives an empty result; PyTorch's backward refuses it with a RuntimeError
     x = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
     compare(torch, lambda L, x: F(L).adaptive_avg_pool2d(x, size), x, grad=(0,))
+
+
+# ------------------------------------------------------------------------------------------------ interpolation
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("how", [dict(scale_factor=2), dict(scale_factor=0.5), dict(size=(5, 9)), dict(size=(6, 6)),
+                                 dict(scale_factor=(1.7, 0.6)), dict(size=(1, 3)), dict(size=(13, 2))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bicubic(torch, align_corners, how, dtype):
+    # four neighbours per axis with the a = -0.75 kernel, border pixels repeated beyond the edges
+    x = np.random.default_rng(10).standard_normal((2, 3, 6, 6)).astype(dtype)
+    compare(torch, lambda L, x: F(L).interpolate(x, mode="bicubic", align_corners=align_corners, **how), x,
+            grad=(0,))
+
+
+def test_bicubic_spreads_inf_as_nan(torch):
+    # even at an unchanged size every output reads four inputs, so an inf reaches its neighbours as nan
+    x = np.array([[[[1.0, INF, 2.0, 3.0], [0.5, 1.5, -2.0, 4.0]]]], np.float32)
+    compare(torch, lambda L, x: F(L).interpolate(x, size=(2, 4), mode="bicubic"), x)
+    compare(torch, lambda L, x: F(L).interpolate(x, scale_factor=3, mode="bicubic"), x)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 1, 3, 3, 3)])
+def test_bicubic_needs_4d_input(torch, shape):
+    compare(torch, lambda L, x: F(L).interpolate(x, scale_factor=2, mode="bicubic"), np.ones(shape, np.float32))
+
+
+def test_bicubic_refuses_integers(torch):
+    compare(torch, lambda L, x: F(L).interpolate(x, scale_factor=2, mode="bicubic"), np.ones((1, 1, 2, 2), np.int64))
+
+
+def test_bicubic_double_backward():
+    x = trainkit.tensor(np.random.default_rng(11).standard_normal((1, 2, 4, 5)), requires_grad=True)
+    assert trainkit.autograd.gradcheck(lambda x: F(trainkit).interpolate(x, size=(7, 3), mode="bicubic"), (x,))
+    assert trainkit.autograd.gradgradcheck(lambda x: F(trainkit).interpolate(x, scale_factor=2, mode="bicubic"),
+                                           (x,))

@@ -1,12 +1,13 @@
-"""Resizing, as ``torch.nn.functional.interpolate``: modes 'nearest' (1-D, 2-D and 3-D), 'linear', 'bilinear' and
-'trilinear', and 'area' for 2-D images.
+"""Resizing, as ``torch.nn.functional.interpolate``: modes 'nearest' (1-D, 2-D and 3-D), 'linear', 'bilinear',
+'trilinear' and 'bicubic', and 'area' for 2-D images.
 
 Every implemented mode is separable: along each spatial axis, output position o reads one input position (nearest)
-or two neighbours with weights that add up to 1 (linear). Those *taps* are computed once per call on the host, with
-PyTorch's formulas in PyTorch's precision (float32 for float32 and float16 inputs), so that the chosen positions and
-weights, and hence the values, agree with PyTorch's CPU kernels bit for bit or to the last rounding. The forward
-gathers along the last axis first, then the ones before it, as PyTorch's kernels nest their loops; the backward adds
-the gradient back along the same taps, one vectorised addition per group of outputs that read distinct inputs.
+or two neighbours with weights that add up to 1 (linear), or four (cubic). Those *taps* are computed once per call
+on the host, with PyTorch's formulas in PyTorch's precision (float32 for float32 and float16 inputs), so that the
+chosen positions and weights, and hence the values, agree with PyTorch's CPU kernels bit for bit or to the last
+rounding. The forward gathers along the last axis first, then the ones before it, as PyTorch's kernels nest their
+loops; the backward adds the gradient back along the same taps, one vectorised addition per group of outputs that
+read distinct inputs.
 """
 
 from __future__ import annotations
@@ -90,6 +91,33 @@ def _linear_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None
     w1 = np.minimum(np.maximum(real - i0.astype(ft), ft(0)), ft(1)).astype(ft)
     i1 = i0 + (i0 < n_in - 1)
     return ((i0, ft(1) - w1), (i1, w1))
+
+
+_A = -0.75  # the cubic convolution kernel's free parameter, as PyTorch chooses it
+
+
+def _cubic_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None, ft: type):
+    """PyTorch's four neighbours i0 - 1 .. i0 + 2 (clamped to the input) and cubic convolution weights per output
+    position. Unlike the linear source position, the cubic one is not clamped at 0, and an unchanged size still
+    interpolates (a weight of 0 times an inf is nan there, as in PyTorch)."""
+    step = _scale(n_in, n_out, align_corners, scale, ft)
+    o = np.arange(n_out).astype(ft)
+    if align_corners:
+        real = (step * o).astype(ft)
+    else:  # one rounding, as PyTorch's fused multiply-add gives (see _linear_taps)
+        real = (np.float64(step) * (o + ft(0.5)).astype(np.float64) - 0.5).astype(ft)
+    i0 = np.minimum(_floor(real), n_in - 1)
+    t = np.minimum(np.maximum(real - i0.astype(ft), ft(0)), ft(1)).astype(ft)
+    a, one = ft(_A), ft(1)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (far(t + one), near(t), near(one - t), far(one - t + one))
+    return tuple((np.clip(i0 + k - 1, 0, n_in - 1), w.astype(ft)) for k, w in enumerate(weights))
 
 
 def _groups(index: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -222,6 +250,7 @@ _OPS = {
     ("linear", 1): _resample_op("UpsampleLinear1D"),
     ("linear", 2): _resample_op("UpsampleBilinear2D"),
     ("linear", 3): _resample_op("UpsampleTrilinear3D"),
+    ("cubic", 2): _resample_op("UpsampleBicubic2D"),
 }
 
 
@@ -288,6 +317,8 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
             taps = back_taps if vectorized else _nearest_taps(n_in, n_out, scale, ft)
         elif kind == "nearest-exact":
             taps = back_taps = _nearest_exact_taps(n_in, n_out, scale)
+        elif kind == "cubic":
+            taps = back_taps = _cubic_taps(n_in, n_out, align_corners, scale, ft)
         else:
             taps = back_taps = _linear_taps(n_in, n_out, align_corners, scale, ft)
         if taps is not None:
@@ -310,8 +341,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     floor(o / scale_factor), unless ``recompute_scale_factor``); 'linear' (3-D input), 'bilinear' (4-D) and
     'trilinear' (5-D) blend the two neighbouring inputs, with the corner pixels' centres aligned when
     ``align_corners`` and their outer edges aligned otherwise; 'area' (4-D) averages, as ``adaptive_avg_pool2d``.
-    'nearest-exact' picks floor((o + 0.5) * scale). 'bicubic', 'lanczos', 3-D 'area' and ``antialias=True`` raise
-    NotImplementedError.
+    'nearest-exact' picks floor((o + 0.5) * scale). 'bicubic' (4-D) blends four neighbours along each axis with
+    the cubic convolution kernel (a = -0.75), repeating the border pixels beyond the edges. 'lanczos', 3-D 'area'
+    and ``antialias=True`` raise NotImplementedError.
 
     >>> import trainkit
     >>> x = trainkit.tensor([[[1.0, 2.0, 4.0]]])
@@ -384,11 +416,15 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if antialias:
             raise NotImplementedError(f"interpolate: antialias=True is not supported (mode {mode!r})")
         return _resample(input, "linear", out, scales, bool(align_corners))
+    if mode == "bicubic" and dim == 2:
+        if antialias:
+            raise NotImplementedError("interpolate: antialias=True is not supported (mode 'bicubic')")
+        return _resample(input, "cubic", out, scales, bool(align_corners))
     if mode == "area" and dim == 2:  # as PyTorch: adaptive average pooling to the output size
         return adaptive_avg_pool2d(input, out)
     if mode == "area" and dim == 1:  # adaptive_avg_pool1d: the 2-D pool of a (N, C, 1, L) view, squeezed back
         return adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)
-    if (mode == "area" and dim == 3) or (mode in ("bicubic", "lanczos") and dim == 2):
+    if (mode == "area" and dim == 3) or (mode == "lanczos" and dim == 2):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported for {ndim}D input")
     needs = {"linear": 3, "bilinear": 4, "trilinear": 5}
     if mode in needs and ndim in (3, 4, 5):
