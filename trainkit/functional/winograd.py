@@ -26,10 +26,18 @@ layer is large enough that the saved multiplications outweigh the transforms' pa
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
+
+try:  # optional: without it the batch is not split over threads
+    from threadpoolctl import ThreadpoolController
+except ImportError:  # pragma: no cover - depends on the environment
+    ThreadpoolController = None
 
 __all__ = ["choose", "set_algorithm", "ALGORITHMS_RUN"]
 
@@ -40,6 +48,11 @@ MIN_CHANNELS = 32
 MIN_OUT = 8
 # the transformed tiles of one slice of the batch, kept this small so that they are used while still cached
 CHUNK_BYTES = 4 << 20
+
+# Threads that share a convolution's batch, each on its half with a single-threaded BLAS: the transforms are
+# NumPy passes that use one core each, so splitting the batch keeps both cores of a small machine busy where a
+# multi-threaded BLAS would only speed up the products. TRAINKIT_CONV_THREADS=1 turns it off.
+THREADS = max(1, int(os.environ.get("TRAINKIT_CONV_THREADS", "2") or 2))
 
 # How many convolutions ran with each algorithm in this process: the benchmarks report it.
 ALGORITHMS_RUN: Counter = Counter()
@@ -227,14 +240,56 @@ def grad_filter_from_tiles(du: np.ndarray, t: Transform) -> np.ndarray:
     return np.ascontiguousarray(dw.transpose(2, 3, 0, 1))
 
 
+# --------------------------------------------------------------------------------------------- threads
+_pool: ThreadPoolExecutor | None = None
+_pool_size = [0]
+_blas = None
+_lock = threading.Lock()
+
+
+@contextmanager
+def _single_threaded_blas():
+    """BLAS on one thread inside the block (each of our threads then runs its own products), as before after."""
+    global _blas
+    if _blas is None:
+        _blas = ThreadpoolController().select(user_api="blas").lib_controllers
+    before = [lib.num_threads for lib in _blas]
+    for lib in _blas:
+        lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lib, count in zip(_blas, before):
+            lib.set_num_threads(count)
+
+
+def _split(work, n: int) -> list:
+    """``work(part)`` for consecutive parts of a batch of ``n``, one per thread (``THREADS``), and their results.
+
+    One convolution at a time uses the pool: another thread's convolution meanwhile runs on its own thread."""
+    global _pool
+    parts = min(THREADS, n)
+    if parts < 2 or ThreadpoolController is None or not _lock.acquire(blocking=False):
+        return [work(slice(0, n))]
+    try:
+        if _pool is None or _pool_size[0] < parts:  # created once, its threads kept for the process's life
+            _pool = ThreadPoolExecutor(parts, thread_name_prefix="trainkit-conv")
+            _pool_size[0] = parts
+        bounds = [n * i // parts for i in range(parts + 1)]
+        with _single_threaded_blas():
+            return list(_pool.map(work, [slice(a, b) for a, b in zip(bounds, bounds[1:])]))
+    finally:
+        _lock.release()
+
+
 # ------------------------------------------------------------------------------------------ the convolution
-def _chunks(n: int, c: int, oc: int, out: tuple[int, int], itemsize: int, t: Transform):
+def _chunks(batch: slice, c: int, oc: int, out: tuple[int, int], itemsize: int, t: Transform):
     """Slices of the batch whose transformed tiles (V and M) fit in about ``CHUNK_BYTES`` together: each chunk
     goes through all its steps while its intermediates are still in the cache."""
     th, tw = _tiles(out, t.m)
     per_image = (t.m + 2) ** 2 * (c + oc) * th * tw * itemsize
     step = max(1, CHUNK_BYTES // max(per_image, 1))
-    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+    return [slice(i, min(batch.stop, i + step)) for i in range(batch.start, batch.stop, step)]
 
 
 def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
@@ -244,8 +299,12 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
     oc = w.shape[0]
     y = np.empty((n, oc) + tuple(geom.out), dtype=x.dtype)
     u = filter_tiles(w, t)
-    for part in _chunks(n, c, oc, geom.out, x.itemsize, t):
-        output_tiles(u @ input_tiles(x[part], geom.pads, geom.out, t), y[part], b, t)
+
+    def work(half):
+        for part in _chunks(half, c, oc, geom.out, x.itemsize, t):
+            output_tiles(u @ input_tiles(x[part], geom.pads, geom.out, t), y[part], b, t)
+
+    _split(work, n)
     return y
 
 
@@ -255,10 +314,11 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
     n, c = x_shape[:2]
     oc = g.shape[1]
     gx = np.empty(x_shape, dtype=g.dtype) if want_x else None
-    du = None
-    if want_x or want_w:
-        u = filter_tiles(w, t).transpose(0, 2, 1) if want_x else None
-        for part in _chunks(n, c, oc, geom.out, g.itemsize, t):
+    u = filter_tiles(w, t).transpose(0, 2, 1) if want_x else None
+
+    def work(half):
+        du = None
+        for part in _chunks(half, c, oc, geom.out, g.itemsize, t):
             dm = grad_output_tiles(g[part], t)
             if want_w:
                 v = input_tiles(x[part], geom.pads, geom.out, t)
@@ -266,6 +326,11 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
                 du = piece if du is None else np.add(du, piece, out=du)
             if want_x:
                 grad_input_from_tiles(u @ dm, gx[part], geom.pads, geom.out, t)
-    gw = grad_filter_from_tiles(du, t) if want_w else None
+        return du
+
+    gw = None
+    if want_x or want_w:
+        pieces = _split(work, n)
+        gw = grad_filter_from_tiles(sum(pieces[1:], pieces[0]), t) if want_w else None
     gb = g.sum(axis=(0, 2, 3)) if want_b else None
     return gx, gw, gb
