@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 
 from . import grad_mode
 from .grad_mode import decorate
@@ -57,7 +58,8 @@ def _traced(name: str, method):
 
 
 def _inplace_methods() -> list[str]:
-    names = [n for n in vars(Tensor) if n.endswith("_") and not n.startswith("_") and callable(vars(Tensor)[n])]
+    names = [n for n, v in vars(Tensor).items() if n.endswith("_") and not n.startswith("_")
+             and isinstance(v, types.FunctionType)]  # plain methods only: a wrapper takes self like they do
     return names + [n for n in _AUGMENTED if n in vars(Tensor)]
 
 
