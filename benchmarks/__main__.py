@@ -43,11 +43,15 @@ def main(argv=None) -> int:
              suite.environment(args.device), "",
              "| workload | trainkit | torch | NumPy limit | trainkit / torch | target | trainkit / NumPy |",
              "|---|---|---|---|---|---|---|"]
+    algorithms = []
     for work in works:
         if not args.skip_check and args.device == "cpu":
             work.check(args.device)
         impls = suite.IMPLS
         stats = suite.summarize(suite.time_workload(work, args.device, args.rounds, impls), work)
+        ran = suite.conv_algorithms(work, args.device)
+        if ran:
+            algorithms.append(f"- {work.title.split(':')[0]}: {ran}")
         ours, theirs, limit = (stats[i][0] for i in impls)
         cells = [f"{stats[i][0]:.3g} {work.unit} ({stats[i][1]:.3g}-{stats[i][2]:.3g})" for i in impls]
         target = work.target if args.device == "cpu" else GPU_TARGETS.get(work.name)
@@ -56,6 +60,9 @@ def main(argv=None) -> int:
               f"{ours / limit:.2f} |"
         lines.append(row)
         print(row, flush=True)
+    if algorithms:
+        lines += ["", "Convolution algorithms in trainkit's run (conv2d calls in one unit of work):", "", *algorithms]
+        print("\n".join(lines[-len(algorithms) - 2:]))
     if args.device == "cpu" and (not wanted or "mlp_step" in wanted or "W1" in wanted):
         peak = suite.peak_memory_mlp()
         kept = suite.retained_memory()

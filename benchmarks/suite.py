@@ -18,6 +18,7 @@ import numpy as np
 
 import trainkit
 from benchmarks import numpy_limit
+from trainkit.functional import winograd
 
 IMPLS = ("trainkit", "torch", "numpy")
 SETTLE_SECONDS = 0.2
@@ -331,6 +332,15 @@ def time_workload(work: Workload, device: str, rounds: int, impls=IMPLS) -> dict
             _sync(impl, device)
             times[impl].append((time.perf_counter() - start) / (n * work.per))
     return times
+
+
+def conv_algorithms(work: Workload, device: str) -> str:
+    """Which algorithm trainkit's conv2d took in one unit of ``work``, e.g. ``'im2col 1, winograd 1'``; empty when
+    it ran no convolution."""
+    run = work.build("trainkit", device)
+    winograd.ALGORITHMS_RUN.clear()
+    run()
+    return ", ".join(f"{name} {count}" for name, count in sorted(winograd.ALGORITHMS_RUN.items()))
 
 
 def peak_memory_mlp() -> dict:

@@ -157,9 +157,10 @@ def _choice(x_shape, w_shape, stride=1, dilation=1, padding=1, groups=1, dtype=n
 def test_the_rule_takes_winograd_for_large_stride_1_3x3_layers(monkeypatch):
     monkeypatch.delenv("TRAINKIT_CONV_ALGO", raising=False)
     assert _choice((32, 64, 32, 32), (128, 64, 3, 3)) == "winograd"  # benchmark W5
+    assert _choice((64, 16, 14, 14), (32, 16, 3, 3)) == "winograd"  # W2's second convolution
+    assert _choice((64, 1, 28, 28), (16, 1, 3, 3)) == "im2col"  # W2's first: one input channel
+    assert _choice((64, 16, 16, 16), (2, 16, 3, 3)) == "im2col"  # two output channels
     assert _choice((2, 32, 8, 8), (32, 32, 3, 3), padding=0) == "im2col"  # a 6x6 output
-    assert _choice((64, 16, 14, 14), (32, 16, 3, 3)) == "im2col"  # W2's second convolution: too few channels
-    assert _choice((64, 1, 28, 28), (16, 1, 3, 3)) == "im2col"
     assert _choice((8, 64, 16, 16), (64, 64, 3, 3), dtype=np.float64) == "winograd"
 
 
@@ -196,3 +197,11 @@ def test_the_layer_uses_the_rule(monkeypatch, rng):
     layer(trainkit.tensor(rng.standard_normal((2, 32, 8, 8)).astype(np.float32))).sum().backward()
     trainkit.nn.Conv2d(32, 32, 3, stride=2)(trainkit.zeros(1, 32, 8, 8))
     assert winograd.ALGORITHMS_RUN == {"winograd": 1, "im2col": 1}
+
+
+def test_the_benchmarks_report_the_algorithms_a_workload_ran(monkeypatch):
+    monkeypatch.delenv("TRAINKIT_CONV_ALGO", raising=False)
+    suite = pytest.importorskip("benchmarks.suite")
+    works = {w.name: w for w in suite.WORKLOADS}
+    assert suite.conv_algorithms(works["cnn_step"], "cpu") == "im2col 1, winograd 1"
+    assert suite.conv_algorithms(works["mlp_step"], "cpu") == ""

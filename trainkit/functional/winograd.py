@@ -42,9 +42,10 @@ except ImportError:  # pragma: no cover - depends on the environment
 __all__ = ["choose", "set_algorithm", "ALGORITHMS_RUN"]
 
 ALGORITHMS = ("auto", "im2col", "winograd")
-# a layer with fewer input or output channels spends more on the transforms than it saves in the products
-MIN_CHANNELS = 32
-# output sides below this are mostly tile padding (a 6x6 output is 8x8 in 4x4 tiles)
+# With fewer input or output channels the transforms cost more than the products save (1 -> 16 channels: 3.3x
+# im2col's time; 4 -> 16: 0.6x), and below 8 output rows or columns the per-slice work of small images does
+# (16 -> 32 channels on 7x7: 1.2x; on 14x14: 0.7x). Measured in docs/benchmarks.md.
+MIN_CHANNELS = 4
 MIN_OUT = 8
 # the transformed tiles of one slice of the batch, kept this small so that they are used while still cached
 CHUNK_BYTES = 4 << 20
