@@ -204,3 +204,20 @@ def test_std_and_var_grads_at_the_edges_match_torch(torch, name, values, kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         same(torch, lambda L, x: getattr(x, name)(**kwargs), [np.array(values, dtype=np.float32)])
+
+
+# -------------------------------------------------------------------------------------------------------- matmul
+@pytest.mark.parametrize(
+    "shapes", [((1, 2, 3), (5, 3, 4)), ((5, 2, 3), (1, 3, 4)), ((2, 3), (5, 3, 4)), ((1, 2, 3), (1, 3, 4)),
+               ((2, 3), (2, 5, 3, 4)), ((3,), (5, 3, 4))],
+)
+@pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True)])
+def test_matmul_node_names_follow_torchs_folding(torch, shapes, grads):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    names = []
+    for lib in (trainkit, torch):
+        a, b = (lib.tensor(x, dtype=lib.float32, requires_grad=g) for x, g in zip(arrays, grads))
+        names.append(_node(a @ b))
+    assert names[0] == names[1]
+    same(torch, lambda L, a, b: a @ b, arrays, rtol=1e-4)

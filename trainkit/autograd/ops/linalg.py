@@ -61,6 +61,11 @@ class VecMat(Matmul, name="SqueezeBackward4"):
     pass
 
 
+class MatmulClone(Matmul, name="CloneBackward0"):
+    """A matrix times a batch, where the matrix requires grad: PyTorch folds the batch into one product, whose
+    transposed result it copies (hence its node's name)."""
+
+
 def _shape_error(a: tuple, b: tuple) -> str:
     def fmt(s):
         return "x".join(str(n) for n in s)
@@ -91,10 +96,20 @@ def _product(a: Tensor, b: Tensor, cls=None) -> Tensor:
         )
     if cls is None:
         cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (1, 2): VecMat}.get((a._data.ndim, b._data.ndim), Matmul)
+        if cls is Matmul and a.requires_grad and _folds_as_matrix(a._data.shape, b._data.shape):
+            cls = MatmulClone
     if a._data.dtype.kind == "b":
         kernel = {Mm: "addmm_impl_cpu_", Mv: "addmv_impl_cpu", VecMat: "addmv_impl_cpu", Dot: "dot"}.get(cls, "bmm")
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     return cls.apply(a, b)
+
+
+def _folds_as_matrix(a: tuple, b: tuple) -> bool:
+    """PyTorch takes ``a`` as one matrix against the batch ``b``: a is 2-D, or a batch of one against a 3-D batch
+    of several."""
+    if len(b) < 3:
+        return False
+    return len(a) == 2 or (len(a) == 3 == len(b) and a[0] == 1 and b[0] != 1)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
