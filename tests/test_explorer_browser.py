@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ from trainkit import nn
 from trainkit.autograd.explore import explore, record
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-if CHROMIUM is None:
-    print("chromium not installed: the explorer's browser tests skip (apt-get install chromium)")
+if CHROMIUM is None:  # said in the warnings summary too, which pytest prints by default (skip reasons need -rs)
+    warnings.warn("chromium not installed: the explorer's browser tests skip (apt-get install chromium)",
+                  stacklevel=1)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
 
 
