@@ -276,10 +276,10 @@ def _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, smoo
     if reduction == "mean":
         kept = target._data[~ignored._data]
         if weight is None:
-            total = Tensor._make(np.asarray(kept.size, dtype=np.int64))
+            with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: nan, as in PyTorch
+                smooth = smooth.sum() / kept.size
         else:
-            total = weight.reshape(-1)[Tensor._make(kept)].sum()
-        smooth = smooth.sum() / total
+            smooth = smooth.sum() / weight.reshape(-1)[Tensor._make(kept)].sum()
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1 - smoothing) * nll + smooth * (smoothing / classes)
