@@ -221,3 +221,27 @@ def test_matmul_node_names_follow_torchs_folding(torch, shapes, grads):
         names.append(_node(a @ b))
     assert names[0] == names[1]
     same(torch, lambda L, a, b: a @ b, arrays, rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------------ index_select, take_along_dim
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4)])
+@pytest.mark.parametrize("index", [[9, 0], [-1], [0, 4]])
+def test_index_select_out_of_range_raises_torchs_class_for_each_dim(torch, shape, index):
+    for dim in range(-len(shape), len(shape)):
+        n = shape[dim]
+        if all(0 <= i < n for i in index):
+            continue
+        same_error(torch, lambda L, x, d=dim: L.index_select(x, d, L.tensor(index)), [np.zeros(shape)])
+
+
+@pytest.mark.parametrize("index", [[[6, 0], [1, 5], [4, 4]], [[-1, 0], [1, 2], [3, 0]], [[-5, 12], [0, 0], [7, 3]]])
+def test_take_along_dim_wraps_indices_along_a_dim_as_torch(torch, index):
+    x = np.arange(12.0).reshape(3, 4)
+    same(torch, lambda L, t: L.take_along_dim(t, L.tensor(index), dim=1), [x])
+    same(torch, lambda L, t: t.take_along_dim(L.tensor(index), 1), [x])
+
+
+def test_take_along_dim_edge_errors_match_torch(torch):
+    same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor([[1], [0], [0]]), dim=1), [np.zeros((3, 0))])
+    same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor(0), dim=0), [np.array(5.0)])
+    same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor([13])), [np.zeros((3, 4))])

@@ -144,6 +144,17 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
             "torch.take_along_dim(): input and indices should have the same number of dimensions, "
             f"but got {input._data.ndim} dimensions for input, and {idx.ndim} dimensions for indices"
         )
+    if not input._data.ndim:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions: pass dim=None for a 0-d input")
+    # PyTorch wraps indices along a given dim modulo its size (so -1 is the last, and 5 of 4 is 1)
+    n = input._data.shape[d]
+    if idx.size:
+        if not n:
+            raise RuntimeError(
+                f"ZeroDivisionError: take_along_dim cannot pick from dimension {d}, which has size 0"
+            )
+        idx = idx % n
+        indices = Tensor._make(idx)
     a = tuple(1 if a == d else n for a, n in enumerate(input._data.shape))
     b = tuple(1 if a == d else n for a, n in enumerate(idx.shape))
     try:
@@ -448,12 +459,12 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     idx = idx.reshape(-1)
     n = input._data.shape[d] if input._data.ndim else 1
-    if idx.size:
-        lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0:
-            raise IndexError("index out of range in self")
-        if hi >= n:  # PyTorch's CPU kernel names a too-large index this way
-            raise RuntimeError(f"INDICES element is out of DATA bounds, id={hi} axis_dim={n}")
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        if input._data.ndim > 1 and d == 1:  # PyTorch's CPU kernel for dim 1 reports it this way
+            first = int(idx[int(bad.argmax())])
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={first} axis_dim={n}")
+        raise IndexError(f"index out of range in self: index_select indices must lie in [0, {n}) along dim {dim}")
     if input._data.ndim == 0:
         return Index.apply(input.reshape(1), index=idx, accumulate=True).reshape(())
     return IndexSelect.apply(input, index=(slice(None),) * d + (idx,), accumulate=True)
