@@ -2,8 +2,8 @@
 recorded at all.
 
 Run: python examples/autograd/frozen_layers.py [FOLDER]
-In the page, only the head's parameters are in the graph; the frozen body is listed under "parameters not in this
-graph", and the body's output appears as a saved input leaf of the head.
+In the page, only the head's parameters are in the graph; the frozen body is listed under "named tensors with no
+node here", and the body's output appears as a saved input leaf of the head.
 """
 
 import sys

@@ -262,10 +262,21 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         steps = trace.steps_for(nodes, index, edges)
     described = tensors.describe()
     in_graph = {id(n.variable) for n in nodes if isinstance(n, AccumulateGrad)}
-    outside = [{"name": n, "shape": list(t._data.shape), "requires_grad": t._requires_grad,
-                "why": "requires_grad=False: frozen, so autograd records nothing for it" if not t._requires_grad
-                else "requires grad, but this output does not depend on it"}
-               for n, t in names.items() if id(t) not in in_graph]
+    saved_by: dict = {}
+    for node in out_nodes:
+        for item in node["saved"]:
+            if "tensor" in item:
+                saved_by.setdefault(item["tensor"], node["name"])
+    outside = []
+    for n, t in names.items():
+        if id(t) in in_graph:
+            continue
+        why = ("requires_grad=False: no AccumulateGrad node and no .grad (a frozen parameter or a constant)"
+               if not t._requires_grad else "requires grad, but this output does not depend on it")
+        k = tensors.index.get(id(t))
+        if k in saved_by:
+            why += f"; {saved_by[k]} saved it for another input's gradient"
+        outside.append({"name": n, "shape": list(t._data.shape), "requires_grad": t._requires_grad, "why": why})
     totals = _totals(out_nodes, saved_info, module, described, stale_count)
     return {"title": title or "backward graph", "nodes": out_nodes, "edges": edges, "tensors": described,
             "steps": steps, "outside": outside, "totals": totals,
