@@ -38,6 +38,9 @@ SKIPPED: dict[str, str] = {
             "long",
             "short",
             "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
         )
     },
     **{
