@@ -245,3 +245,30 @@ def test_take_along_dim_edge_errors_match_torch(torch):
     same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor([[1], [0], [0]]), dim=1), [np.zeros((3, 0))])
     same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor(0), dim=0), [np.array(5.0)])
     same_error(torch, lambda L, x: L.take_along_dim(x, L.tensor([13])), [np.zeros((3, 4))])
+
+
+# ------------------------------------------------------------------------------------------- reduction arguments
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, x: x.sum(1, dtype=L.int64),
+        lambda L, x: L.sum(x, dtype=L.bool),
+        lambda L, x: x.prod(dtype=L.int64),
+        lambda L, x: x.prod(1, dtype=L.int32),
+        lambda L, x: x.cumsum(1, dtype=L.int64),
+        lambda L, x: L.cumprod(x, 0, dtype=L.int64),
+        lambda L, x: x.norm(dim=1, dtype=L.int64),
+        lambda L, x: x.sum(5, dtype=L.int64),
+        lambda L, x: x.sum([0, -2]),
+        lambda L, x: x.mean((1, 1)),
+        lambda L, x: x.std([0, 1, 0]),
+        lambda L, x: L.norm(x, dim=[1, -1]),
+    ],
+)
+def test_reductions_refuse_integer_results_that_need_grad_and_repeated_dims(torch, call):
+    same_error(torch, call, [np.ones((2, 3))])
+
+
+def test_reductions_into_integers_work_without_grad(torch):
+    same(torch, lambda L, x: x.detach().sum(1, dtype=L.int64), [np.arange(6.0).reshape(2, 3) / 2])
+    same(torch, lambda L, x: x.sum([0], dtype=L.float64), [np.ones(())])

@@ -13,6 +13,7 @@ from ..function import Op
 from ..tensor import Tensor
 from . import dual
 from .rearrange import flip_grads
+from .reduction import check_grad_dtype
 from .shape import cat_grads
 
 __all__ = ["cumprod", "cumsum", "prod"]
@@ -97,7 +98,9 @@ def _int_to_long(input: Tensor, dtype):
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running sums along ``dim``; integers and bools sum to int64."""
     np_dtype = _int_to_long(input, dtype)
-    return Cumsum.apply(input, dim=input._dim(dim), dtype=np_dtype)
+    d = input._dim(dim)
+    check_grad_dtype(input, np_dtype if dtype is not None else None)
+    return Cumsum.apply(input, dim=d, dtype=np_dtype)
 
 
 class Cumprod(Op, name="CumprodBackward0"):
@@ -173,9 +176,11 @@ def _reversed_cumsum(v, d: int):
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running products along ``dim``; integers and bools multiply to int64."""
     np_dtype = _int_to_long(input, dtype)
+    d = input._dim(dim)
+    check_grad_dtype(input, np_dtype if dtype is not None else None)
     if np_dtype is not None and input._data.dtype == np_dtype:
         np_dtype = None
-    return Cumprod.apply(input, dim=input._dim(dim), dtype=np_dtype)
+    return Cumprod.apply(input, dim=d, dtype=np_dtype)
 
 
 class ProdAll(Op, name="ProdBackward0"):
@@ -221,6 +226,9 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs
     if kwargs:
         raise TypeError(f"prod() got an unexpected keyword argument '{next(iter(kwargs))}'")
     np_dtype = _int_to_long(input, dtype)
+    if dim is not None:
+        input._dim(dim)
+    check_grad_dtype(input, np_dtype if dtype is not None else None)
     if np_dtype is not None and input._data.dtype != np_dtype:
         input = input.to(to_dtype(np_dtype) if dtype is None else dtype)
     if dim is None:

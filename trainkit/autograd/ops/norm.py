@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -12,6 +12,7 @@ from .linalg import svdvals
 from .math import promote
 from .rearrange import movedim
 from .reduction import sum as tsum
+from .reduction import unique_dims
 from .type_names import scalar_name
 
 __all__ = ["dist", "norm"]
@@ -142,13 +143,18 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got " + scalar_name(input)
         )
     if dtype is not None:
-        input = input.to(dtype)
+        target = to_dtype(dtype)
+        if not target.is_floating_point:
+            raise RuntimeError(
+                f"linalg.vector_norm: dtype should be floating point or complex, but got {scalar_name(target.np)}"
+            )
+        input = input.to(target)
     pv = 2.0 if p is None else float(p)
     if dim is None:
         axes = None
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        axes = tuple(sorted({input._dim(d) for d in dims})) or None
+        axes = tuple(sorted(unique_dims(input, dims))) or None
     if input._data.ndim == 0:
         axes = None
     return VectorNorm.apply(input, p=pv, axes=axes, keepdim=bool(keepdim))

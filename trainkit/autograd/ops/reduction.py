@@ -8,8 +8,10 @@ import numpy as np
 
 from ..backend import to_dtype, xp_of
 from ..function import Op
+from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from . import dual, math
+from .type_names import scalar_name
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -34,10 +36,21 @@ def _axes(input: Tensor, dim) -> tuple | None:
         return None
     if isinstance(dim, int):
         dim = (dim,)
-    axes = tuple(sorted({input._dim(d) for d in dim}))
+    axes = tuple(sorted(unique_dims(input, dim)))
     if input._data.ndim == 0:
         return ()
     return axes or None
+
+
+def unique_dims(input: Tensor, dims) -> list:
+    """``dims`` made non-negative, with PyTorch's error for a dimension named twice."""
+    seen: list = []
+    for d in dims:
+        d = input._dim(d)
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims: name each dimension once")
+        seen.append(d)
+    return seen
 
 
 def _empty_dim_error(name: str, input: Tensor, dim, normalise: bool) -> None:
@@ -234,6 +247,16 @@ def _kw(dim, keepdim, kwargs):
     return dim, bool(keepdim)
 
 
+def check_grad_dtype(input: Tensor, np_dtype) -> None:
+    """PyTorch's error for a reduction asked (``dtype=``) for an integer or bool result of an input that requires
+    grad: such a result could not carry a gradient."""
+    if np_dtype is not None and np.dtype(np_dtype).kind in "biu" and input.requires_grad and is_grad_enabled():
+        raise RuntimeError(
+            f"Autograd not support dtype: {scalar_name(np_dtype)}. Reduce into a floating dtype and cast the "
+            "result, or detach the input first"
+        )
+
+
 def sum(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
     """Sum over ``dim`` (all dimensions when None); bools and integers sum to int64.
 
@@ -244,9 +267,11 @@ def sum(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kwa
     cls = SumAll if dim is _OMITTED and "axis" not in kwargs and not keepdim else Sum
     dim, keepdim = _kw(dim, keepdim, kwargs)
     np_dtype = to_dtype(dtype).np if dtype is not None else None
+    axes = _axes(input, dim)
+    check_grad_dtype(input, np_dtype)
     if np_dtype is None and input._data.dtype.kind in "bui":
         np_dtype = np.int64
-    return cls.apply(input, axes=_axes(input, dim), keepdim=keepdim, dtype=np_dtype)
+    return cls.apply(input, axes=axes, keepdim=keepdim, dtype=np_dtype)
 
 
 def mean(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kwargs) -> Tensor:
