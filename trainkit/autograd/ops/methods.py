@@ -54,7 +54,7 @@ def _T(self):
 
 
 def _mT(self):
-    return shape.transpose(self, -2, -1)
+    return shape.matrix_transpose(self)
 
 
 def _inplace(cls, doc: str, fn=None):

@@ -7,6 +7,8 @@ without a copy, and then its version counter too, so an in-place change through 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..backend import dtype, sum_to, to_dtype, xp_of
@@ -429,6 +431,27 @@ def t(input: Tensor) -> Tensor:
     if input._data.ndim < 2:
         return ScalarT.apply(input, shape=input._data.shape)
     return T.apply(input, d0=0, d1=1)
+
+
+def matrix_transpose(input: Tensor) -> Tensor:
+    """``x.mT``: the last two dimensions swapped. A 0-D tensor comes back itself, as in PyTorch (which deprecates
+    that); a 1-D one is refused.
+
+    >>> import trainkit
+    >>> trainkit.ones(4, 2, 3).mT.shape
+    trainkit.Size([4, 3, 2])
+    """
+    nd = input._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=3)
+        return input
+    if nd == 1:
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor. Use x.unsqueeze(0).mT "
+            "for a column"
+        )
+    return transpose(input, -2, -1)
 
 
 def permute(input: Tensor, *dims) -> Tensor:
