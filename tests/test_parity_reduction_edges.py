@@ -272,3 +272,30 @@ def test_reductions_refuse_integer_results_that_need_grad_and_repeated_dims(torc
 def test_reductions_into_integers_work_without_grad(torch):
     same(torch, lambda L, x: x.detach().sum(1, dtype=L.int64), [np.arange(6.0).reshape(2, 3) / 2])
     same(torch, lambda L, x: x.sum([0], dtype=L.float64), [np.ones(())])
+
+
+# ------------------------------------------------------------------------------------------ 0-d shapes and sorts
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L, x: L.argsort(x, dim=2),
+        lambda L, x: x.argsort(dim=-2),
+        lambda L, x: L.roll(x, -5, -1),
+        lambda L, x: x.roll((1,), (0,)),
+    ],
+)
+def test_zero_dim_sort_and_roll_errors_match_torch(torch, call):
+    same_error(torch, call, [np.array(2.5)])
+
+
+def test_zero_dim_argsort_roll_and_mT_values_match_torch(torch):
+    same(torch, lambda L, x: L.argsort(x, dim=0), [np.array(2.5)])
+    same(torch, lambda L, x: L.roll(x, 3), [np.array(2.5)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same(torch, lambda L, x: (x * 2).mT, [np.array(2.5)])
+        for lib in (trainkit, torch):
+            x = lib.tensor(1.0, requires_grad=True)
+            assert x.mT is x
+    same_error(torch, lambda L, x: x.mT, [np.ones(3)])
+    same(torch, lambda L, x: x.mT, [np.ones((2, 3, 4))])

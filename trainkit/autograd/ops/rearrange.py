@@ -152,4 +152,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if input._data.ndim == 0 and dims:
+        raise IndexError(
+            f"Dimension specified as {dims[0]} but tensor has no dimensions: roll a 0-d tensor with dims=None"
+        )
     return Roll.apply(input, shifts=shifts, dims=tuple(input._dim(d) for d in dims))

@@ -62,9 +62,9 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable=None):
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim``."""
     data = input._data
+    d = input._dim(dim)
     if data.ndim == 0:
         return Tensor._make(xp_of(data).zeros((), dtype=np.int64))
-    d = input._dim(dim)
     return Tensor._make(_sort_index(data, d, descending, stable).astype(np.int64))
 
 
