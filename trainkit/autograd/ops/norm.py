@@ -103,7 +103,8 @@ class Dist(Op, name="DistBackward0"):
 
     def forward(self, x, y, p):
         self.p = p
-        diff = x - y
+        with np.errstate(invalid="ignore"):  # inf - inf is nan, silently as in PyTorch
+            diff = x - y
         self.in_shape = diff.shape
         return _norm_forward(diff, p, None, False)
 
@@ -116,7 +117,9 @@ class Dist(Op, name="DistBackward0"):
                 )
             return None, None
         x, y, out = self.saved_tensors
-        gd = _norm_backward(g, x - y, out, self.p, self.in_shape, None, False)
+        with np.errstate(invalid="ignore"):
+            diff = x - y
+        gd = _norm_backward(g, diff, out, self.p, self.in_shape, None, False)
         return gd, -gd
 
 
