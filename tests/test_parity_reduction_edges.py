@@ -299,3 +299,11 @@ def test_zero_dim_argsort_roll_and_mT_values_match_torch(torch):
             assert x.mT is x
     same_error(torch, lambda L, x: x.mT, [np.ones(3)])
     same(torch, lambda L, x: x.mT, [np.ones((2, 3, 4))])
+
+
+def test_einsum_sublist_form_matches_torch(torch):
+    arrays = [np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)]
+    same(torch, lambda L, a, b: L.einsum(a, [0, 1], b, [1, 2], [0, 2]), arrays)
+    same(torch, lambda L, a, b: L.einsum(a, [..., 27], b, [27, 26]), arrays)
+    same(torch, lambda L, a: L.einsum(a, [27, 26]), arrays[:1])
+    same_error(torch, lambda L, a: L.einsum(a, [0, 52]), arrays[:1])

@@ -218,6 +218,30 @@ def _sum_product(left: Tensor, right: Tensor, sum_dims: list) -> Tensor:
     return left.bmm(right).view(*out_size).permute(*inverse)
 
 
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """``einsum(a, [0, 1], b, [1, 2], [0, 2])``, PyTorch's sublist form, as an equation and its operands: 0-25 are
+    'A'-'Z', 26-51 are 'a'-'z', and Ellipsis is '...'."""
+    def letters(sub) -> str:
+        if isinstance(sub, Tensor) or not isinstance(sub, (list, tuple)):
+            raise RuntimeError("einsum(): in the sublist form each operand must be followed by a list of subscripts")
+        out = ""
+        for i in sub:
+            if i is Ellipsis:
+                out += "..."
+            elif not 0 <= int(i) < 52:
+                raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+            else:
+                out += chr(ord("A") + i) if i < 26 else chr(ord("a") + i - 26)
+        return out
+
+    output = args[-1] if len(args) % 2 else None
+    pairs = args[: len(args) - (output is not None)]
+    equation = ",".join(letters(sub) for sub in pairs[1::2])
+    if output is not None:
+        equation += "->" + letters(output)
+    return equation, tuple(pairs[0::2])
+
+
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``. Without '->' the output holds the
     dimensions under ``...`` and then the letters that appear once, in alphabetical order. ``...`` stands for the
@@ -229,7 +253,11 @@ def einsum(equation: str, *operands) -> Tensor:
     trainkit.Size([5, 2, 4])
     >>> trainkit.einsum('bij->ji', a).shape
     trainkit.Size([3, 2])
+    >>> trainkit.einsum(a, [..., 0, 1], b, [1, 2], [..., 0, 2]).shape
+    trainkit.Size([5, 2, 4])
     """
+    if not isinstance(equation, str):  # the sublist form
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     subs, out, ell = _parse_einsum(equation, operands)
