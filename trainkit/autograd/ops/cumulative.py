@@ -23,7 +23,7 @@ def _running(kind: str, x, axis: int, dtype=None):
     """cumsum or cumprod of an array into ``dtype`` (x's when None). Half and single precision run in double and
     are rounded at each step's output, as PyTorch's CPU kernels do: a partial result past float32's range does not
     stay inf when later elements bring it back."""
-    target = np.dtype(dtype or x.dtype)
+    target = np.dtype(x.dtype if dtype is None else dtype)
     acc = np.float64 if target in (np.float32, np.float16) else target
     out = getattr(xp_of(x), kind)(x, axis=axis, dtype=acc)
     return out if out.dtype == target else out.astype(target)
@@ -107,7 +107,8 @@ class Cumprod(Op, name="CumprodBackward0"):
     """out_i = x_0 * ... * x_i along ``dim``.
 
     dx_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k: with no zero in x this is (reversed running sum of g out)_i
-    / x_i; with zeros it is computed from the products that leave x_i out, one row per i.
+    / x_i; with zeros, PyTorch's O(n) formula on arrays, and under create_graph the products that leave x_i out,
+    one row per i (differentiable again).
     """
 
     save_inputs = (0,)
