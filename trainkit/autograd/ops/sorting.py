@@ -237,7 +237,13 @@ def _replay_ties(data, order, k: int, largest: bool, sorted: bool):
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-    """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``."""
+    """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``; nan counts as the largest.
+    Among equal values, and in the order of ``sorted=False``, the indices are those PyTorch's CPU kernel gives.
+
+    >>> import trainkit
+    >>> trainkit.topk(trainkit.tensor([1, 3, 3, 2]), 2).indices
+    tensor([1, 2])
+    """
     data = input._data
     d = input._dim(dim)
     if data.dtype.kind == "b":
