@@ -307,3 +307,15 @@ def test_einsum_sublist_form_matches_torch(torch):
     same(torch, lambda L, a, b: L.einsum(a, [..., 27], b, [27, 26]), arrays)
     same(torch, lambda L, a: L.einsum(a, [27, 26]), arrays[:1])
     same_error(torch, lambda L, a: L.einsum(a, [0, 52]), arrays[:1])
+
+
+def test_einsum_diagonal_is_a_view_that_in_place_changes_write_through(torch):
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+        y = x * 1
+        lib.einsum("ii->i", y).mul_(2)
+        (y * lib.arange(9.0).reshape(3, 3)).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
