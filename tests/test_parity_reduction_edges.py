@@ -319,3 +319,13 @@ def test_einsum_diagonal_is_a_view_that_in_place_changes_write_through(torch):
         results.append((y.detach().numpy(), x.grad.numpy()))
     for got, want in zip(*results):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["all", "any", "logsumexp"])
+@pytest.mark.parametrize("dims", [(0, 0), (0, -2), (1, -1)])
+def test_a_dim_named_twice_is_refused_as_torch_refuses_it(name, dims):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        getattr(torch, name)(torch.ones(2, 3), dim=dims)
+    with pytest.raises(RuntimeError, match="appears multiple times in the list of dims: name each dimension once"):
+        getattr(trainkit, name)(trainkit.ones(2, 3), dim=dims)

@@ -130,6 +130,9 @@ def _dims(input: Tensor, dim) -> tuple:
     if isinstance(dim, int):
         dim = (dim,)
     dims = tuple(sorted(input._dim(d) for d in dim))
+    if len(set(dims)) < len(dims):
+        raise RuntimeError(f"dim {next(d for d in dims if dims.count(d) > 1)} appears multiple times in the list "
+                           "of dims: name each dimension once")
     return () if input._data.ndim == 0 else dims
 
 

@@ -159,6 +159,10 @@ def _truth_reduce(name: str, input, dim, keepdim: bool, axis) -> Tensor:
             if not -rank <= d < rank:
                 raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but "
                                  f"got {d})")
+        seen = [d % rank for d in dims]
+        if len(set(seen)) < len(seen):
+            raise RuntimeError(f"dim {next(d for d in seen if seen.count(d) > 1)} appears multiple times in the "
+                               "list of dims: name each dimension once")
         if not dims or a.ndim == 0:
             out = a.astype(bool)
         else:
