@@ -205,3 +205,14 @@ def test_the_benchmarks_report_the_algorithms_a_workload_ran(monkeypatch):
     works = {w.name: w for w in suite.WORKLOADS}
     assert suite.conv_algorithms(works["cnn_step"], "cpu") == "im2col 1, winograd 1"
     assert suite.conv_algorithms(works["mlp_step"], "cpu") == ""
+
+
+def test_winograd_on_one_thread_matches_torch(forced, monkeypatch, torch, rng):
+    monkeypatch.setattr(winograd, "THREADS", 1)
+    x = rng.standard_normal((4, 3, 10, 7)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    (got, want), grads = _both(torch, x, w, b, 1, rng.standard_normal((4, 5, 10, 7)).astype(np.float32))
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    for mine, theirs in grads:
+        np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=10 * ATOL)

@@ -15,7 +15,10 @@ computed once and serves both gradients: dU = dM @ V^T gives the weight's (throu
 the input's (through B dV B^T, the overlapping patches adding up).
 
 Every transform is two matrix products with the small 1-D matrix, on arrays laid out with the (m+2)-long axis first
-so that each product is one large BLAS call; only the gathers of the patches move data in strides.
+so that each product is one large BLAS call; only the gathers of the patches move data in strides. The batch goes
+through all of it a few images at a time (``CHUNK_BYTES``), so that each slice's transformed tiles are used while
+they are still in the cache; the backward transforms the input again instead of keeping V (4x the input for
+F(2x2)). Two threads share the batch (``THREADS``).
 
 The rule (``choose``): Winograd for groups 1, 3x3, stride 1, dilation 1, float32/float64 NumPy arrays, when the
 layer is large enough that the saved multiplications outweigh the transforms' passes over memory (see
