@@ -159,7 +159,9 @@ def test_the_rule_takes_winograd_for_large_stride_1_3x3_layers(monkeypatch):
     assert _choice((32, 64, 32, 32), (128, 64, 3, 3)) == "winograd"  # benchmark W5
     assert _choice((64, 16, 14, 14), (32, 16, 3, 3)) == "winograd"  # W2's second convolution
     assert _choice((64, 1, 28, 28), (16, 1, 3, 3)) == "im2col"  # W2's first: one input channel
-    assert _choice((64, 16, 16, 16), (2, 16, 3, 3)) == "im2col"  # two output channels
+    assert _choice((64, 16, 16, 16), (8, 16, 3, 3)) == "im2col"  # too few output channels
+    assert _choice((64, 8, 16, 16), (32, 8, 3, 3)) == "im2col"  # too few input channels
+    assert _choice((64, 16, 7, 7), (32, 16, 3, 3)) == "im2col"  # a 7x7 output
     assert _choice((2, 32, 8, 8), (32, 32, 3, 3), padding=0) == "im2col"  # a 6x6 output
     assert _choice((8, 64, 16, 16), (64, 64, 3, 3), dtype=np.float64) == "winograd"
 

@@ -45,10 +45,10 @@ except ImportError:  # pragma: no cover - depends on the environment
 __all__ = ["choose", "set_algorithm", "ALGORITHMS_RUN"]
 
 ALGORITHMS = ("auto", "im2col", "winograd")
-# With fewer input or output channels the transforms cost more than the products save (1 -> 16 channels: 3.3x
-# im2col's time; 4 -> 16: 0.6x), and below 8 output rows or columns the per-slice work of small images does
-# (16 -> 32 channels on 7x7: 1.2x; on 14x14: 0.7x). Measured in docs/benchmarks.md.
-MIN_CHANNELS = 4
+# Below 16 input or output channels the transforms cost more than the products save (8 -> 16 channels on 14x14:
+# 1.2x im2col's time; 16 -> 16: 0.7x), and below 8 output rows or columns the per-slice work of small images does
+# (16 -> 32 channels on 7x7: 1.2x; on 14x14: 0.65x). Measured in docs/benchmarks.md.
+MIN_CHANNELS = 16
 MIN_OUT = 8
 # the transformed tiles of one slice of the batch, kept this small so that they are used while still cached
 CHUNK_BYTES = 4 << 20
