@@ -117,11 +117,15 @@ class Op(Node):
     save_output = False
     is_view = False
     multi_output = False  # forward returns a tuple of arrays: one output tensor each
+    _traits = (False, False, (), {}, False)  # the five above, for apply; each subclass gets its own
 
     def __init_subclass__(cls, name: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
         if name is not None:
             cls.__name__ = cls.__qualname__ = name
+        # apply reads all five on every call, as one class attribute: Python 3.11 does not specialise reads of a
+        # class's attributes, so each costs as much as a few dozen bytecodes
+        cls._traits = (cls.multi_output, cls.is_view, cls.save_inputs, cls.save_only_for, cls.save_output)
 
     def forward(self, *arrays, **params):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -150,13 +154,14 @@ class Op(Node):
         except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
             raise shape_error(cls.__name__, arrays, err) from None
         record = requires and grad_mode.state.enabled
-        if cls.multi_output:
+        multi_output, is_view, save_inputs, save_only_for, save_output = cls._traits
+        if multi_output:
             return _wrap_outputs(node, inputs, out, record)
         if type(out) is not kind:
             out = as_array(out)
         result = _new(Tensor)
         result._data = out
-        if cls.is_view and out.base is not None:  # it shares its input's storage, and so its version counter
+        if is_view and out.base is not None:  # it shares its input's storage, and so its version counter
             result._version_counter = inputs[0]._version_counter
             result._view = (inputs[0], cls, params)
         else:
@@ -167,21 +172,20 @@ class Op(Node):
         edges = _connect(node, inputs, out)
         result._requires_grad = True
         result._grad_fn = node
-        if cls.save_inputs:
-            node._saved = _save_inputs(cls, inputs, edges)
-        if cls.save_output:
+        if save_inputs:
+            node._saved = _save_inputs(save_inputs, save_only_for, inputs, edges)
+        if save_output:
             counter = result._version_counter
             saved = node._saved = node._saved or []
             saved.append((OUTPUT0, out, counter[0], counter))
         return result
 
 
-def _save_inputs(cls, inputs, edges) -> list:
-    """The saved entries of the inputs ``cls.save_inputs`` names: ``(value, array, version, version counter)``, or
-    None for one that only an unwanted gradient would read."""
-    only_for = cls.save_only_for
+def _save_inputs(save_inputs, only_for, inputs, edges) -> list:
+    """The saved entries of the inputs ``save_inputs`` names: ``(value, array, version, version counter)``, or
+    None for one that only an unwanted gradient would read (see ``Op.save_only_for``)."""
     saved = []
-    for i in cls.save_inputs:
+    for i in save_inputs:
         x = inputs[i]
         if i in only_for and edges[only_for[i]] is _NO_EDGE:
             saved.append(None)
