@@ -80,6 +80,15 @@ def test_parameters_are_named_and_grouped_by_module():
                                                                               "leaf (1, 10)", "leaf (1,)"}
 
 
+def test_a_module_called_several_times_owns_the_ops_of_every_call():
+    cell = nn.Linear(4, 4)
+    h = torch.randn(2, 4)
+    for _ in range(3):
+        h = torch.tanh(cell(h))
+    data = collect(h.sum(), {"cell." + k: v for k, v in cell.named_parameters()})
+    assert {n["module"] for n in by_name(data, "TBackward0") + by_name(data, "AddmmBackward0")} == {"cell"}
+    assert {n["module"] for n in by_name(data, "TanhBackward0")} == {None}
+
 def test_saved_tensors_and_totals_by_module():
     net, loss = mlp_loss()
     data = collect(loss, net)

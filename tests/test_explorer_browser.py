@@ -18,7 +18,7 @@ import pytest
 
 import trainkit as torch
 from trainkit import nn
-from trainkit.autograd.explore import explore, record
+from trainkit.autograd.explore import collect, explore, record
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 if CHROMIUM is None:  # said in the warnings summary too, which pytest prints by default (skip reasons need -rs)
@@ -131,3 +131,61 @@ def test_a_screenshot_shows_the_page(tmp_path):
     chromium(tmp_path, mlp_page(tmp_path).as_uri() + "#node=2", f"--screenshot={shot}", "--window-size=1400,900")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn page, not a blank one
+
+
+def small_cnn():
+    """Two convolutions and a Linear in nested Sequentials, as examples/digits/model.py has them."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                          nn.Conv2d(4, 8, 3, padding=1), nn.ReLU())
+            self.classify = nn.Sequential(nn.Flatten(), nn.Linear(8 * 2 * 2, 3))
+
+        def forward(self, x):
+            return self.classify(self.features(x))
+
+    return Net(), torch.randn(2, 1, 4, 4)
+
+
+def deep_mlp():
+    return nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1)), torch.randn(5, 3)
+
+
+@pytest.mark.parametrize("build", [deep_mlp, small_cnn])
+def test_each_module_is_one_box_clear_of_its_siblings(tmp_path, build):
+    torch.manual_seed(0)
+    net, x = build()
+    loss = net(x).sum()
+    page = tmp_path / "boxes.html"
+    explore(loss, net, path=page)
+    html = dom(tmp_path, page)
+    assert errors(html).strip() == ""
+    data = collect(loss, net)
+    groups = re.findall(r'<g class="module-group" data-module="([^"]*)" data-parent="([^"]*)" data-box="([^"]*)"', html)
+    names = [g[0] for g in groups]
+    modules = {nd["module"] for nd in data["nodes"] if nd["module"]}
+    assert modules and all(names.count(m) == 1 for m in modules)
+    box = {name: tuple(map(float, b.split())) for name, _, b in groups}
+    parent = {name: p for name, p, _ in groups}
+    for a in box:  # boxes of one parent (the page, or a module around them) do not touch
+        for b in box:
+            if a < b and parent[a] == parent[b]:
+                (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = box[a], box[b]
+                assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 or by1 <= ay0, (a, b, box[a], box[b])
+        if parent[a]:  # and a module inside another is drawn inside its box
+            (x0, y0, x1, y1), (px0, py0, px1, py1) = box[a], box[parent[a]]
+            assert px0 <= x0 and py0 <= y0 and x1 <= px1 and y1 <= py1
+    places = re.findall(r'<g class="node [^"]*" data-id="(\d+)"[^>]*transform="translate\(([-\d.e]+),([-\d.e]+)\)">'
+                        r'<rect width="([\d.]+)" height="([\d.]+)"', html)
+    assert len(places) == len(data["nodes"])
+    for i, nx, ny, w, h in places:  # every node inside its module's box, and inside no box of another module
+        nx, ny, w, h = float(nx), float(ny), float(w), float(h)
+        module = data["nodes"][int(i)]["module"]
+        for name, (x0, y0, x1, y1) in box.items():
+            inside = x0 <= nx and nx + w <= x1 and y0 <= ny and ny + h <= y1
+            apart = nx + w <= x0 or x1 <= nx or ny + h <= y0 or y1 <= ny
+            if module is not None and (module == name or module.startswith(name + ".")):
+                assert inside, (data["nodes"][int(i)]["label"], name)
+            elif module is not None or (name in modules and name not in parent.values()):
+                assert apart, (data["nodes"][int(i)]["label"], name)  # an op of no module stays out of a Linear's box

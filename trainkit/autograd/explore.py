@@ -146,13 +146,32 @@ class _Tensors:
         return out
 
 
+def _inputs_first(nodes: list, index: dict) -> list:
+    """Node numbers, each after all of its inputs. The graph's walk order is not enough where an input has several
+    users (a weight shared by two calls of one module): it can list such an input before some of them."""
+    users = [0] * len(nodes)
+    for node in nodes:
+        for child, _ in getattr(node, "next_functions", ()):
+            if child is not None:
+                users[index[id(child)]] += 1
+    order = [i for i in range(len(nodes)) if users[i] == 0]
+    for i in order:  # grows as it goes: a node joins once its last user is in
+        for child, _ in getattr(nodes[i], "next_functions", ()):
+            if child is not None:
+                k = index[id(child)]
+                users[k] -= 1
+                if users[k] == 0:
+                    order.append(k)
+    return order[::-1]
+
+
 def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -> list:
     """Each node's module, from the parameters it reaches directly: a leaf's is its name's prefix; an op's is the
     one module of the parameter-only inputs it has (``hidden.weight`` through a ``TBackward0``) and of the named
     tensors it saved. Ops that mix modules, or touch none, belong to none."""
     module: list = [None] * len(nodes)
     param_side = [False] * len(nodes)
-    for i in range(len(nodes) - 1, -1, -1):  # the walk meets inputs after their users: reversed, inputs first
+    for i in _inputs_first(nodes, index):
         node = nodes[i]
         if isinstance(node, AccumulateGrad):
             module[i] = leaf_module.get(id(node.variable))
