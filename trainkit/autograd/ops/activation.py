@@ -42,7 +42,7 @@ class Sigmoid(Op, name="SigmoidBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return g * out * (1 - out)
+        return g * out * dual.one_minus(out)
 
 
 class Tanh(Op, name="TanhBackward0"):
@@ -55,7 +55,7 @@ class Tanh(Op, name="TanhBackward0"):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return g * (1 - out * out)
+        return g * dual.one_minus(out * out)
 
 
 class Softmax(Op, name="SoftmaxBackward0"):

@@ -19,6 +19,23 @@ def data(v):
     return v._data if isinstance(v, Tensor) else v
 
 
+_ONES: dict = {}  # dtype -> a 0-d one of that dtype, for one_minus
+
+
+def one_minus(v):
+    """``1 - v``. On a floating NumPy array it subtracts from a 0-d one of the array's dtype: the same bits, in half
+    the time of converting the Python 1 on every call (which dominates for small arrays)."""
+    if type(v) is not np.ndarray:
+        return 1 - v
+    dt = v.dtype
+    one = _ONES.get(dt)
+    if one is None:
+        if dt.kind not in "fc":  # 1 - an integer or bool array follows the promotion rules of a Python int
+            return 1 - v
+        one = _ONES[dt] = np.ones((), dt)
+    return one - v
+
+
 def exp(v):
     return v.exp() if isinstance(v, Tensor) else xp_of(v).exp(v)
 
