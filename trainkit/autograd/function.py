@@ -35,12 +35,11 @@ _new = object.__new__
 
 def _connect(node: Node, inputs, out=None) -> tuple:
     """Record the graph edges of ``node``: one ``(node, output_nr)`` per input and the input's shape and dtype.
-    With ``out``, the array of the node's only output, an input of the same shape and dtype is recorded as such."""
+    With ``out``, the array of the node's only output, inputs of its shape and dtype are recorded as such."""
     node._seq = next_seq()
     edges = []
-    meta = []
-    all_same = out is not None
-    if all_same:
+    same = out is not None  # so far, every input that needs a grad has the output's shape and dtype
+    if same:
         out_shape, out_dtype = out.shape, out.dtype
     for x in inputs:
         if isinstance(x, Tensor) and x._requires_grad:
@@ -51,20 +50,18 @@ def _connect(node: Node, inputs, out=None) -> tuple:
                 if fn is None:
                     fn = accumulator(x)
             edges.append((fn, x._output_nr))
-            a = x._data
-            shape, dtype = a.shape, a.dtype
-            # dtypes compared with ``is``: NumPy has one object per built-in dtype, and a miss only costs a record
-            if all_same and dtype is out_dtype and shape == out_shape:
-                meta.append(SAME_AS_OUTPUT)
-            else:
-                meta.append((shape, dtype))
-                all_same = False
+            if same:
+                a = x._data
+                # dtypes compared with ``is``: NumPy has one object per built-in dtype, and a miss only costs a record
+                same = a.dtype is out_dtype and a.shape == out_shape
         else:
             edges.append(_NO_EDGE)
-            meta.append(None)
     node.next_functions = edges = tuple(edges)
-    n = len(meta)
-    node._input_meta = (ALL_SAME[n] if n < len(ALL_SAME) else (SAME_AS_OUTPUT,) * n) if all_same else meta
+    n = len(edges)
+    if same:  # the common case of element-wise ops: one shared tuple, no list built along the way
+        node._input_meta = ALL_SAME[n] if n < len(ALL_SAME) else (SAME_AS_OUTPUT,) * n
+    else:
+        node._input_meta = [None if e is _NO_EDGE else (x._data.shape, x._data.dtype) for x, e in zip(inputs, edges)]
     return edges
 
 
