@@ -3,6 +3,8 @@ differences in float64, double backward (which runs the im2col formulas), and th
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -218,3 +220,29 @@ def test_winograd_on_one_thread_matches_torch(forced, monkeypatch, torch, rng):
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     for mine, theirs in grads:
         np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=10 * ATOL)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_threads(forced, rng):
+    import os
+
+    x = trainkit.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32))
+    w = trainkit.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+    want = tkF.conv2d(x, w, padding=1).numpy()  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when the convolution finishes and agrees
+        ok = False
+        try:
+            ok = np.allclose(tkF.conv2d(x, w, padding=1).numpy(), want)
+        finally:
+            os._exit(0 if ok else 1)
+    for _ in range(600):  # a child waiting on the parent's threads would never finish
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the convolution in the forked child did not finish in 60 s")
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -251,6 +251,17 @@ _blas = None
 _lock = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there, so a new pool is made when needed."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+    _pool_size[0] = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 @contextmanager
 def _single_threaded_blas():
     """BLAS on one thread inside the block (each of our threads then runs its own products), as before after."""
