@@ -268,15 +268,16 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                             nbuf[nr] = g
                     else:
                         old = nbuf[nr]
+                        own = (len(nbuf) >> 1) + nr  # its flag (reading nxt.num_outputs costs several times more)
                         if old is None:
                             nbuf[nr] = g
-                        elif nbuf[nxt.num_outputs + nr] and old.size != 1:
+                        elif nbuf[own] and old.size != 1:
                             # ours to add into; but a new array is cheaper for one element, where NumPy's in-place
                             # add costs twice as much
                             old += g
                         else:
                             nbuf[nr] = old + g
-                            nbuf[nxt.num_outputs + nr] = not create_graph
+                            nbuf[own] = not create_graph
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
