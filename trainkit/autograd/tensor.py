@@ -163,6 +163,10 @@ class Tensor:
                 f"only Tensors of floating point dtype can require gradients (this one is {self.dtype})"
             )
         self._requires_grad = requires_grad
+        # a no-op on a leaf, but every op on it reads them, and reads that fall through to the class cost several
+        # times as much (Python 3.11 specialises reads of instance attributes only)
+        self._grad_fn = None
+        self._output_nr = 0
         return self
 
     @property
