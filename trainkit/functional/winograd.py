@@ -159,7 +159,11 @@ def _two_sided(mat: np.ndarray, arr: np.ndarray) -> np.ndarray:
 
 
 def input_tiles(x: np.ndarray, pads: tuple, out: tuple[int, int], t: Transform) -> np.ndarray:
-    """V = B^T d B for every (m+2) x (m+2) patch d of the padded input: ((m+2)^2, C, N * tiles)."""
+    """V = B^T d B for every (m+2) x (m+2) patch d of the padded input: ((m+2)^2, C, N * tiles).
+
+    >>> input_tiles(np.ones((2, 3, 6, 6), np.float32), (1, 1, 1, 1), (6, 6), F2).shape  # 3x3 tiles of 2x2
+    (16, 3, 18)
+    """
     n, c, h, w = x.shape
     m, a = t.m, t.m + 2
     th, tw = _tiles(out, m)
@@ -176,7 +180,11 @@ def input_tiles(x: np.ndarray, pads: tuple, out: tuple[int, int], t: Transform) 
 
 
 def filter_tiles(w: np.ndarray, t: Transform) -> np.ndarray:
-    """U = G w G^T for every (output, input) channel pair: ((m+2)^2, OC, C)."""
+    """U = G w G^T for every (output, input) channel pair: ((m+2)^2, OC, C).
+
+    >>> filter_tiles(np.ones((4, 3, 3, 3)), F2).shape
+    (16, 4, 3)
+    """
     oc, c = w.shape[:2]
     a = t.m + 2
     g = t.g.astype(w.dtype)
@@ -186,7 +194,12 @@ def filter_tiles(w: np.ndarray, t: Transform) -> np.ndarray:
 
 
 def output_tiles(mm: np.ndarray, y: np.ndarray, bias, t: Transform) -> None:
-    """y = A^T M A tile by tile, written into ``y`` (N, OC, OH, OW) with the bias added."""
+    """y = A^T M A tile by tile, written into ``y`` (N, OC, OH, OW) with the bias added.
+
+    >>> y = np.empty((1, 1, 3, 3))
+    >>> output_tiles(np.zeros((16, 1, 4)), y, np.array([0.5]), F2); y[0, 0, 0]
+    array([0.5, 0.5, 0.5])
+    """
     a, m = t.m + 2, t.m
     n, oc, oh, ow = y.shape
     th, tw = _tiles((oh, ow), m)
@@ -203,7 +216,11 @@ def output_tiles(mm: np.ndarray, y: np.ndarray, bias, t: Transform) -> None:
 
 
 def grad_output_tiles(g: np.ndarray, t: Transform) -> np.ndarray:
-    """dM = A dY A^T for every m x m tile of the output gradient: ((m+2)^2, OC, N * tiles)."""
+    """dM = A dY A^T for every m x m tile of the output gradient: ((m+2)^2, OC, N * tiles).
+
+    >>> grad_output_tiles(np.ones((2, 4, 5, 5)), F2).shape  # 5 rows make 3 tiles, the last one half empty
+    (16, 4, 18)
+    """
     n, oc, oh, ow = g.shape
     a, m = t.m + 2, t.m
     th, tw = _tiles((oh, ow), m)
@@ -217,7 +234,12 @@ def grad_output_tiles(g: np.ndarray, t: Transform) -> np.ndarray:
 
 def grad_input_from_tiles(dv: np.ndarray, dx: np.ndarray, pads: tuple, out: tuple[int, int], t: Transform) -> None:
     """The input gradient from dV ((m+2)^2, C, N * tiles), written into ``dx`` (N, C, H, W): each patch's
-    B dV B^T added back where it was read."""
+    B dV B^T added back where it was read.
+
+    >>> dx = np.empty((1, 2, 4, 4))
+    >>> grad_input_from_tiles(np.zeros((16, 2, 4)), dx, (1, 1, 1, 1), (4, 4), F2); float(abs(dx).max())
+    0.0
+    """
     n, c, h, w = dx.shape
     m, a = t.m, t.m + 2
     th, tw = _tiles(out, m)
@@ -236,7 +258,11 @@ def grad_input_from_tiles(dv: np.ndarray, dx: np.ndarray, pads: tuple, out: tupl
 
 
 def grad_filter_from_tiles(du: np.ndarray, t: Transform) -> np.ndarray:
-    """The weight gradient G^T dU G from dU ((m+2)^2, OC, C), as (OC, C, 3, 3)."""
+    """The weight gradient G^T dU G from dU ((m+2)^2, OC, C), as (OC, C, 3, 3).
+
+    >>> grad_filter_from_tiles(np.zeros((16, 4, 3)), F2).shape
+    (4, 3, 3, 3)
+    """
     a = t.m + 2
     oc, c = du.shape[1:]
     gt = t.g.T.astype(du.dtype)
@@ -308,7 +334,13 @@ def _chunks(batch: slice, c: int, oc: int, out: tuple[int, int], itemsize: int, 
 
 
 def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
-    """The convolution of ``x`` (N, C, H, W) with ``w`` (OC, C, 3, 3) and bias ``b`` on ``geom``."""
+    """The convolution of ``x`` (N, C, H, W) with ``w`` (OC, C, 3, 3) and bias ``b`` on ``geom``.
+
+    >>> from trainkit.functional.im2col import geometry
+    >>> geom = geometry(4, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+    >>> forward(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), None, geom)[0, 0, 0]
+    array([4., 6., 6., 4.])
+    """
     t = TRANSFORM
     n, c = x.shape[:2]
     oc = w.shape[0]
@@ -324,7 +356,15 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
 
 
 def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bool, want_b: bool):
-    """(dx, dw, db) of the convolution from the output gradient ``g``; ``x`` is only read for dw, ``w`` for dx."""
+    """(dx, dw, db) of the convolution from the output gradient ``g``; ``x`` is only read for dw, ``w`` for dx.
+
+    >>> from trainkit.functional.im2col import geometry
+    >>> geom = geometry(4, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+    >>> dx, dw, db = backward(np.ones((1, 1, 4, 4)), np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), (1, 1, 4, 4),
+    ...                       geom, True, True, True)
+    >>> dx[0, 0, 0], dw[0, 0, 0], db
+    (array([4., 6., 6., 4.]), array([ 9., 12.,  9.]), array([16.]))
+    """
     t = TRANSFORM
     n, c = x_shape[:2]
     oc = g.shape[1]
