@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-try:  # optional: without it the batch is not split over threads
+try:  # a dependency; should it be missing, the batch is simply not split over threads
     from threadpoolctl import ThreadpoolController
 except ImportError:  # pragma: no cover - depends on the environment
     ThreadpoolController = None
