@@ -246,3 +246,23 @@ def test_a_forked_child_makes_its_own_threads(forced, rng):
         os.waitpid(pid, 0)
         pytest.fail("the convolution in the forked child did not finish in 60 s")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# an inf weight meets the zero padding in im2col (inf * 0 = nan) where torch's kernel skips the padding: unpadded
+@pytest.mark.parametrize("where, padding", [("input", 1), ("weight", 0), ("gradient", 1)])
+def test_an_inf_anywhere_gives_torch_s_inf_and_nan_pattern(where, padding, forced, torch, rng):
+    """One inf would spread nan over a whole Winograd tile: such calls run im2col, as torch computes them."""
+    x = rng.standard_normal((2, 16, 10, 10)).astype(np.float32)
+    w = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    g = rng.standard_normal((2, 16, 10 - 2 + 2 * padding, 10 - 2 + 2 * padding)).astype(np.float32)
+    {"input": x, "weight": w, "gradient": g}[where].flat[37] = np.inf
+    xt, wt = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    torch.nn.functional.conv2d(xt, wt, padding=padding).backward(torch.from_numpy(g))
+    xk, wk = trainkit.from_numpy(x).requires_grad_(), trainkit.from_numpy(w).requires_grad_()
+    out = tkF.conv2d(xk, wk, padding=padding)
+    out.backward(trainkit.from_numpy(g))
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=padding).numpy()
+    for got, ref in ((out.detach().numpy(), want), (xk.grad.numpy(), xt.grad.numpy()),
+                     (wk.grad.numpy(), wt.grad.numpy())):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))

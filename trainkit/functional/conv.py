@@ -32,6 +32,13 @@ _CACHE_BYTES = 8 << 20
 
 
 # ---------------------------------------------------------------------------------------------- convolution
+def _finite(a) -> bool:
+    """Whether an array holds no inf or nan, from its sum (one read, no temporary; an overflowing sum of finite
+    values only sends the call to im2col). Winograd's transforms subtract neighbouring values, so one inf would
+    make a whole tile nan where direct convolution, and PyTorch, give inf only under the windows that cover it."""
+    return bool(np.isfinite(a.sum()))
+
+
 class Convolution(Op, name="ConvolutionBackward0"):
     """out[n, o] = b[o] + sum over c, i, j of w[o, c, i, j] * x_padded[n, c, oh*sh + i*dh, ow*sw + j*dw].
 
@@ -49,6 +56,8 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc = x.shape[0], w.shape[0]
         oh, ow = geom.out
         self.algorithm = winograd.choose(x, w.shape, geom, groups)
+        if self.algorithm == "winograd" and not (_finite(x) and _finite(w)):
+            self.algorithm = "im2col"
         winograd.ALGORITHMS_RUN[self.algorithm] += 1
         if self.algorithm == "winograd":
             self.extra = None  # the backward transforms x again, a slice of the batch at a time
@@ -78,7 +87,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc, oh, ow = g.shape
         groups, geom = self.groups, self.geom
         kh, kw = geom.kernel
-        if self.algorithm == "winograd" and not isinstance(g, Tensor):
+        if self.algorithm == "winograd" and not isinstance(g, Tensor) and _finite(g):
             return winograd.backward(xp_of(g).ascontiguousarray(g), x, w, self.x_shape, geom, fx is not None,
                                      fw is not None, fb is not None)
         if groups == 1 and not isinstance(g, Tensor):
