@@ -197,10 +197,8 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
     wrap, unwrap = (_same, _same) if create_graph else (_wrap, _unwrap)  # hooks see Tensors, not arrays
-    state = grad_mode.state
-    anomaly = state.anomaly  # read once per pass, not once per node
-    prev_mode, prev_create = state.enabled, state.create_graph
-    state.enabled = state.create_graph = create_graph
+    anomaly = grad_mode.state.anomaly  # read once per pass, not once per node
+    prev = grad_mode.enter_backward(create_graph)
     try:
         while ready:
             fn = heappop(ready)[1]
@@ -285,7 +283,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
             # hold no grad past its use: a leaf may take it over without a copy
             grad_inputs = g = old = gout = out_meta = a = None
     finally:
-        state.enabled, state.create_graph = prev_mode, prev_create
+        grad_mode.exit_backward(prev, create_graph)
     return captured
 
 

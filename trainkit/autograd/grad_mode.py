@@ -19,6 +19,25 @@ class _State(threading.local):
 
 
 state = _State()
+# One entry per backward pass with create_graph running, in any thread. Only such a pass sets state.create_graph,
+# so while this is empty it is False everywhere, and the saved-tensor reads of every node can tell so without
+# reading the thread-local state (a few times dearer). list.append and pop are atomic, so threads may share it.
+creating_passes: list = []
+
+
+def enter_backward(create_graph: bool) -> tuple:
+    """Set the modes of a backward pass; returns what ``exit_backward`` restores."""
+    prev = state.enabled, state.create_graph
+    state.enabled = state.create_graph = create_graph
+    if create_graph:
+        creating_passes.append(None)
+    return prev
+
+
+def exit_backward(prev: tuple, create_graph: bool) -> None:
+    state.enabled, state.create_graph = prev
+    if create_graph:
+        creating_passes.pop()
 
 
 def is_grad_enabled() -> bool:

@@ -17,6 +17,7 @@ from . import grad_mode
 from .tensor import Tensor
 
 _modes = grad_mode.state  # read on every unpack: one attribute lookup fewer than through the module
+_creating = grad_mode.creating_passes
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -62,7 +63,7 @@ def unpack(node) -> tuple:
         if node._freed:
             raise RuntimeError(freed_message(node))
         return ()
-    if not _modes.create_graph:
+    if not (_creating and _modes.create_graph):
         arrays = []  # a plain loop: this runs once per node and pass, and a generator costs twice as much
         for entry in saved:
             if entry is None:
