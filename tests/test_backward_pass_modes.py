@@ -56,3 +56,34 @@ def test_other_threads_keep_their_own_create_graph_flag():
     finally:
         grad_mode.creating_passes.pop()
     assert results == [False]
+
+
+def test_grad_mode_off_in_one_thread_leaves_others_recording():
+    x = trainkit.tensor([0.7], requires_grad=True)
+    inside, outside = threading.Event(), threading.Event()
+    results = {}
+
+    def quiet():
+        with trainkit.no_grad():
+            inside.set()
+            outside.wait()
+            results["quiet"] = (x * x).requires_grad
+
+    thread = threading.Thread(target=quiet)
+    thread.start()
+    inside.wait()
+    results["main"] = (x * x).requires_grad  # the other thread is inside no_grad now
+    outside.set()
+    thread.join()
+    assert results == {"quiet": False, "main": True}
+    assert not grad_mode.disabled_threads and trainkit.is_grad_enabled()
+
+
+def test_set_grad_enabled_as_a_call_holds_until_set_back():
+    x = trainkit.tensor([0.7], requires_grad=True)
+    trainkit.set_grad_enabled(False)
+    try:
+        assert not (x * x).requires_grad and not trainkit.is_grad_enabled()
+    finally:
+        trainkit.set_grad_enabled(True)
+    assert (x * x).requires_grad and not grad_mode.disabled_threads

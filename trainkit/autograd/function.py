@@ -165,7 +165,7 @@ def _apply_of(cls):
             out = node.forward(*arrays, **params) if params else node.forward(*arrays)
         except ValueError as err:  # NumPy's broadcasting errors become PyTorch's RuntimeError, naming the shapes
             raise shape_error(cls.__name__, arrays, err) from None
-        record = requires and grad_mode.state.enabled
+        record = requires and (not grad_mode.disabled_threads or grad_mode.state.enabled)
         if multi_output:
             return _wrap_outputs(node, inputs, out, record)
         if type(out) is not kind:

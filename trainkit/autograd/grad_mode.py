@@ -19,6 +19,18 @@ class _State(threading.local):
 
 
 state = _State()
+# The idents of threads whose grad mode is off, kept beside the thread-local flag by every write of it: while the
+# set is empty, grad mode is on everywhere, and an op tells so without reading the thread-local state (which costs
+# as much as a few dozen bytecodes). set.add and discard are atomic, so threads may share it.
+disabled_threads: set = set()
+
+
+def _set_enabled(mode: bool) -> None:
+    state.enabled = mode
+    if mode:
+        disabled_threads.discard(threading.get_ident())
+    else:
+        disabled_threads.add(threading.get_ident())
 # One entry per backward pass with create_graph running, in any thread. Only such a pass sets state.create_graph,
 # so while this is empty it is False everywhere, and the saved-tensor reads of every node can tell so without
 # reading the thread-local state (a few times dearer). list.append and pop are atomic, so threads may share it.
@@ -28,14 +40,16 @@ creating_passes: list = []
 def enter_backward(create_graph: bool) -> tuple:
     """Set the modes of a backward pass; returns what ``exit_backward`` restores."""
     prev = state.enabled, state.create_graph
-    state.enabled = state.create_graph = create_graph
+    _set_enabled(create_graph)
+    state.create_graph = create_graph
     if create_graph:
         creating_passes.append(None)
     return prev
 
 
 def exit_backward(prev: tuple, create_graph: bool) -> None:
-    state.enabled, state.create_graph = prev
+    _set_enabled(prev[0])
+    state.create_graph = prev[1]
     if create_graph:
         creating_passes.pop()
 
@@ -46,7 +60,7 @@ def is_grad_enabled() -> bool:
     >>> is_grad_enabled()
     True
     """
-    return state.enabled
+    return not disabled_threads or state.enabled
 
 
 class _GradModeGuard:
@@ -59,10 +73,10 @@ class _GradModeGuard:
 
     def __enter__(self):
         self.prev = state.enabled
-        state.enabled = self.mode
+        _set_enabled(self.mode)
 
     def __exit__(self, *exc):
-        state.enabled = self.prev
+        _set_enabled(self.prev)
 
     def clone(self):
         """A fresh guard with the same mode (each call of a decorated function enters its own)."""
@@ -188,14 +202,14 @@ class set_grad_enabled(_GradModeGuard):
     def __init__(self, mode: bool):
         self.prev = state.enabled
         self.mode = bool(mode)
-        state.enabled = self.mode
+        _set_enabled(self.mode)
 
     def __enter__(self):
-        state.enabled = self.mode
+        _set_enabled(self.mode)
 
     def clone(self):
         return set_grad_enabled(self.mode)
 
     def __call__(self, fn):
-        state.enabled = self.prev  # used as a decorator: the call above must not leak
+        _set_enabled(self.prev)  # used as a decorator: the call above must not leak
         return decorate(self, fn)
