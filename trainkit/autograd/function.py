@@ -38,7 +38,8 @@ def _connect(node: Node, inputs, out=None) -> tuple:
     With ``out``, the array of the node's only output, inputs of its shape and dtype are recorded as such."""
     node._seq = next_seq()
     edges = []
-    same = out is not None  # so far, every input that needs a grad has the output's shape and dtype
+    meta = None  # one entry per input, built only from the first input whose shape or dtype differs from out's
+    same = out is not None
     if same:
         out_shape, out_dtype = out.shape, out.dtype
     for x in inputs:
@@ -50,18 +51,28 @@ def _connect(node: Node, inputs, out=None) -> tuple:
                 if fn is None:
                     fn = accumulator(x)
             edges.append((fn, x._output_nr))
-            if same:
-                a = x._data
+            a = x._data
+            shape, dtype = a.shape, a.dtype
+            if meta is None:
                 # dtypes compared with ``is``: NumPy has one object per built-in dtype, and a miss only costs a record
-                same = a.dtype is out_dtype and a.shape == out_shape
+                if same and dtype is out_dtype and shape == out_shape:
+                    continue
+                if len(edges) == 1:  # most often the first input: no list comprehension (a call in 3.11)
+                    meta = [(shape, dtype)]
+                else:  # the inputs before it matched the output
+                    meta = [None if e is _NO_EDGE else SAME_AS_OUTPUT for e in edges]
+                    meta[-1] = (shape, dtype)
+            else:
+                meta.append((shape, dtype))
         else:
             edges.append(_NO_EDGE)
+            if meta is not None:
+                meta.append(None)
     node.next_functions = edges = tuple(edges)
-    n = len(edges)
-    if same:  # the common case of element-wise ops: one shared tuple, no list built along the way
-        node._input_meta = ALL_SAME[n] if n < len(ALL_SAME) else (SAME_AS_OUTPUT,) * n
-    else:
-        node._input_meta = [None if e is _NO_EDGE else (x._data.shape, x._data.dtype) for x, e in zip(inputs, edges)]
+    if meta is None:  # the common case of element-wise ops: one shared tuple, no list built along the way
+        n = len(edges)
+        meta = ALL_SAME[n] if n < len(ALL_SAME) else (SAME_AS_OUTPUT,) * n
+    node._input_meta = meta
     return edges
 
 
