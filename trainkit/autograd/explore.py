@@ -33,8 +33,8 @@ from pathlib import Path
 
 from . import engine
 from .backend import sum_to
-from .engine import AccumulateGrad, Node, accumulator
-from .graph import Graph
+from .engine import AccumulateGrad, Node
+from .graph import Graph, roots_of
 from .saved import SAME_AS_OUTPUT, SavedOutput
 from .tensor import Tensor
 
@@ -84,24 +84,6 @@ def _saved_entries(node) -> list:
         out.append((tensor, tuple(int(s) for s in array.shape), str(array.dtype), int(array.nbytes), version,
                     counter, id(array)))
     return out
-
-
-def _roots(output) -> list:
-    tensors = [output] if isinstance(output, Tensor) else list(output)
-    if not tensors:
-        raise ValueError("explore() needs at least one tensor: pass the loss (or a list of outputs)")
-    roots = []
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"explore() takes tensors, got {type(t).__name__} at position {i}")
-        if t.grad_fn is not None:
-            roots.append(t.grad_fn)
-        elif t.requires_grad:
-            roots.append(accumulator(t))
-        else:
-            raise ValueError(f"tensor at position {i} does not require grad, so it has no backward graph: compute "
-                             "it from tensors with requires_grad=True, outside no_grad()")
-    return roots
 
 
 class _Tensors:
@@ -202,7 +184,7 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
     (1, 2)
     """
     names = _params(params)
-    roots = _roots(output)
+    roots = roots_of(output, "explore")
     g = Graph(roots)
     nodes = g.nodes
     index = {id(n): i for i, n in enumerate(nodes)}

@@ -58,7 +58,7 @@ def _format_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _children(node) -> list:
+def input_nodes(node) -> list:
     """The distinct input nodes of ``node`` in ``next_functions`` order (inputs without a node are left out)."""
     out = []
     seen = set()
@@ -88,7 +88,7 @@ class Graph:
                 continue
             index[id(node)] = len(order)
             order.append(node)
-            stack.extend(c for c in reversed(_children(node)) if id(c) not in index)
+            stack.extend(c for c in reversed(input_nodes(node)) if id(c) not in index)
         self.nodes = order
         self._index = index
 
@@ -179,7 +179,7 @@ class Graph:
                 continue
             shown.add(id(node))
             lines.append(head + self._label(node))
-            children = _children(node)
+            children = input_nodes(node)
             if len(children) == 1:  # a chain goes straight down, so that a long one stays narrow
                 stack.append((children[0], body, body))
                 continue
@@ -224,7 +224,7 @@ class Graph:
                 label = name
             lines.append(f'  n{i} [label="{_escape(label)}", shape=ellipse];')
         for i, node in enumerate(self.nodes):
-            for child in _children(node):
+            for child in input_nodes(node):
                 lines.append(f"  n{i} -> n{self._index[id(child)]};")
         lines.append("}")
         return "\n".join(lines) + "\n"
@@ -295,20 +295,31 @@ def graph(tensor_or_tensors, params: dict | None = None) -> Graph:
     >>> print(graph((x @ w).sum(), params={"w": w}).text().splitlines()[-2])
     #2 AccumulateGrad  w (2, 3) float32 requires_grad=True
     """
+    return Graph(roots_of(tensor_or_tensors, "graph"), {id(t): name for name, t in (params or {}).items()})
+
+
+def roots_of(tensor_or_tensors, caller: str) -> list:
+    """The backward nodes a walk starts from: each tensor's ``grad_fn``, or the ``AccumulateGrad`` of a leaf that
+    requires grad. ``caller`` names the function in the errors (a tensor without a graph, a non-tensor).
+
+    >>> import trainkit
+    >>> roots_of(trainkit.ones(2, requires_grad=True).exp(), "graph")[0].name()
+    'ExpBackward0'
+    """
     tensors = [tensor_or_tensors] if isinstance(tensor_or_tensors, Tensor) else list(tensor_or_tensors)
     if not tensors:
-        raise ValueError("graph() needs at least one tensor")
+        raise ValueError(f"{caller}() needs at least one tensor: pass the loss (or a list of outputs)")
     roots = []
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"graph() takes tensors, got {type(t).__name__} at position {i}")
+            raise TypeError(f"{caller}() takes tensors, got {type(t).__name__} at position {i}")
         if t.grad_fn is not None:
             roots.append(t.grad_fn)
         elif t.requires_grad:
             roots.append(accumulator(t))
         else:
             raise ValueError(
-                f"tensor at position {i} does not require grad, so it has no graph; compute it from tensors "
-                "with requires_grad=True, outside no_grad()"
+                f"tensor at position {i} does not require grad, so it has no backward graph: compute it from "
+                "tensors with requires_grad=True, outside no_grad()"
             )
-    return Graph(roots, {id(t): name for name, t in (params or {}).items()})
+    return roots

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..autograd import grad_mode
 from ..autograd.engine import AccumulateGrad, accumulator
-from ..autograd.graph import Graph
+from ..autograd.graph import Graph, input_nodes
 from ..autograd.tensor import Tensor
 
 
@@ -27,10 +27,6 @@ def _tensors(value: Any) -> list[Tensor]:
     if isinstance(value, dict):
         return [t for v in value.values() for t in _tensors(v)]
     return []
-
-
-def _inputs_of(node) -> list:
-    return list(dict.fromkeys(c for c, _ in getattr(node, "next_functions", ()) if c is not None))
 
 
 def _node_of(t: Tensor):
@@ -100,7 +96,7 @@ def build_graph_def(model, input_to_model: Any = None):
                 continue
             seen.add(id(node))
             scope.setdefault(id(node), name)
-            stack.extend(_inputs_of(node))
+            stack.extend(input_nodes(node))
 
     modules = dict(model.named_modules())
     params = {id(p): name for name, p in model.named_parameters()}
@@ -130,7 +126,7 @@ def build_graph_def(model, input_to_model: Any = None):
             kind = "IO Node" if id(v) in input_ids else "Parameter"
             nodes.append(node_def(names[id(node)], kind, [], shape=str(tuple(v.shape)), dtype=str(v.dtype)))
         else:
-            nodes.append(node_def(names[id(node)], node.name(), [names[id(c)] for c in _inputs_of(node)]))
+            nodes.append(node_def(names[id(node)], node.name(), [names[id(c)] for c in input_nodes(node)]))
     for i, t in enumerate(outputs):
         nodes.append(node_def(f"output/output_{i}", "IO Node", [names[id(_node_of(t))]],
                               shape=str(tuple(t.shape)), dtype=str(t.dtype)))
