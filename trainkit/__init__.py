@@ -209,6 +209,27 @@ def _dims_tuple(name: str, dims) -> tuple:
     if not isinstance(dims, (tuple, list)):
         raise TypeError(f"{name}(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     return tuple(dims)
+from .autograd.ops.more_math import (  # noqa: E402
+    acosh,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    asinh,
+    atanh,
+    deg2rad,
+    erfc,
+    fix,
+    logit,
+    nan_to_num,
+    positive,
+    rad2deg,
+    sgn,
+    signbit,
+    xlogy,
+)
 from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
 from .autograd.ops.triangular import diag, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402

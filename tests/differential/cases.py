@@ -126,11 +126,31 @@ UNARY = {
     "isnan": "any",
     "logical_not": "any",
     "bitwise_not": "any",
+    "sgn": "any",
+    "signbit": "any",
+    "erfc": "any",
+    "asinh": "any",
+    "acosh": "pos",
+    "atanh": "unit",
+    "arcsin": "unit",
+    "arccos": "unit",
+    "arctan": "any",
+    "arcsinh": "any",
+    "arccosh": "pos",
+    "arctanh": "unit",
+    "deg2rad": "any",
+    "rad2deg": "any",
+    "logit": "prob",
+    "nan_to_num": "any",
+    "positive": "any",
+    "fix": "any",
 }
 UNARY_INPLACE = ("abs_", "exp_", "log_", "neg_", "relu_", "sigmoid_", "sqrt_", "tanh_", "acos_", "asin_", "atan_",
                  "ceil_", "cos_", "cosh_", "erf_", "exp2_", "expm1_", "floor_", "frac_", "log10_", "log1p_", "log2_",
                  "logical_not_", "reciprocal_", "round_", "rsqrt_", "sign_", "sin_", "sinh_", "square_", "tan_",
-                 "trunc_", "bitwise_not_")
+                 "trunc_", "bitwise_not_", "sgn_", "erfc_", "asinh_", "acosh_", "atanh_", "arcsin_", "arccos_",
+                 "arctan_", "arcsinh_", "arccosh_", "arctanh_", "deg2rad_", "rad2deg_", "logit_", "nan_to_num_",
+                 "fix_")
 F_UNARY = ("relu", "sigmoid", "tanh", "gelu", "softplus", "leaky_relu")
 
 
@@ -149,6 +169,11 @@ def elementwise_unary(b: Builder) -> None:
             b.each(name, x)
     b.each("round", T((3, 4), "f32"), decimals=2)
     b.each("round", T((3, 4), "f64", domain="edge"), decimals=-1)
+    for x in (T((3, 4), "f32", domain="edge"), T((3, 4), "f64"), T((2, 3), "i64")):
+        b.each("logit", x, eps=1e-6)
+        b.each("logit", x, 0.25)
+        b.each("nan_to_num", x, nan=1.5, posinf=2.0, neginf=-3.0)
+        b.each("nan_to_num", x, 0.5)
     for name in UNARY_INPLACE:
         domain = UNARY.get(name[:-1], "any")
         for x in [T((2, 3), dt, domain=domain) for dt in ALL_DTYPES] + [
@@ -184,6 +209,7 @@ BINARY = (
     "remainder",
     "pow",
     "atan2",
+    "xlogy",
     "maximum",
     "minimum",
     "eq",
@@ -264,8 +290,8 @@ def elementwise_binary(b: Builder) -> None:
             (T((4,), "i64", value=[7, -7, 5, 3]), T((4,), "i64", value=[2, 2, 3, -2])),
         ):
             b.each("div", x, y, rounding_mode=mode)
-    for name in ("add_", "sub_", "mul_", "div_", "pow_", "atan2_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
-                 "clamp_max_", "clamp_min_", "floor_divide_", "fmod_", "remainder_"):
+    for name in ("add_", "sub_", "mul_", "div_", "pow_", "atan2_", "xlogy_", "bitwise_and_", "bitwise_or_",
+                 "bitwise_xor_", "clamp_max_", "clamp_min_", "floor_divide_", "fmod_", "remainder_"):
         for x, y in [
             (T((2, 3)), T((2, 3))),
             (T((2, 3)), T((3,))),

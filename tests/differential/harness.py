@@ -280,6 +280,9 @@ def node_name(t):
 
 
 def to_array(t) -> np.ndarray:
+    if getattr(t, "_is_zerotensor", None) is not None and t._is_zerotensor():
+        # torch gives some zero gradients (sgn's) as a ZeroTensor, which converts to NumPy only when forced
+        return np.asarray(t.detach().numpy(force=True))
     return np.asarray(t.detach().cpu().numpy()) if hasattr(t, "cpu") else np.asarray(t.detach().numpy())
 
 

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     masking,
     math,
     methods,  # noqa: F401  (binds the methods and operators onto Tensor)
+    more_math,
     norm,
     rearrange,
     reduction,

@@ -19,6 +19,7 @@ from . import (
     linalg,
     masking,
     math,
+    more_math,
     norm,
     rearrange,
     reduction,
@@ -101,6 +102,7 @@ _FUNCTION_INPLACE = {
     "logical_not_": special.logical_not, "__imod__": math.remainder, "__ifloordiv__": math.floor_divide,
     "__iand__": special.bitwise_and, "__ior__": special.bitwise_or, "__ixor__": special.bitwise_xor,
     "__ilshift__": special.bitwise_left_shift, "__irshift__": special.bitwise_right_shift,
+    **{f"{name}_": getattr(more_math, name) for name in more_math.__all__ if name not in ("positive", "signbit")},
 }
 
 
@@ -201,11 +203,17 @@ _METHODS = {
 }
 
 # the wider families: each function is also a method, but einsum (a function of several operands)
-for _module in (elementwise, trigonometric, gather_scatter, masking, rearrange, triangular, sorting, cumulative, norm,
-                einsum):
+for _module in (elementwise, trigonometric, more_math, gather_scatter, masking, rearrange, triangular, sorting,
+                cumulative, norm, einsum):
     _METHODS.update({name: getattr(_module, name) for name in _module.__all__ if name != "einsum"})
 
 _METHODS.update({name: _function_inplace(fn, f"``{name[:-1]}`` in place.") for name, fn in _FUNCTION_INPLACE.items()})
+# the in-place inverse hyperbolic functions have a node of their own in PyTorch (with no derivative)
+for _names, _cls, _fn in ((("asinh_", "arcsinh_"), more_math.AsinhInplace, more_math.asinh),
+                          (("acosh_", "arccosh_"), more_math.AcoshInplace, more_math.acosh),
+                          (("atanh_", "arctanh_"), more_math.AtanhInplace, more_math.atanh)):
+    for _name in _names:
+        _METHODS[_name] = _inplace(_cls, f"``{_name[:-1]}`` in place (PyTorch defines no derivative for it).", _fn)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -1,0 +1,234 @@
+"""sgn, signbit, erfc, the inverse hyperbolic functions and the arc* aliases, deg2rad, rad2deg, logit, xlogy,
+nan_to_num, positive and fix: finite-difference gradients, and values, dtypes, node names and gradients against
+PyTorch, edge values included."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import trainkit
+from trainkit.autograd import gradcheck, gradgradcheck
+
+torch = pytest.importorskip("torch")
+
+INF, NAN = math.inf, math.nan
+EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, -0.25, 2.0, 1e-30, 3e38, INF, -INF, NAN]
+UNIT = [0.0, -0.0, 0.3, -0.7, 0.99, -0.99, 1.0, -1.0, 1.5, INF, NAN]
+
+
+def _fn(lib, name):
+    return getattr(lib, name)
+
+
+# name -> (kwargs, values for the finite-difference check: kept away from kinks and domain ends)
+UNARY = {
+    "sgn": ({}, [0.3, -1.2, 2.0]),
+    "erfc": ({}, [0.3, -1.2, 2.0]),
+    "asinh": ({}, [0.3, -1.2, 2.0]),
+    "arcsinh": ({}, [0.3, -1.2, 2.0]),
+    "acosh": ({}, [1.3, 2.2, 5.0]),
+    "arccosh": ({}, [1.3, 2.2, 5.0]),
+    "atanh": ({}, [0.3, -0.6, 0.9]),
+    "arctanh": ({}, [0.3, -0.6, 0.9]),
+    "arcsin": ({}, [0.3, -0.6, 0.9]),
+    "arccos": ({}, [0.3, -0.6, 0.9]),
+    "arctan": ({}, [0.3, -1.2, 2.0]),
+    "deg2rad": ({}, [0.3, -1.2, 2.0]),
+    "rad2deg": ({}, [0.3, -1.2, 2.0]),
+    "logit": ({}, [0.3, 0.6, 0.9]),
+    "nan_to_num": ({}, [0.3, -1.2, 2.0]),
+    "fix": ({}, [0.3, -1.2, 2.4]),
+}
+WITH_KWARGS = [
+    ("logit", {"eps": 0.2}), ("logit", {"eps": 0.0}), ("nan_to_num", {"nan": 1.5, "posinf": 2.0, "neginf": -3.0}),
+    ("nan_to_num", {"posinf": 7.0}),
+]
+
+
+def _compare(got, want):
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6, equal_nan=True)
+    a, b = got.detach().numpy(), want.detach().numpy()
+    numbers = ~np.isnan(b)  # the sign of a NaN is no part of the contract
+    assert np.array_equal(np.signbit(a)[numbers], np.signbit(b)[numbers])
+
+
+def _dense(t):
+    """sgn's zero gradient is a ZeroTensor in torch, which has no NumPy view."""
+    return torch.zeros_like(t) if t._is_zerotensor() else t
+
+
+def _grad_name(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_gradcheck_unary(name):
+    kwargs, values = UNARY[name]
+    x = trainkit.tensor(values, dtype=trainkit.float64, requires_grad=True)
+    assert gradcheck(lambda t: _fn(trainkit, name)(t, **kwargs), (x,))
+    assert gradgradcheck(lambda t: _fn(trainkit, name)(t, **kwargs), (x,))
+
+
+@pytest.mark.parametrize("name,kwargs", WITH_KWARGS)
+def test_gradcheck_with_options(name, kwargs):
+    x = trainkit.tensor([0.3, 0.55, 0.7], dtype=trainkit.float64, requires_grad=True)
+    assert gradcheck(lambda t: _fn(trainkit, name)(t, **kwargs), (x,))
+
+
+def test_gradcheck_xlogy():
+    x = trainkit.tensor([0.3, -1.2, 2.0], dtype=trainkit.float64, requires_grad=True)
+    y = trainkit.tensor([0.5, 1.7, 3.0], dtype=trainkit.float64, requires_grad=True)
+    assert gradcheck(trainkit.xlogy, (x, y))
+    assert gradgradcheck(trainkit.xlogy, (x, y))
+    assert gradcheck(lambda t: trainkit.xlogy(t, 2.5), (x,))
+    assert gradcheck(lambda t: trainkit.xlogy(1.5, t), (y,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_matches_torch(name, dtype):
+    kwargs, _ = UNARY[name]
+    values = UNIT if name in ("atanh", "arctanh", "arcsin", "arccos", "logit") else EDGE
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+        y = _fn(lib, name)(x, **kwargs)
+        y.sum().backward()
+        results.append((y, _grad_name(y), x.grad))
+    (y, node, grad), (ty, tnode, tgrad) = results
+    _compare(y, ty)
+    assert node == tnode
+    _compare(grad, _dense(tgrad))
+
+
+@pytest.mark.parametrize("name,kwargs", WITH_KWARGS)
+def test_options_match_torch(name, kwargs):
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(EDGE + [0.1, 0.9], requires_grad=True)
+        y = _fn(lib, name)(x, **kwargs)
+        y.sum().backward()
+        results.append((y, _grad_name(y), x.grad))
+    (y, node, grad), (ty, tnode, tgrad) = results
+    _compare(y, ty)
+    assert node == tnode
+    _compare(grad, tgrad)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize("name", list(UNARY) + ["signbit"])
+def test_integer_and_bool_inputs(name, dtype):
+    values = [0, 1, -3, 2] if dtype == "int64" else [True, False, True, True]
+    out = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(values, dtype=getattr(lib, dtype))
+        try:
+            out.append(_fn(lib, name)(x))
+        except Exception as e:  # noqa: BLE001 - the error type is what is compared
+            out.append(type(e))
+    if isinstance(out[1], type):
+        assert out[0] is out[1]
+    else:
+        _compare(*out)
+
+
+def test_signbit():
+    for dtype in ("float32", "float64", "int64", "bool"):
+        values = EDGE if dtype.startswith("float") else ([0, -1, 5] if dtype == "int64" else [True, False])
+        got = trainkit.signbit(trainkit.tensor(values, dtype=getattr(trainkit, dtype)))
+        want = torch.signbit(torch.tensor(values, dtype=getattr(torch, dtype)))
+        assert got.dtype == trainkit.bool
+        assert got.tolist() == want.tolist()
+    x = trainkit.tensor([-1.0, 0.0], requires_grad=True)
+    assert x.signbit().grad_fn is None and not x.signbit().requires_grad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_xlogy_matches_torch(dtype):
+    xs = [0.0, -0.0, 0.0, 0.0, 1.0, 2.0, -1.0, NAN, 0.5, 3e38, INF, 0.0]
+    ys = [NAN, 0.0, -1.0, 2.0, 0.0, INF, 0.5, 1.0, -0.0, 2.0, 1e-30, INF]
+    if dtype == "int64":
+        xs, ys = [0, 0, 1, 2, -1, 3], [0, -1, 0, 4, 2, 3]
+    floating = dtype != "int64"
+    for make in (lambda L, a, b: L.xlogy(a, b), lambda L, a, b: a.xlogy(b),
+                 lambda L, a, b: L.xlogy(a, 2.5), lambda L, a, b: L.xlogy(0.0, b), lambda L, a, b: L.xlogy(a, 0)):
+        results = []
+        for lib in (trainkit, torch):
+            a = lib.tensor(xs, dtype=getattr(lib, dtype), requires_grad=floating)
+            b = lib.tensor(ys, dtype=getattr(lib, dtype), requires_grad=floating)
+            out = make(lib, a, b)
+            if floating:
+                out.sum().backward()
+            results.append((out, _grad_name(out), a.grad, b.grad))
+        (y, node, ga, gb), (ty, tnode, tga, tgb) = results
+        _compare(y, ty)
+        assert node == tnode
+        for g, tg in ((ga, tga), (gb, tgb)):
+            assert (g is None) == (tg is None)
+            if g is not None:
+                _compare(g, tg)
+
+
+def test_xlogy_refuses_two_numbers():
+    with pytest.raises(TypeError) as got:
+        trainkit.xlogy(2.0, 3.0)
+    with pytest.raises(TypeError) as want:
+        torch.xlogy(2.0, 3.0)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["sgn", "erfc", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+                                  "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "logit", "nan_to_num",
+                                  "fix"])
+def test_inplace_forms_match_torch(name):
+    values = [0.3, 0.6, 1.5, NAN] if name not in ("acosh", "arccosh") else [1.3, 2.0, 0.5, INF]
+    results = []
+    for lib in (trainkit, torch):
+        leaf = lib.tensor(values, requires_grad=True)
+        x = leaf.clone()
+        out = getattr(x, name + "_")()
+        assert out is x
+        try:
+            x.sum().backward()
+            grad, error = leaf.grad, None
+        except Exception as e:  # noqa: BLE001 - asinh_, acosh_ and atanh_ have no derivative in torch
+            grad, error = None, (type(e), str(e))
+        results.append((x, _grad_name(x), grad, error))
+    (y, node, grad, error), (ty, tnode, tgrad, terror) = results
+    _compare(y, ty)
+    assert node == tnode
+    assert error == terror
+    if tgrad is not None:
+        _compare(grad, _dense(tgrad))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        getattr(trainkit.tensor([1, 2]), name + "_")() if name not in ("sgn", "fix", "nan_to_num") else \
+            trainkit.tensor([1, 2]).deg2rad_()
+
+
+def test_xlogy_inplace():
+    for lib in (trainkit, torch):
+        x = lib.tensor([0.5, 0.0, 2.0])
+        assert x.xlogy_(lib.tensor([2.0, 0.0, 3.0])) is x
+    np.testing.assert_allclose(x.numpy(), [0.5 * math.log(2), 0.0, 2 * math.log(3)], rtol=1e-6)
+
+
+def test_positive_and_aliases():
+    x = trainkit.tensor([1.0, -2.0], requires_grad=True)
+    assert trainkit.positive(x) is x and x.positive() is x
+    with pytest.raises(RuntimeError, match="bool tensor is not supported"):
+        trainkit.positive(trainkit.tensor([True]))
+    for alias, name in (("arcsinh", "asinh"), ("arcsin", "asin"), ("fix", "trunc")):
+        x = trainkit.tensor([0.5, -0.25], requires_grad=True)
+        a, b = getattr(trainkit, alias)(x), getattr(x, name)()
+        assert a.tolist() == b.tolist() and type(a.grad_fn) is type(b.grad_fn)
+
+
+def test_out_keyword():
+    for lib in (trainkit, torch):
+        out = lib.empty(2)
+        lib.erfc(lib.tensor([0.0, 1.0]), out=out)
+        np.testing.assert_allclose(out.numpy(), [1.0, math.erfc(1.0)], rtol=1e-6)
