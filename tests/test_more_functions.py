@@ -232,3 +232,100 @@ def test_out_keyword():
         out = lib.empty(2)
         lib.erfc(lib.tensor([0.0, 1.0]), out=out)
         np.testing.assert_allclose(out.numpy(), [1.0, math.erfc(1.0)], rtol=1e-6)
+
+
+# --- shapes, joins, counts and matrix functions -------------------------------------------------------------
+MATRIX_EDGE = [[0.0, -0.0, INF], [NAN, 1.5, -INF], [2.0, -1.0, 0.5]]
+SHAPED = {
+    "fliplr": lambda L, x: L.fliplr(x),
+    "flipud": lambda L, x: L.flipud(x),
+    "moveaxis": lambda L, x: L.moveaxis(x, 0, 1),
+    "Tensor.moveaxis": lambda L, x: x.moveaxis((0, 1), (1, 0)),
+    "hstack": lambda L, x: L.hstack([x, x * 2]),
+    "vstack": lambda L, x: L.vstack([x, x[0]]),
+    "trace": lambda L, x: L.trace(x),
+    "Tensor.trace": lambda L, x: x.trace(),
+    "mv": lambda L, x: L.mv(x, x[0] * 0.5),
+    "Tensor.mv": lambda L, x: x.mv(x[:, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPED))
+def test_gradcheck_shaped(name):
+    x = trainkit.tensor([[0.3, -1.2, 2.0], [0.7, 1.1, -0.4], [1.5, -0.2, 0.9]], dtype=trainkit.float64,
+                        requires_grad=True)
+    assert gradcheck(lambda t: SHAPED[name](trainkit, t), (x,))
+    assert gradgradcheck(lambda t: SHAPED[name](trainkit, t), (x,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(SHAPED))
+def test_shaped_match_torch(name, dtype):
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(MATRIX_EDGE, dtype=getattr(lib, dtype), requires_grad=True)
+        y = SHAPED[name](lib, x)
+        y.sum().backward()
+        results.append((y, _grad_name(y), x.grad))
+    (y, node, grad), (ty, tnode, tgrad) = results
+    _compare(y, ty)
+    assert node == tnode
+    _compare(grad, tgrad)
+
+
+@pytest.mark.parametrize("name", ["trace", "mv", "hstack", "vstack", "fliplr", "flipud"])
+def test_shaped_integer_inputs(name):
+    out = []
+    for lib in (trainkit, torch):
+        x = lib.tensor([[1, 0, -3], [2, 5, 0], [7, -1, 4]])
+        out.append(SHAPED[name](lib, x) if name != "mv" else lib.mv(x, x[0]))
+    _compare(*out)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.fliplr(L.ones(3)), lambda L: L.flipud(L.tensor(1.0)), lambda L: L.hstack([]),
+    lambda L: L.vstack([]), lambda L: L.trace(L.ones(3)), lambda L: L.trace(L.ones(2, 2, dtype=L.bool)),
+    lambda L: L.mv(L.ones(2, 3), L.ones(2)), lambda L: L.mv(L.ones(3), L.ones(3)),
+    lambda L: L.mv(L.tensor(1.0), L.ones(3)), lambda L: L.count_nonzero(L.ones(2, 3), dim=(0, 0)),
+    lambda L: L.count_nonzero(L.ones(2, 3), dim=2), lambda L: L.moveaxis(L.ones(2, 3), 0, 5),
+])
+def test_shaped_errors_match_torch(call):
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(type(want.value)) as got:
+        call(trainkit)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 0}, {"dim": -1}, {"dim": (0, 1)}, {"dim": [1]}])
+def test_count_nonzero_and_argwhere(kwargs):
+    for dtype in ("float32", "int64", "bool"):
+        values = MATRIX_EDGE if dtype == "float32" else [[0, 1, 2], [3, 0, 0]]
+        got = trainkit.count_nonzero(trainkit.tensor(values, dtype=getattr(trainkit, dtype)), **kwargs)
+        want = torch.count_nonzero(torch.tensor(values, dtype=getattr(torch, dtype)), **kwargs)
+        assert got.dtype == trainkit.int64 and got.tolist() == want.tolist()
+        x = trainkit.tensor(values, dtype=getattr(trainkit, dtype))
+        assert x.count_nonzero(**kwargs).tolist() == want.tolist()
+        assert x.argwhere().tolist() == torch.argwhere(torch.tensor(values)).tolist()
+    assert trainkit.argwhere(trainkit.tensor(0.0)).shape == torch.argwhere(torch.tensor(0.0)).shape
+    assert trainkit.count_nonzero(trainkit.tensor(-0.0)).item() == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.hstack([L.ones(2), L.zeros(1)], out=L.empty(3)),
+    lambda L: L.vstack([L.ones(2), L.zeros(2)], out=L.empty(2, 2, dtype=L.float64)),
+    lambda L: L.hstack([L.ones(2), L.zeros(1)], out=L.empty(3, dtype=L.int64)),
+    lambda L: L.mv(L.ones(2, 3), L.ones(3), out=L.empty(2)),
+    lambda L: L.mv(L.ones(2, 3), L.ones(3), out=L.empty(2, dtype=L.float64)),
+    lambda L: L.mv(L.ones(2, 3, requires_grad=True), L.ones(3), out=L.empty(2)),
+])
+def test_out_keyword_of_joins_and_mv(call):
+    try:
+        want = call(torch)
+    except Exception as e:  # noqa: BLE001 - the same error is expected
+        with pytest.raises(type(e)) as got:
+            call(trainkit)
+        assert str(got.value) == str(e)
+        return
+    got = call(trainkit)
+    assert got.tolist() == want.tolist() and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]

@@ -53,7 +53,7 @@ from .autograd.creation import (  # noqa: E402
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.ops.activation import log_softmax, logsumexp, relu, sigmoid, softmax, tanh  # noqa: E402
 from .autograd.ops.copy import clone  # noqa: E402
-from .autograd.ops.linalg import bmm, dot, matmul, mm  # noqa: E402
+from .autograd.ops.linalg import bmm, dot, matmul, mm, mv, trace  # noqa: E402
 from .autograd.ops.math import (  # noqa: E402
     abs,
     absolute,
@@ -100,7 +100,19 @@ from .autograd.ops.math import (  # noqa: E402
     true_divide,
     where,
 )
-from .autograd.ops.reduction import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: E402
+from .autograd.ops.reduction import (  # noqa: E402
+    amax,
+    amin,
+    argmax,
+    argmin,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    std,
+    sum,
+    var,
+)
 from .autograd.ops.shape import (  # noqa: E402
     cat,
     chunk,
@@ -172,9 +184,10 @@ from .autograd.ops.elementwise import (  # noqa: E402
     trunc,
 )
 from .autograd.ops.gather_scatter import gather, index_select, scatter, scatter_add, scatter_reduce, take_along_dim  # noqa: E402
-from .autograd.ops.masking import masked_fill, masked_select, nonzero  # noqa: E402
+from .autograd.ops.join import hstack, vstack  # noqa: E402
+from .autograd.ops.masking import argwhere, masked_fill, masked_select, nonzero  # noqa: E402
 from .autograd.ops.norm import dist, norm  # noqa: E402
-from .autograd.ops.rearrange import movedim, narrow, roll, select  # noqa: E402
+from .autograd.ops.rearrange import fliplr, flipud, moveaxis, movedim, narrow, roll, select  # noqa: E402
 
 
 def flip(input: Tensor, dims) -> Tensor:  # noqa: A002

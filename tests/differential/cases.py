@@ -520,6 +520,7 @@ REDUCTIONS = {
     "min": ({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 3}, {"dim": 0}),
     "argmax": ({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 3}),
     "argmin": ({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 3}),
+    "count_nonzero": ({}, {"dim": 1}, {"dim": (0, 2)}, {"dim": [-1]}, {"dim": 3}, {"dim": (0, 0)}),
     "all": ({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 3}),
     "any": ({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": 3}),
     "logsumexp": ({"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": (0, 2)}, {"dim": 3}, {}),
@@ -620,6 +621,10 @@ SHAPE_FORMS = {
     "swapaxes": [(0, 2)],
     "swapdims": [(1, 2)],
     "movedim": [(0, 2), ((0, 1), (2, 0)), (0, 5)],
+    "moveaxis": [(0, 2), ((0, 1), (2, 0)), (0, 5)],
+    "fliplr": [()],
+    "flipud": [()],
+    "trace": [()],
     "t": [()],
     "expand": [((2, 3, 4),), (2, 3, 4), ((-1, 3, 4),), ((3, 2, 3, 4),), ((2, 5, 4),)],
     "repeat": [((2, 1, 1),), (1, 2, 1, 2), ((2,),)],
@@ -680,6 +685,21 @@ def shapes(b: Builder) -> None:
         ]:
             b.each(name, tensors, namespaces=("torch",), **kwargs)
         b.each(name, (T((2, 3)), T((2, 3), "b")), namespaces=("torch",), dim=1)
+    for name in ("hstack", "vstack"):
+        for tensors in (
+            [T((2, 3)), T((2, 3))],
+            [T((2, 3)), T((2, 4))],
+            [T((2, 3)), T((1, 3))],
+            [T((3,)), T((2,))],
+            [T((3,)), T((3,), "i64")],
+            [T(()), T(())],
+            [T(()), T((2,))],
+            [T((2, 3, 4)), T((2, 3, 4), "f64")],
+            [T((3, 2), layout="T"), T((3, 2))],
+            [T((2, 3))],
+            [],
+        ):
+            b.each(name, tensors, namespaces=("torch",))
     for x in (T((3,)), T((3,), "i64"), T((2, 3, 4)), T(())):
         b.add("Tensor.detach_", lambda L, x: x.detach().detach_(), x)
         b.add("Tensor.requires_grad_", lambda L, x: x.detach().requires_grad_(), x)
@@ -853,6 +873,8 @@ def gather_scatter(b: Builder) -> None:
             b.each("nonzero", inp, **kwargs)
     for z in (T(()), T((0, 3)), T((3,), "b"), T((4, 5), domain="edge")):
         b.each("nonzero", z)
+    for z in (T(()), T((0, 3)), T((3,), "b"), T((4, 5), domain="edge"), T((2, 3, 4), "i64"), T((3, 4), layout="T")):
+        b.each("argwhere", z)
 
 
 # --- products -----------------------------------------------------------------------------------------------
@@ -876,7 +898,7 @@ def products(b: Builder) -> None:
         (T((4, 5), domain="edge"), T((5, 2))),
         (T((2, 3), "b"), T((3, 4), "b")),
     ]:
-        for name in ("matmul", "mm", "bmm", "dot", "outer"):
+        for name in ("matmul", "mm", "bmm", "dot", "outer", "mv"):
             b.each(name, x, y)
     for eq, ops in [
         ("ij,jk->ik", (T((2, 3)), T((3, 4)))),

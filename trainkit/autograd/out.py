@@ -96,6 +96,13 @@ def _dot(name, r, o):
     return None
 
 
+def _mv(name, r, o):
+    if r != o:  # PyTorch's mv is addmv with out as the added vector
+        return RuntimeError(f"addmv input tensors must have the same dtype, but got {_SCALAR[o.name]}, "
+                            f"{_SCALAR[r.name]}, and {_SCALAR[r.name]}")
+    return None
+
+
 def _amax(name, r, o):
     if r != o:
         return RuntimeError(
@@ -206,6 +213,7 @@ _NAMES = {
     "argsort": _op("sort", _same), "nonzero": _op(check=_nonzero, differentiable=False),
     "index_select": _op(check=_same_scalar), "masked_select": _op(check=_same_scalar),
     "logsumexp": _op(check=_logsumexp),
+    "hstack": _op("cat", _cat), "vstack": _op("cat", _cat), "mv": _op(check=_mv),
     "cat": _op(check=_cat), "concat": _op("cat", _cat), "concatenate": _op("cat", _cat), "stack": _op(check=_cat),
     "sort": _op(check=_same, pair=True), "topk": _op(check=_same, pair=True),
     "max": _op(), "min": _op(), "mean": _op(),

@@ -160,6 +160,30 @@ def stack(tensors, dim: int | None = None, *, axis: int | None = None) -> Tensor
     return Stack.apply(*tensors, dim=dim % n)
 
 
+def hstack(tensors) -> Tensor:
+    """Join tensors column-wise: along dimension 1, or along dimension 0 when they are 1-D (0-d tensors count as
+    1-D ones of one element).
+
+    >>> import trainkit
+    >>> hstack([trainkit.ones(2), trainkit.zeros(1)])
+    tensor([1., 1., 0.])
+    """
+    tensors = [t.reshape(1) if t._data.ndim == 0 else t for t in _check_list(tensors, "hstack")]
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors) -> Tensor:
+    """Join tensors row-wise, along dimension 0, after making 0-d and 1-D tensors rows (1, n).
+
+    >>> import trainkit
+    >>> vstack([trainkit.ones(2), trainkit.zeros(2)])
+    tensor([[1., 1.],
+            [0., 0.]])
+    """
+    tensors = [t.reshape(1, -1) if t._data.ndim < 2 else t for t in _check_list(tensors, "vstack")]
+    return cat(tensors, 0)
+
+
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The slices of ``input`` along ``dim``, as a tuple."""
     return Unbind.apply(input, dim=input._dim(dim))

@@ -136,6 +136,54 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """The product of a matrix and a vector: out_i = sum_j input_ij vec_j.
+
+    >>> import trainkit
+    >>> mv(trainkit.ones(2, 3), trainkit.ones(3))
+    tensor([3., 3.])
+    """
+    if input.ndim == 0:  # PyTorch reads the size of the result from dimension 0 first
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    n, m = input._data.shape
+    if vec._data.shape[0] != m:
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({n}x{m}), vec ({vec._data.shape[0]})")
+    return _product(input, vec, Mv)
+
+
+class Trace(Op, name="TraceBackward0"):
+    """out = sum_i x_ii, the sum of the main diagonal of a matrix.   dx = g on the diagonal, 0 elsewhere."""
+
+    def forward(self, x):
+        self.shape = x.shape
+        # integers sum in int64, as in PyTorch's sum
+        return xp_of(x).trace(x, dtype=None if x.dtype.kind == "f" else "int64")
+
+    def backward(self, g):
+        n, m = self.shape
+        raw = g._data if isinstance(g, Tensor) else g
+        diagonal = xp_of(raw).eye(n, m, dtype=bool)
+        if isinstance(g, Tensor):
+            return g.expand(n, m).where(Tensor._make(diagonal), 0)
+        return xp_of(raw).where(diagonal, g, raw.dtype.type(0))
+
+
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix (integers and bools give int64; bool is refused as in PyTorch).
+
+    >>> import trainkit
+    >>> trace(trainkit.eye(3))
+    tensor(3.)
+    """
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+    if input._data.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
+    return Trace.apply(input)
+
+
 # ------------------------------------------------------------------------------------------ singular values
 def _T(a):
     return a.swapaxes(-1, -2)

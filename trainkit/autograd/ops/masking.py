@@ -11,7 +11,7 @@ from . import dual
 from .shape import Index
 from .type_names import scalar_name
 
-__all__ = ["masked_fill", "masked_select", "nonzero"]
+__all__ = ["argwhere", "masked_fill", "masked_select", "nonzero"]
 
 
 def _total(v):
@@ -118,3 +118,14 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     if not parts:
         return Tensor._make(xp.zeros((int(bool(data)), 0), dtype=np.int64))
     return Tensor._make(xp.stack(parts, axis=1).astype(np.int64))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the non-zero elements, one row (of ``input.ndim`` int64 numbers) per element: ``nonzero``.
+
+    >>> import trainkit
+    >>> argwhere(trainkit.tensor([0, 3, 0, 5]))
+    tensor([[1],
+            [3]])
+    """
+    return nonzero(input)

@@ -173,9 +173,10 @@ _METHODS = {
     # reductions
     "sum": reduction.sum, "mean": reduction.mean, "var": reduction.var, "std": reduction.std,
     "max": reduction.max, "min": reduction.min, "amax": reduction.amax, "amin": reduction.amin,
-    "argmax": reduction.argmax, "argmin": reduction.argmin,
+    "argmax": reduction.argmax, "argmin": reduction.argmin, "count_nonzero": reduction.count_nonzero,
     # linear algebra
-    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot,
+    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv,
+    "trace": linalg.trace,
     # shapes
     "reshape": shape.reshape, "view": shape.view, "flatten": shape.flatten, "squeeze": shape.squeeze,
     "unsqueeze": shape.unsqueeze, "transpose": shape.transpose, "swapaxes": shape.transpose,

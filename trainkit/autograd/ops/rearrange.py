@@ -7,7 +7,7 @@ from ..function import Op
 from ..tensor import Tensor, flatten_sizes
 from .shape import getitem, permute
 
-__all__ = ["flip", "movedim", "narrow", "repeat", "roll", "select", "tile"]
+__all__ = ["flip", "fliplr", "flipud", "moveaxis", "movedim", "narrow", "repeat", "roll", "select", "tile"]
 
 
 def flip_grads(v, axes: tuple):
@@ -68,6 +68,9 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     return permute(input, *order)
 
 
+moveaxis = movedim  # NumPy's name, which PyTorch keeps as an alias
+
+
 # ---------------------------------------------------------------------------------------------------------- rearranging
 class Repeat(Op, name="RepeatBackward0"):
     """out = x tiled ``repeats`` times along each dimension.   dx = the sum of g over the copies."""
@@ -124,6 +127,31 @@ def flip(input: Tensor, *dims) -> Tensor:
             f"dims has duplicates, original flip dims size={len(dims)}, but unique flip dims size={len(set(axes))}"
         )
     return Flip.apply(input, dims=axes)
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """A copy of ``input`` (at least 2-D) reversed left to right, along dimension 1.
+
+    >>> import trainkit
+    >>> fliplr(trainkit.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 1],
+            [4, 3]])
+    """
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return Flip.apply(input, dims=(1,))
+
+
+def flipud(input: Tensor) -> Tensor:
+    """A copy of ``input`` (at least 1-D) reversed upside down, along dimension 0.
+
+    >>> import trainkit
+    >>> flipud(trainkit.tensor([1, 2, 3]))
+    tensor([3, 2, 1])
+    """
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return Flip.apply(input, dims=(0,))
 
 
 class Roll(Op, name="RollBackward0"):

@@ -402,3 +402,23 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, **kwarg
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, **kwargs) -> Tensor:
     """Index of the smallest element (of the flattened tensor when ``dim`` is None)."""
     return _arg(input, dim, keepdim, "argmin", kwargs)
+
+
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """The number of non-zero elements, over all of ``input`` or over ``dim`` (an int or several), as int64.
+
+    >>> import trainkit
+    >>> count_nonzero(trainkit.tensor([[0.0, 1.0], [2.0, 0.0]]), dim=0)
+    tensor([1, 1])
+    """
+    data = input._data
+    if dim is None:
+        axes = None
+    else:
+        axes = tuple(input._dim(d) for d in ((dim,) if isinstance(dim, int) else dim))
+        for i, d in enumerate(axes):
+            if d in axes[:i]:  # count_nonzero's own wording, shorter than the other reductions'
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        if data.ndim == 0:
+            axes = None
+    return Tensor._make(xp_of(data).count_nonzero(data, axis=axes).astype("int64"))
