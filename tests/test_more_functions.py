@@ -329,3 +329,69 @@ def test_out_keyword_of_joins_and_mv(call):
         return
     got = call(trainkit)
     assert got.tolist() == want.tolist() and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+
+
+# --- var_mean, std_mean, nansum, nanmean --------------------------------------------------------------------
+STATS = {
+    "var_mean": lambda L, x, **k: L.var_mean(x, **k),
+    "std_mean": lambda L, x, **k: L.std_mean(x, **k),
+    "nansum": lambda L, x, **k: (L.nansum(x, **k),),
+    "Tensor.nansum": lambda L, x, **k: (x.nansum(**k),),
+    "nanmean": lambda L, x, **k: (L.nanmean(x, **k),),
+    "Tensor.nanmean": lambda L, x, **k: (x.nanmean(**k),),
+}
+STAT_FORMS = [{}, {"dim": 1}, {"dim": 0, "keepdim": True}, {"dim": (0, 1)}]
+
+
+@pytest.mark.parametrize("kwargs", STAT_FORMS)
+@pytest.mark.parametrize("name", list(STATS))
+def test_gradcheck_stats(name, kwargs):
+    x = trainkit.tensor([[0.3, -1.2, 2.0], [0.7, 1.1, -0.4]], dtype=trainkit.float64, requires_grad=True)
+
+    def total(t):
+        outs = STATS[name](trainkit, t, **kwargs)
+        return sum((o * (i + 1)).sum() for i, o in enumerate(outs))  # both outputs' gradients, weighted apart
+
+    assert gradcheck(total, (x,))
+    assert gradgradcheck(total, (x,))
+
+
+@pytest.mark.parametrize("values", [[[0.3, -1.2, 2.0], [0.7, 1.1, -0.4]], [[0.0, -0.0, NAN], [INF, 1.5, -2.0]],
+                                    [[NAN, NAN, 1.0], [3e38, 3e38, -1.0]]])
+@pytest.mark.parametrize("kwargs", STAT_FORMS + [{"correction": 0}, {"dim": 1, "correction": 2}])
+@pytest.mark.parametrize("name", list(STATS))
+def test_stats_match_torch(name, kwargs, values):
+    if name.startswith(("nan", "Tensor.nan")) and "correction" in kwargs:
+        return
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(values, requires_grad=True)
+        outs = STATS[name](lib, x, **kwargs)
+        sum((o * (i + 1)).sum() for i, o in enumerate(outs)).backward()
+        results.append((outs, [_grad_name(o) for o in outs], x.grad))
+    (outs, nodes, grad), (touts, tnodes, tgrad) = results
+    assert type(outs) is tuple and len(outs) == len(touts)
+    for o, to in zip(outs, touts):
+        _compare(o, to)
+    assert nodes == tnodes
+    _compare(grad, tgrad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.var_mean(L.tensor([1, 2])), lambda L: L.std_mean(L.tensor([1, 2])),
+    lambda L: L.nanmean(L.tensor([1, 2])), lambda L: L.nansum(L.ones(2), dim=3),
+    lambda L: L.nansum(L.ones(2, requires_grad=True), dtype=L.int64),
+])
+def test_stats_errors_match_torch(call):
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(type(want.value)):
+        call(trainkit)
+
+
+def test_nansum_of_integers_and_dtype():
+    for lib in (trainkit, torch):
+        assert lib.nansum(lib.tensor([[1, 2], [3, 4]]), 0).tolist() == [4, 6]
+        assert lib.nansum(lib.tensor([True, True])).item() == 2
+        assert lib.nansum(lib.tensor([1.0, NAN]), dtype=lib.float64).dtype == lib.float64
+        assert math.isnan(lib.nanmean(lib.tensor([NAN, NAN])).item())

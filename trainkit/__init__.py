@@ -109,9 +109,13 @@ from .autograd.ops.reduction import (  # noqa: E402
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     std,
+    std_mean,
     sum,
     var,
+    var_mean,
 )
 from .autograd.ops.shape import (  # noqa: E402
     cat,

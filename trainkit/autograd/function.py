@@ -77,14 +77,21 @@ def _connect(node: Node, inputs, out=None) -> tuple:
 
 
 def _wrap_outputs(node: Node, inputs, outs: tuple, record: bool) -> tuple:
-    """The tensors of a multi-output op (unbind, split): views of the first input that may not be changed in place
-    while in a graph, since no single base update describes them."""
-    base = inputs[0]
-    results = tuple(Tensor._make(as_array(o), False, None, 0, base._version_counter) for o in outs)
-    for t in results:
-        t._view = (base, None, None)
+    """The tensors of a multi-output op: views of the first input (unbind, split) that may not be changed in place
+    while in a graph, since no single base update describes them; or new tensors (``fresh_outputs``: var_mean),
+    whose node may save its inputs as a single-output op's does."""
+    cls = type(node)
+    if cls.fresh_outputs:
+        results = tuple(Tensor._make(as_array(o)) for o in outs)
+    else:
+        base = inputs[0]
+        results = tuple(Tensor._make(as_array(o), False, None, 0, base._version_counter) for o in outs)
+        for t in results:
+            t._view = (base, None, None)
     if record:
-        _connect(node, inputs)
+        edges = _connect(node, inputs)
+        if cls.save_inputs:
+            node._saved = _save_inputs(cls.save_inputs, cls.save_only_for, inputs, edges)
         node.num_outputs = len(outs)
         node._output_meta = tuple((t._data.shape, t._data.dtype, xp_of(t._data)) for t in results)
         for nr, t in enumerate(results):
@@ -125,6 +132,7 @@ class Op(Node):
     save_output = False
     is_view = False
     multi_output = False  # forward returns a tuple of arrays: one output tensor each
+    fresh_outputs = False  # with multi_output: the outputs are new tensors, not views of the first input
 
     def __init_subclass__(cls, name: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)

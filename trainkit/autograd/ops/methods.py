@@ -174,6 +174,7 @@ _METHODS = {
     "sum": reduction.sum, "mean": reduction.mean, "var": reduction.var, "std": reduction.std,
     "max": reduction.max, "min": reduction.min, "amax": reduction.amax, "amin": reduction.amin,
     "argmax": reduction.argmax, "argmin": reduction.argmin, "count_nonzero": reduction.count_nonzero,
+    "nansum": reduction.nansum, "nanmean": reduction.nanmean,
     # linear algebra
     "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv,
     "trace": linalg.trace,

@@ -422,3 +422,128 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
         if data.ndim == 0:
             axes = None
     return Tensor._make(xp_of(data).count_nonzero(data, axis=axes).astype("int64"))
+
+
+def _running_mean(x, axes, keepdim):
+    """The mean as PyTorch's one-pass (Welford) kernel gives it: accumulated in float64 for float32, and, over
+    values with an infinity, m_k = m_(k-1) + (x_k - m_(k-1)) / k element by element, so that an infinity
+    followed by any other value makes the mean NaN (inf - inf), as there."""
+    xp = xp_of(x)
+    wide = np.float64 if x.dtype == np.float32 else x.dtype
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the NaN wanted
+        mean = x.mean(axis=axes, keepdims=True, dtype=wide)
+    if x.size and not xp.isfinite(mean).all():
+        axes_ = tuple(range(x.ndim)) if axes is None else axes
+        rest = [a for a in range(x.ndim) if a not in axes_]
+        rows = xp.transpose(x, rest + list(axes_)).reshape(-1, _count(x.shape, axes_)).astype(wide)
+        running = xp.zeros(rows.shape[0], dtype=wide)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for k in range(rows.shape[1]):
+                running = running + (rows[:, k] - running) / (k + 1)
+        mean = running.reshape(mean.shape)
+    if not keepdim:
+        mean = mean.reshape([n for i, n in enumerate(x.shape) if axes is not None and i not in axes])
+    return mean.astype(x.dtype, copy=False)
+
+
+class VarMean(Op, name="VarMeanBackward0"):
+    """(var, mean) of x over ``axes`` in one node.   dx = var's gradient for g_var + g_mean / N broadcast back."""
+
+    save_inputs = (0,)
+    multi_output = fresh_outputs = True
+    root = False  # StdMean takes the square root of the variance
+
+    def forward(self, x, axes, keepdim, correction):
+        self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
+        self.n = _count(x.shape, axes)
+        return _moment(x, axes, keepdim, correction, self.root), _running_mean(x, axes, keepdim)
+
+    def backward(self, g_moment, g_mean):
+        (x,) = self.saved_tensors
+        keep = dual.keep_dims
+        g_moment = keep(g_moment, self.in_shape, self.axes, self.keepdim)
+        if self.root:  # std's gradient: var's for g / (2 std), 0 where std is 0 (as Std)
+            out = (std(x, dim=self.axes, correction=self.correction, keepdim=True) if isinstance(x, Tensor)
+                   else _moment(x, self.axes, True, self.correction, True))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                g_moment = dual.where(dual.data(out) == 0, 0.0, g_moment / (out * 2))
+        grad = _var_grad(g_moment, x, self.n, self.correction, self.axes)
+        scale = 1.0 / self.n if self.n else float("nan")
+        return grad + dual.broadcast_to(keep(g_mean, self.in_shape, self.axes, self.keepdim) * scale, self.in_shape)
+
+
+class StdMean(VarMean, name="StdMeanBackward0"):
+    """(std, mean) of x over ``axes`` in one node.   dx = std's gradient for g_std + g_mean / N broadcast back."""
+
+    root = True
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, **kwargs) -> tuple:
+    """The variance (with Bessel's correction by default) and the mean over ``dim``, as a pair.
+
+    >>> import trainkit
+    >>> var_mean(trainkit.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    return VarMean.apply(input, **_moment_args("var_mean", input, dim, unbiased, keepdim, correction, kwargs))
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, **kwargs) -> tuple:
+    """The standard deviation (with Bessel's correction by default) and the mean over ``dim``, as a pair.
+
+    >>> import trainkit
+    >>> std_mean(trainkit.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    return StdMean.apply(input, **_moment_args("std_mean", input, dim, unbiased, keepdim, correction, kwargs))
+
+
+class Nansum(Op, name="NansumBackward0"):
+    """out = sum of x over ``axes``, NaN counting as 0.   dx = g broadcast back, 0 where x is NaN."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, axes, keepdim, dtype=None):
+        self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
+        xp = xp_of(x)
+        with np.errstate(invalid="ignore", over="ignore"):  # sums of huge values overflow to inf, as in PyTorch
+            return xp.where(xp.isnan(x), x.dtype.type(0), x).sum(axis=axes, keepdims=keepdim, dtype=dtype)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        raw = dual.data(x)
+        g = dual.broadcast_to(dual.keep_dims(g, self.in_shape, self.axes, self.keepdim), self.in_shape)
+        nan = xp_of(raw).isnan(raw)
+        return dual.where(nan, 0, g) if nan.any() else g
+
+
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum over ``dim`` (all dimensions when None) with NaN taken as 0; bools and integers sum to int64.
+
+    >>> import trainkit
+    >>> nansum(trainkit.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    np_dtype = to_dtype(dtype).np if dtype is not None else None
+    axes = _axes(input, dim)  # PyTorch checks the dimensions first
+    check_grad_dtype(input, np_dtype)
+    if input._data.dtype.kind in "bui":
+        return sum(input, dim, keepdim, dtype=dtype)
+    return Nansum.apply(input, axes=axes, keepdim=bool(keepdim), dtype=np_dtype)
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over ``dim`` of the elements that are not NaN: ``nansum`` divided by their count (PyTorch composes it
+    the same way, so that the result's node is the division's).
+
+    >>> import trainkit
+    >>> nanmean(trainkit.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.5000)
+    """
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{scalar_name(input._data.dtype)}")
+    data = input._data
+    present = Tensor._make(~xp_of(data).isnan(data))
+    count = sum(present, dim, keepdim)
+    return math.div(nansum(input, dim, keepdim, dtype=dtype), count)
