@@ -395,3 +395,59 @@ def test_nansum_of_integers_and_dtype():
         assert lib.nansum(lib.tensor([True, True])).item() == 2
         assert lib.nansum(lib.tensor([1.0, NAN]), dtype=lib.float64).dtype == lib.float64
         assert math.isnan(lib.nanmean(lib.tensor([NAN, NAN])).item())
+
+
+# --- diagonal -----------------------------------------------------------------------------------------------
+DIAGONAL_FORMS = [(), (1,), (-1,), (1, 2, 0), (0, -1, -3), (4,)]
+
+
+@pytest.mark.parametrize("args", DIAGONAL_FORMS)
+def test_gradcheck_diagonal(args):
+    x = trainkit.tensor(np.arange(24.0).reshape(2, 3, 4) * 0.1 - 1, dtype=trainkit.float64, requires_grad=True)
+    assert gradcheck(lambda t: t.diagonal(*args) * 1.5, (x,))
+    assert gradgradcheck(lambda t: (trainkit.diagonal(t, *args) ** 2), (x,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("args", DIAGONAL_FORMS)
+def test_diagonal_matches_torch(args, dtype):
+    values = np.array(EDGE * 2, dtype=dtype)[:24].reshape(2, 3, 4)
+    results = []
+    for lib in (trainkit, torch):
+        x = lib.tensor(values, requires_grad=True)
+        y = lib.diagonal(x, *args)
+        (y * lib.arange(1.0, 1.0 + y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
+        results.append((y, _grad_name(y), x.grad))
+    (y, node, grad), (ty, tnode, tgrad) = results
+    _compare(y, ty)
+    assert node == tnode == "DiagonalBackward0"
+    _compare(grad, tgrad)
+
+
+def test_diagonal_is_a_view_written_through():
+    results = []
+    for lib in (trainkit, torch):
+        leaf = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        x = leaf * 1
+        x.diagonal(1).mul_(3)
+        x.sum().backward()
+        plain = lib.ones(3, 3, dtype=lib.int64)
+        plain.diagonal().zero_()
+        results.append((x, _grad_name(x), leaf.grad, plain))
+    (x, node, grad, plain), (tx, tnode, tgrad, tplain) = results
+    _compare(x, tx)
+    assert node == tnode
+    _compare(grad, tgrad)
+    assert plain.tolist() == tplain.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.diagonal(L.ones(3)), lambda L: L.diagonal(L.ones(3, 3), 0, 1, 1),
+    lambda L: L.diagonal(L.ones(3, 3), 0, -1, 1), lambda L: L.ones(2, 2).diagonal(0, 0, 2),
+])
+def test_diagonal_errors_match_torch(call):
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(type(want.value)) as got:
+        call(trainkit)
+    assert str(got.value) == str(want.value)

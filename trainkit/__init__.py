@@ -248,7 +248,7 @@ from .autograd.ops.more_math import (  # noqa: E402
     xlogy,
 )
 from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
-from .autograd.ops.triangular import diag, tril, triu  # noqa: E402
+from .autograd.ops.triangular import diag, diagonal, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402
 from .autograd.out import wrap_namespace as _wrap_namespace  # noqa: E402
 from .layers.summary import summary  # noqa: E402

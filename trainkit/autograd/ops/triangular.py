@@ -1,4 +1,4 @@
-"""Triangles and diagonals of matrices: tril, triu and diag."""
+"""Triangles and diagonals of matrices: tril, triu, diag and diagonal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..tensor import Tensor
 from . import dual
 from .shape import Index, IndexIntoZeros
 
-__all__ = ["diag", "tril", "triu"]
+__all__ = ["diag", "diagonal", "tril", "triu"]
 
 
 class Diagonal(Index, name="DiagonalBackward0_copy"):
@@ -80,3 +80,61 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         index = _diag_positions(xp, data.shape[0], data.shape[1], diagonal)
         return Diagonal.apply(input, index=index, accumulate=False)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {data.ndim}D")
+
+
+def _diagonal_of(array, offset: int, dim1: int, dim2: int):
+    """The diagonal of ``array`` as a view that can be written into (NumPy hands it out read-only)."""
+    out = xp_of(array).diagonal(array, offset, dim1, dim2)
+    flags = getattr(out, "flags", None)
+    if flags is not None and not flags.writeable and array.flags.writeable:
+        flags.writeable = True
+    return out
+
+
+class DiagonalView(Op, name="DiagonalBackward0"):
+    """out = the ``offset`` diagonal of x over dimensions dim1 and dim2, as the last dimension (a view).
+    dx = zeros with g on that diagonal."""
+
+    is_view = True
+
+    def forward(self, x, offset, dim1, dim2):
+        self.in_shape, self.dims = x.shape, (offset, dim1, dim2)
+        return _diagonal_of(x, offset, dim1, dim2)
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            return DiagonalScatter.apply(g, shape=self.in_shape, dims=self.dims)
+        out = xp_of(g).zeros(self.in_shape, dtype=g.dtype)
+        _diagonal_of(out, *self.dims)[...] = g
+        return out
+
+
+class DiagonalScatter(Op, name="DiagonalBackwardBackward0"):
+    """out = zeros of ``shape`` with g on the diagonal ``dims`` names (diagonal's backward, recorded for double
+    backward).   dg = that diagonal of gg."""
+
+    def forward(self, g, shape, dims):
+        self.dims = dims
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
+        _diagonal_of(out, *dims)[...] = g
+        return out
+
+    def backward(self, gg):
+        offset, dim1, dim2 = self.dims
+        if isinstance(gg, Tensor):
+            return DiagonalView.apply(gg, offset=offset, dim1=dim1, dim2=dim2)
+        return xp_of(gg).diagonal(gg, offset, dim1, dim2).copy()
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The ``offset``-th diagonal over dimensions ``dim1`` and ``dim2`` (above the main one for offset > 0), as a
+    view whose last dimension runs along the diagonal.
+
+    >>> import trainkit
+    >>> diagonal(trainkit.tensor([[1, 2], [3, 4]]))
+    tensor([1, 4])
+    """
+    d1, d2 = input._dim(dim1), input._dim(dim2)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return DiagonalView.apply(input, offset=int(offset), dim1=d1, dim2=d2)
