@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import grad_mode
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.shape import index_into_zeros
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
-from .reduction import check_reduction, reduce_loss, unreduce_grad
+from .reduction import check_reduction, reduce_loss, refuse_grad, unreduce_grad
 
 __all__ = ["cross_entropy", "nll_loss"]
 
@@ -179,11 +178,7 @@ def _check_class_target(input: Tensor, target: Tensor, weight: Tensor | None, ig
 def _class_weight(weight: Tensor | None, fn: str):
     if weight is None:
         return None
-    if weight.requires_grad and grad_mode.is_grad_enabled():
-        raise RuntimeError(
-            f"The function '{fn}' is not differentiable with respect to argument 'weight'. This input cannot have "
-            "requires_grad True."
-        )
+    refuse_grad(weight, "weight", fn)
     return weight._data.reshape(-1)
 
 

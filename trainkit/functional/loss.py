@@ -16,7 +16,6 @@ import warnings
 
 import numpy as np
 
-from ..autograd import grad_mode
 from ..autograd.backend import xp_of
 from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
@@ -25,7 +24,7 @@ from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 from .activation import dual_sigmoid
 from .classification import cross_entropy, nll_loss
-from .reduction import check_reduction, reduce_loss, unreduce_grad
+from .reduction import check_reduction, reduce_loss, refuse_grad, unreduce_grad
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
@@ -214,11 +213,7 @@ def _constant_weight(name: str, t: Tensor | None, input: Tensor, fn: str):
     """A weight PyTorch does not differentiate: its array in ``input``'s dtype, after checking its shape."""
     if t is None:
         return None
-    if t.requires_grad and grad_mode.is_grad_enabled():
-        raise RuntimeError(
-            f"The function '{fn}' is not differentiable with respect to argument '{name}'. This input cannot have "
-            "requires_grad True."
-        )
+    refuse_grad(t, name, fn)
     try:
         shape = np.broadcast_shapes(tuple(t.shape), tuple(input.shape))
     except ValueError:

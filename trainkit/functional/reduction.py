@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from ..autograd import grad_mode
+
 _REDUCTIONS = ("none", "mean", "sum")
 
 
@@ -45,3 +47,16 @@ def unreduce_grad(g, reduction: str, count):
     if reduction != "mean":
         return g
     return g / count if count else g * 0
+
+
+def refuse_grad(t, name: str, fn: str) -> None:
+    """PyTorch's error for an argument a loss does not differentiate (a class or element weight) that requires grad.
+
+    >>> import trainkit
+    >>> refuse_grad(trainkit.ones(3), "weight", "nll_loss_forward")  # no grad asked for: nothing to say
+    """
+    if t.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError(
+            f"The function '{fn}' is not differentiable with respect to argument '{name}'. This input cannot have "
+            "requires_grad True."
+        )
