@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import grad_mode
+from ..autograd import grad_mode, workspace
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
@@ -63,13 +63,14 @@ class Convolution(Op, name="ConvolutionBackward0"):
             self.extra = None  # the backward transforms x again, a slice of the batch at a time
             return winograd.forward(x, w, b, geom)
         if groups == 1:
+            xp = xp_of(x)
             col = im2col_batch(x, geom)
-            out2d = w.reshape(oc, -1) @ col  # (OC, N*OH*OW)
+            out2d = xp.matmul(w.reshape(oc, -1), col, out=workspace.empty((oc, col.shape[1]), col.dtype, xp))
             # laid out as (N, OC, OH, OW) by the one pass that also adds the bias
             by_image = out2d.reshape(oc, n, oh, ow).transpose(1, 0, 2, 3)
-            out = xp_of(x).empty((n, oc, oh, ow), dtype=out2d.dtype)
+            out = workspace.empty((n, oc, oh, ow), out2d.dtype, xp)
             if b is not None:
-                xp_of(x).add(by_image, b.reshape(oc, 1, 1), out=out)
+                xp.add(by_image, b.reshape(oc, 1, 1), out=out)
             else:
                 out[...] = by_image
         else:  # one batched product per group: (G, OC/G, CKK/G) @ (N, G, CKK/G, L)
@@ -118,7 +119,10 @@ class Convolution(Op, name="ConvolutionBackward0"):
     def _backward_batch(self, g, x, w, want_x: bool, want_w: bool, want_b: bool):
         """The plain backward without groups, on the layout of ``im2col_batch``."""
         oc = g.shape[1]
-        g2d = xp_of(g).ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(oc, -1)  # (OC, N*OH*OW), as col
+        xp = xp_of(g)
+        g2d = workspace.empty((oc, g.shape[0]) + g.shape[2:], g.dtype, xp)
+        g2d[...] = g.transpose(1, 0, 2, 3)
+        g2d = g2d.reshape(oc, -1)  # (OC, N*OH*OW), as col
         gx = gw = gb = None
         if want_x:
             gx = self._input_grad(g2d, w.reshape(oc, -1).T)
@@ -135,9 +139,11 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n = self.x_shape[0]
         per_image = w2d_t.shape[0] * (g2d.shape[1] // max(n, 1)) * g2d.itemsize
         step = max(1, _CACHE_BYTES // max(per_image, 1))
+        xp = xp_of(g2d)
         if step >= n:  # the whole batch at once (an empty one included)
-            return col2im_batch(w2d_t @ g2d, self.x_shape, self.geom)
-        gx = xp_of(g2d).empty(self.x_shape, dtype=g2d.dtype)
+            cols = xp.matmul(w2d_t, g2d, out=workspace.empty((w2d_t.shape[0], g2d.shape[1]), g2d.dtype, xp))
+            return col2im_batch(cols, self.x_shape, self.geom)
+        gx = workspace.empty(self.x_shape, g2d.dtype, xp)
         width = g2d.shape[1] // n
         for start in range(0, n, step):
             stop = min(n, start + step)

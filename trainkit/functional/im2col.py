@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..autograd import workspace
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
@@ -80,7 +81,12 @@ def pad_border(x, geom: Geometry, value=0):
     if not (t or b or l or r):
         return x
     h, w = x.shape[-2:]
-    out = xp_of(x).full(x.shape[:-2] + geom.padded(h, w), value, dtype=x.dtype)
+    out = workspace.empty(x.shape[:-2] + geom.padded(h, w), x.dtype, xp_of(x))
+    # the border strips, then the interior: each element written once
+    out[..., :t, :] = value
+    out[..., t + h :, :] = value
+    out[..., t : t + h, :l] = value
+    out[..., t : t + h, l + w :] = value
     out[..., t : t + h, l : l + w] = x
     return out
 
@@ -141,7 +147,9 @@ def im2col_batch(x, geom: Geometry):
     windows = xp.lib.stride_tricks.as_strided(
         padded, (c, kh, kw, n, oh, ow), (s[1], s[2] * dh, s[3] * dw, s[0], s[2] * sh, s[3] * sw)
     )
-    return xp.ascontiguousarray(windows).reshape(c * kh * kw, n * oh * ow)
+    col = workspace.empty((c, kh, kw, n, oh, ow), x.dtype, xp)
+    col[...] = windows
+    return col.reshape(c * kh * kw, n * oh * ow)
 
 
 def col2im_batch(col, shape: tuple, geom: Geometry, out=None):
@@ -149,13 +157,14 @@ def col2im_batch(col, shape: tuple, geom: Geometry, out=None):
     n, c, h, w = shape
     (kh, kw), (oh, ow) = geom.kernel, geom.out
     xp = xp_of(col)
-    padded = xp.zeros((c, n) + geom.padded(h, w), dtype=col.dtype)
+    padded = workspace.empty((c, n) + geom.padded(h, w), col.dtype, xp)
+    padded.fill(0)
     taps = col.reshape(c, kh, kw, n, oh, ow)
     for i, j in geom.taps():  # one strided slice addition per tap, as in col2im
         rows, cols = geom.tap(i, j)
         padded[:, :, rows, cols] += taps[:, i, j]
     if out is None:
-        return xp.ascontiguousarray(crop_border(padded, geom, h, w).transpose(1, 0, 2, 3))
+        out = workspace.empty(shape, col.dtype, xp)
     out[...] = crop_border(padded, geom, h, w).transpose(1, 0, 2, 3)
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import workspace
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops.shape import index_into_zeros
@@ -85,7 +86,8 @@ def max_pool_scan(x, geom: Geometry):
     if not any(geom.pads):  # every tap is inside the input: each window starts at its first tap
         start = 1
         arg = xp.zeros((p,) + geom.out, dtype=kind)
-        best = views[0].copy()
+        best = workspace.empty((p,) + geom.out, x.dtype, xp)
+        best[...] = views[0]
     else:
         start = 0
         first = xp.full(geom.out, -1, dtype=np.int32)  # each window's first tap inside the input
@@ -158,14 +160,17 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
             # windows side by side (MaxPool2d(k)): each tap writes its own elements, with no sum; when the windows
             # cover the whole input nothing is left to zero beforehand
             covered = (oh * kh, ow * kw) == (h, w)
-            gx = (xp.empty if covered else xp.zeros)((p, h, w), dtype=g.dtype)
+            gx = workspace.empty((p, h, w), g.dtype, xp)
+            if not covered:
+                gx.fill(0)
             for k, (i, j) in enumerate(geom.taps()):
                 rows, cols = geom.tap(i, j)
                 xp.equal(arg, k, out=hit)
                 pick(gx[:, rows, cols])
             return gx.reshape(self.in_shape)
-        gx = xp.zeros((p,) + geom.padded(h, w), dtype=g.dtype)
-        share = xp.empty(g3.shape, dtype=g.dtype)
+        gx = workspace.empty((p,) + geom.padded(h, w), g.dtype, xp)
+        gx.fill(0)
+        share = workspace.empty(g3.shape, g.dtype, xp)
         for k, (i, j) in enumerate(geom.taps()):  # one masked slice addition per tap, no scattered writes
             rows, cols = geom.tap(i, j)
             xp.equal(arg, k, out=hit)

@@ -22,7 +22,7 @@ F(2x2)). Two threads share the batch (``THREADS``).
 
 The rule (``choose``): Winograd for groups 1, 3x3, stride 1, dilation 1, float32/float64 NumPy arrays, when the
 layer is large enough that the saved multiplications outweigh the transforms' passes over memory (see
-``MIN_CHANNELS`` and ``MIN_OUT``); im2col for everything else. ``set_algorithm`` or the environment variable
+``MIN_COLUMN_BYTES`` and ``MIN_CHANNELS``); im2col for everything else. ``set_algorithm`` or the environment variable
 ``TRAINKIT_CONV_ALGO=im2col|winograd|auto`` overrides it (``winograd`` still only where it applies).
 """
 
@@ -37,6 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..autograd import workspace
+
 try:  # a dependency; should it be missing, the batch is simply not split over threads
     from threadpoolctl import ThreadpoolController
 except ImportError:  # pragma: no cover - depends on the environment
@@ -45,11 +47,13 @@ except ImportError:  # pragma: no cover - depends on the environment
 __all__ = ["choose", "set_algorithm", "ALGORITHMS_RUN"]
 
 ALGORITHMS = ("auto", "im2col", "winograd")
-# Below 16 input or output channels the transforms cost more than the products save (8 -> 16 channels on 14x14:
-# 1.2x im2col's time; 16 -> 16: 0.7x), and below 8 output rows or columns the per-slice work of small images does
-# (16 -> 32 channels on 7x7: 1.2x; on 14x14: 0.65x). Measured in docs/benchmarks.md.
+# im2col wins until its column matrix (C*9 rows, N*OH*OW columns) outgrows the caches by far: below about 48 MiB
+# of columns Winograd's transforms, passes over memory with little arithmetic, cost more than the products they
+# save; above it the column pass itself becomes the bottleneck (64 -> 64 channels on 32 images of 32x32, 75 MB of
+# columns: Winograd 0.59x im2col's time; 32 -> 64, 38 MB: 1.30x; W2's 16 -> 32 on 14x14: 1.5x). Below 16 channels
+# the transforms never pay. Measured in docs/benchmarks.md.
+MIN_COLUMN_BYTES = 48 << 20
 MIN_CHANNELS = 16
-MIN_OUT = 8
 # the transformed tiles of one slice of the batch, kept this small so that they are used while still cached
 CHUNK_BYTES = 4 << 20
 
@@ -123,12 +127,12 @@ def choose(x, w_shape: tuple, geom, groups: int) -> str:
     weight on ``geom`` (an ``im2col.Geometry``).
 
     Winograd applies to groups 1, a 3x3 kernel, stride 1 and dilation 1 on float32/float64 NumPy arrays; ``auto``
-    takes it when C and OC are both at least ``MIN_CHANNELS`` and both output sides at least ``MIN_OUT``. Below
-    that, the transforms' passes over memory cost more than the products they save (measured in
-    docs/benchmarks.md, "Convolution algorithms: the cost rule").
+    takes it when C and OC are both at least ``MIN_CHANNELS`` and im2col's column matrix would take at least
+    ``MIN_COLUMN_BYTES``. Below that, the transforms' passes over memory cost more than the products they save
+    (measured in docs/benchmarks.md, "Convolution algorithms: the cost rule").
 
     >>> from trainkit.functional.im2col import geometry
-    >>> choose(np.zeros((8, 64, 16, 16), np.float32), (64, 64, 3, 3), geometry(16, 16, (3, 3), (1, 1), (1, 1),
+    >>> choose(np.zeros((32, 64, 32, 32), np.float32), (64, 64, 3, 3), geometry(32, 32, (3, 3), (1, 1), (1, 1),
     ...        (1, 1, 1, 1)), 1)
     'winograd'
     """
@@ -141,7 +145,9 @@ def choose(x, w_shape: tuple, geom, groups: int) -> str:
         return "im2col"
     if wanted == "winograd":
         return "winograd"
-    big = min(x.shape[1], w_shape[0]) >= MIN_CHANNELS and min(geom.out) >= MIN_OUT
+    n, c = x.shape[:2]
+    column_bytes = c * 9 * n * geom.out[0] * geom.out[1] * x.itemsize
+    big = min(c, w_shape[0]) >= MIN_CHANNELS and column_bytes >= MIN_COLUMN_BYTES
     return "winograd" if big else "im2col"
 
 
@@ -344,7 +350,7 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
     t = TRANSFORM
     n, c = x.shape[:2]
     oc = w.shape[0]
-    y = np.empty((n, oc) + tuple(geom.out), dtype=x.dtype)
+    y = workspace.empty((n, oc) + tuple(geom.out), x.dtype)
     u = filter_tiles(w, t)
 
     def work(half):
@@ -368,7 +374,7 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
     t = TRANSFORM
     n, c = x_shape[:2]
     oc = g.shape[1]
-    gx = np.empty(x_shape, dtype=g.dtype) if want_x else None
+    gx = workspace.empty(x_shape, g.dtype) if want_x else None
     u = filter_tiles(w, t).transpose(0, 2, 1) if want_x else None
 
     def work(half):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import workspace
 from ..backend import get_default_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -17,7 +18,10 @@ class Relu(Op, name="ReluBackward0"):
     save_output = True
 
     def forward(self, x):
-        return xp_of(x).maximum(x, 0)
+        xp = xp_of(x)
+        if x.dtype.kind == "f":  # activations of every step: their memory is reused
+            return xp.maximum(x, 0, out=workspace.empty(x.shape, x.dtype, xp))
+        return xp.maximum(x, 0)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -26,7 +30,7 @@ class Relu(Op, name="ReluBackward0"):
         # into nan (a pass over the result, under np.errstate, which costs more than the product on small arrays).
         # A finite sum of g rules out any such value beforehand; the rare other cases go to keep.
         if type(g) is np.ndarray and np.isfinite(g.sum()):
-            return g * mask
+            return np.multiply(g, mask, out=workspace.empty(g.shape, g.dtype))
         return dual.keep(g, mask)
 
 
