@@ -158,14 +158,14 @@ def _choice(x_shape, w_shape, stride=1, dilation=1, padding=1, groups=1, dtype=n
 
 def test_the_rule_takes_winograd_for_large_stride_1_3x3_layers(monkeypatch):
     monkeypatch.delenv("TRAINKIT_CONV_ALGO", raising=False)
-    assert _choice((32, 64, 32, 32), (128, 64, 3, 3)) == "winograd"  # benchmark W5
-    assert _choice((64, 16, 14, 14), (32, 16, 3, 3)) == "winograd"  # W2's second convolution
+    assert _choice((32, 64, 32, 32), (128, 64, 3, 3)) == "winograd"  # benchmark W5: 75 MB of columns
+    assert _choice((32, 128, 32, 32), (64, 128, 3, 3)) == "winograd"
+    assert _choice((64, 16, 14, 14), (32, 16, 3, 3)) == "im2col"  # W2's second convolution: 7 MB of columns
     assert _choice((64, 1, 28, 28), (16, 1, 3, 3)) == "im2col"  # W2's first: one input channel
-    assert _choice((64, 16, 16, 16), (8, 16, 3, 3)) == "im2col"  # too few output channels
-    assert _choice((64, 8, 16, 16), (32, 8, 3, 3)) == "im2col"  # too few input channels
-    assert _choice((64, 16, 7, 7), (32, 16, 3, 3)) == "im2col"  # a 7x7 output
-    assert _choice((2, 32, 8, 8), (32, 32, 3, 3), padding=0) == "im2col"  # a 6x6 output
-    assert _choice((8, 64, 16, 16), (64, 64, 3, 3), dtype=np.float64) == "winograd"
+    assert _choice((32, 32, 32, 32), (64, 32, 3, 3)) == "im2col"  # 38 MB of columns
+    assert _choice((512, 8, 32, 32), (32, 8, 3, 3)) == "im2col"  # 151 MB of columns, but too few input channels
+    assert _choice((512, 32, 32, 32), (8, 32, 3, 3)) == "im2col"  # too few output channels
+    assert _choice((16, 64, 32, 32), (64, 64, 3, 3), dtype=np.float64) == "winograd"  # 8-byte columns: 75 MB
 
 
 @pytest.mark.parametrize("kwargs", [{"stride": 2}, {"dilation": 2, "padding": 2}, {"groups": 2},
@@ -196,6 +196,7 @@ def test_the_rule_is_overridden_by_the_environment_and_by_set_algorithm(monkeypa
 
 def test_the_layer_uses_the_rule(monkeypatch, rng):
     monkeypatch.delenv("TRAINKIT_CONV_ALGO", raising=False)
+    monkeypatch.setattr(winograd, "MIN_COLUMN_BYTES", 2 * 32 * 9 * 8 * 8 * 4)  # the first layer's columns, exactly
     winograd.ALGORITHMS_RUN.clear()
     layer = trainkit.nn.Conv2d(32, 32, 3, padding=1)
     layer(trainkit.tensor(rng.standard_normal((2, 32, 8, 8)).astype(np.float32))).sum().backward()
@@ -207,7 +208,8 @@ def test_the_benchmarks_report_the_algorithms_a_workload_ran(monkeypatch):
     monkeypatch.delenv("TRAINKIT_CONV_ALGO", raising=False)
     suite = pytest.importorskip("benchmarks.suite")
     works = {w.name: w for w in suite.WORKLOADS}
-    assert suite.conv_algorithms(works["cnn_step"], "cpu") == "im2col 1, winograd 1"
+    assert suite.conv_algorithms(works["cnn_step"], "cpu") == "im2col 2"
+    assert suite.conv_algorithms(works["conv_big"], "cpu") == "winograd 1"
     assert suite.conv_algorithms(works["mlp_step"], "cpu") == ""
 
 
