@@ -43,7 +43,7 @@ def main(argv=None) -> int:
              suite.environment(args.device), "",
              "| workload | trainkit | torch | NumPy limit | trainkit / torch | target | trainkit / NumPy |",
              "|---|---|---|---|---|---|---|"]
-    algorithms = []
+    algorithms, pages = [], []
     for work in works:
         if not args.skip_check and args.device == "cpu":
             work.check(args.device)
@@ -52,6 +52,9 @@ def main(argv=None) -> int:
         ran = suite.conv_algorithms(work, args.device)
         if ran:
             algorithms.append(f"- {work.title.split(':')[0]}: {ran}")
+        if args.device == "cpu":
+            faults = suite.fresh_pages(work, args.device, impls)
+            pages.append(f"- {work.title.split(':')[0]}: " + ", ".join(f"{i} {faults[i]}" for i in impls))
         ours, theirs, limit = (stats[i][0] for i in impls)
         cells = [f"{stats[i][0]:.3g} {work.unit} ({stats[i][1]:.3g}-{stats[i][2]:.3g})" for i in impls]
         target = work.target if args.device == "cpu" else GPU_TARGETS.get(work.name)
@@ -63,6 +66,10 @@ def main(argv=None) -> int:
     if algorithms:
         lines += ["", "Convolution algorithms in trainkit's run (conv2d calls in one unit of work):", "", *algorithms]
         print("\n".join(lines[-len(algorithms) - 2:]))
+    if pages:
+        lines += ["", "Fresh pages: minor page faults in one unit of work, after two warm-up units (4 KiB each, "
+                  "faulted in and zeroed by the kernel):", "", *pages]
+        print("\n".join(lines[-len(pages) - 2:]))
     if args.device == "cpu" and (not wanted or "mlp_step" in wanted or "W1" in wanted):
         peak = suite.peak_memory_mlp()
         kept = suite.retained_memory()
