@@ -11,7 +11,7 @@ import pytest
 import trainkit
 from trainkit import functional as tkF
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.functional import winograd
+from trainkit.functional import parallel, winograd
 from trainkit.functional.im2col import geometry
 
 RTOL, ATOL = 1e-4, 1e-5  # the suite's float32 tolerances (tests/test_conv_pool.py)
@@ -214,7 +214,7 @@ def test_the_benchmarks_report_the_algorithms_a_workload_ran(monkeypatch):
 
 
 def test_winograd_on_one_thread_matches_torch(forced, monkeypatch, torch, rng):
-    monkeypatch.setattr(winograd, "THREADS", 1)
+    monkeypatch.setattr(parallel, "THREADS", 1)
     x = rng.standard_normal((4, 3, 10, 7)).astype(np.float32)
     w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
     b = rng.standard_normal(5).astype(np.float32)

@@ -17,6 +17,7 @@ from ..autograd import workspace
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
+from . import parallel
 
 
 class Geometry(NamedTuple):
@@ -148,7 +149,10 @@ def im2col_batch(x, geom: Geometry):
         padded, (c, kh, kw, n, oh, ow), (s[1], s[2] * dh, s[3] * dw, s[0], s[2] * sh, s[3] * sw)
     )
     col = workspace.empty((c, kh, kw, n, oh, ow), x.dtype, xp)
-    col[...] = windows
+    if c > 1:
+        _in_parts(xp, col.nbytes, c, lambda part: col.__setitem__(part, windows[part]))
+    else:  # one channel: the kernel rows make the parts
+        _in_parts(xp, col.nbytes, kh, lambda part: col.__setitem__((0, part), windows[0, part]))
     return col.reshape(c * kh * kw, n * oh * ow)
 
 
@@ -158,15 +162,29 @@ def col2im_batch(col, shape: tuple, geom: Geometry, out=None):
     (kh, kw), (oh, ow) = geom.kernel, geom.out
     xp = xp_of(col)
     padded = workspace.empty((c, n) + geom.padded(h, w), col.dtype, xp)
-    padded.fill(0)
     taps = col.reshape(c, kh, kw, n, oh, ow)
-    for i, j in geom.taps():  # one strided slice addition per tap, as in col2im
-        rows, cols = geom.tap(i, j)
-        padded[:, :, rows, cols] += taps[:, i, j]
     if out is None:
         out = workspace.empty(shape, col.dtype, xp)
-    out[...] = crop_border(padded, geom, h, w).transpose(1, 0, 2, 3)
+
+    def add(part):  # the channels of ``part``, each independent of the others
+        mine = padded[part]
+        mine.fill(0)
+        for i, j in geom.taps():  # one strided slice addition per tap, as in col2im
+            rows, cols = geom.tap(i, j)
+            mine[:, :, rows, cols] += taps[part, i, j]
+        out[:, part] = crop_border(mine, geom, h, w).transpose(1, 0, 2, 3)
+
+    _in_parts(xp, padded.nbytes, c, add)
     return out
+
+
+def _in_parts(xp, nbytes: int, n: int, work) -> None:
+    """``work(part)`` over slices of ``range(n)``: on both cores when the pass is over NumPy arrays large enough
+    to pay for the hand-over (``parallel``), else at once on this thread."""
+    if xp is np and nbytes >= parallel.MIN_BYTES:
+        parallel.split(work, n)
+    else:
+        work(slice(0, n))
 
 
 class Im2Col(Op, name="Im2ColBackward0"):

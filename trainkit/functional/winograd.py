@@ -18,7 +18,8 @@ Every transform is two matrix products with the small 1-D matrix, on arrays laid
 so that each product is one large BLAS call; only the gathers of the patches move data in strides. The batch goes
 through all of it a few images at a time (``CHUNK_BYTES``), so that each slice's transformed tiles are used while
 they are still in the cache; the backward transforms the input again instead of keeping V (4x the input for
-F(2x2)). Two threads share the batch (``THREADS``).
+F(2x2)). Two threads share the batch (``parallel.THREADS``), each with a single-threaded BLAS: the transforms
+are NumPy passes that use one core each, where a multi-threaded BLAS would only speed up the products.
 
 The rule (``choose``): Winograd for groups 1, 3x3, stride 1, dilation 1, float32/float64 NumPy arrays, when the
 layer is large enough that the saved multiplications outweigh the transforms' passes over memory (see
@@ -29,20 +30,13 @@ layer is large enough that the saved multiplications outweigh the transforms' pa
 from __future__ import annotations
 
 import os
-import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
 from ..autograd import workspace
-
-try:  # a dependency; should it be missing, the batch is simply not split over threads
-    from threadpoolctl import ThreadpoolController
-except ImportError:  # pragma: no cover - depends on the environment
-    ThreadpoolController = None
+from . import parallel
 
 __all__ = ["choose", "set_algorithm", "ALGORITHMS_RUN"]
 
@@ -56,11 +50,6 @@ MIN_COLUMN_BYTES = 48 << 20
 MIN_CHANNELS = 16
 # the transformed tiles of one slice of the batch, kept this small so that they are used while still cached
 CHUNK_BYTES = 4 << 20
-
-# Threads that share a convolution's batch, each on its half with a single-threaded BLAS: the transforms are
-# NumPy passes that use one core each, so splitting the batch keeps both cores of a small machine busy where a
-# multi-threaded BLAS would only speed up the products. TRAINKIT_CONV_THREADS=1 turns it off.
-THREADS = max(1, int(os.environ.get("TRAINKIT_CONV_THREADS", "2") or 2))
 
 # How many convolutions ran with each algorithm in this process: the benchmarks report it.
 ALGORITHMS_RUN: Counter = Counter()
@@ -276,59 +265,6 @@ def grad_filter_from_tiles(du: np.ndarray, t: Transform) -> np.ndarray:
     return np.ascontiguousarray(dw.transpose(2, 3, 0, 1))
 
 
-# --------------------------------------------------------------------------------------------- threads
-_pool: ThreadPoolExecutor | None = None
-_pool_size = [0]
-_blas = None
-_lock = threading.Lock()
-
-
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool threads do not exist there, so a new pool is made when needed."""
-    global _pool, _lock
-    _pool, _lock = None, threading.Lock()
-    _pool_size[0] = 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-@contextmanager
-def _single_threaded_blas():
-    """BLAS on one thread inside the block (each of our threads then runs its own products), as before after."""
-    global _blas
-    if _blas is None:
-        _blas = ThreadpoolController().select(user_api="blas").lib_controllers
-    before = [lib.num_threads for lib in _blas]
-    for lib in _blas:
-        lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        for lib, count in zip(_blas, before):
-            lib.set_num_threads(count)
-
-
-def _split(work, n: int) -> list:
-    """``work(part)`` for consecutive parts of a batch of ``n``, one per thread (``THREADS``), and their results.
-
-    One convolution at a time uses the pool: another thread's convolution meanwhile runs on its own thread."""
-    global _pool
-    parts = min(THREADS, n)
-    if parts < 2 or ThreadpoolController is None or not _lock.acquire(blocking=False):
-        return [work(slice(0, n))]
-    try:
-        if _pool is None or _pool_size[0] < parts:  # created once, its threads kept for the process's life
-            _pool = ThreadPoolExecutor(parts, thread_name_prefix="trainkit-conv")
-            _pool_size[0] = parts
-        bounds = [n * i // parts for i in range(parts + 1)]
-        with _single_threaded_blas():
-            return list(_pool.map(work, [slice(a, b) for a, b in zip(bounds, bounds[1:])]))
-    finally:
-        _lock.release()
-
-
 # ------------------------------------------------------------------------------------------ the convolution
 def _chunks(batch: slice, c: int, oc: int, out: tuple[int, int], itemsize: int, t: Transform):
     """Slices of the batch whose transformed tiles (V and M) fit in about ``CHUNK_BYTES`` together: each chunk
@@ -357,7 +293,7 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
         for part in _chunks(half, c, oc, geom.out, x.itemsize, t):
             output_tiles(u @ input_tiles(x[part], geom.pads, geom.out, t), y[part], b, t)
 
-    _split(work, n)
+    parallel.split(work, n, single_blas=True)
     return y
 
 
@@ -391,7 +327,7 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
 
     gw = None
     if want_x or want_w:
-        pieces = _split(work, n)
+        pieces = parallel.split(work, n, single_blas=True)
         gw = grad_filter_from_tiles(sum(pieces[1:], pieces[0]), t) if want_w else None
     gb = g.sum(axis=(0, 2, 3)) if want_b else None
     return gx, gw, gb
