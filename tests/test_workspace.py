@@ -14,7 +14,7 @@ import trainkit
 import trainkit.nn.functional as F
 from trainkit.autograd import workspace
 
-BIG = (256, 512)  # 512 KiB of float32: above workspace.MIN_BYTES
+BIG = (512, 1024)  # 2 MiB of float32: above workspace.MIN_BYTES
 
 
 @pytest.fixture(autouse=True)
@@ -66,13 +66,14 @@ def test_any_holder_keeps_an_array_out_of_reuse(hold):
 
 
 def test_a_graph_that_saved_an_array_keeps_it_until_freed():
-    x = trainkit.randn(8, 16, 16, 16, requires_grad=True)
+    x = trainkit.randn(64, 16, 16, 16, requires_grad=True)
     y = F.relu(x)  # ReLU saves its output, a pooled array
     total = (y * 1.0).sum()
     address = y._data.ctypes.data
     positive = y.detach().numpy() > 0
     del y  # only the graph holds the output now
-    z = F.relu(trainkit.randn(8, 16, 16, 16))
+    assert workspace.stats()["in_use"] == 1  # the output came from the pool
+    z = F.relu(trainkit.randn(64, 16, 16, 16))
     assert z._data.ctypes.data != address
     z._data[...] = 0  # would have zeroed the saved output, had it been handed out again
     total.backward()
@@ -121,14 +122,14 @@ def test_training_steps_give_the_same_numbers_with_and_without_the_pool(monkeypa
 
 
 def test_the_limit_evicts_free_arrays_and_then_stops_pooling(monkeypatch):
-    monkeypatch.setattr(workspace, "LIMIT_BYTES", 3 * (512 << 10))
+    monkeypatch.setattr(workspace, "LIMIT_BYTES", 3 * (2 << 20))
     a = workspace.empty(BIG, np.float32)
-    b = workspace.empty((512, 256), np.float32)
+    b = workspace.empty((1024, 512), np.float32)
     del b  # free: may be evicted for another shape
-    c = workspace.empty((128, 1024), np.float32)
-    d = workspace.empty((64, 2048), np.float32)
+    c = workspace.empty((256, 2048), np.float32)
+    d = workspace.empty((128, 4096), np.float32)
     assert workspace.stats()["bytes"] <= workspace.LIMIT_BYTES
-    e = workspace.empty((32, 4096), np.float32)  # all pooled arrays in use: an ordinary one
+    e = workspace.empty((64, 8192), np.float32)  # all pooled arrays in use: an ordinary one
     assert workspace.stats()["bytes"] <= workspace.LIMIT_BYTES
     assert len({x.ctypes.data for x in (a, c, d, e)}) == 4
 
@@ -136,8 +137,8 @@ def test_the_limit_evicts_free_arrays_and_then_stops_pooling(monkeypatch):
 def test_clear_releases_free_arrays_and_lets_arrays_in_use_go():
     kept = workspace.empty(BIG, np.float32)
     kept[...] = 3
-    workspace.empty((512, 256), np.float32)
-    assert workspace.clear() == 512 * 256 * 4  # the free one; the kept one leaves the pool
+    workspace.empty((1024, 512), np.float32)
+    assert workspace.clear() == 1024 * 512 * 4  # the free one; the kept one leaves the pool
     assert workspace.stats() == {"bytes": 0, "arrays": 0, "in_use": 0}
     assert (kept == 3).all()
 

@@ -19,7 +19,7 @@ class Relu(Op, name="ReluBackward0"):
 
     def forward(self, x):
         xp = xp_of(x)
-        if x.dtype.kind == "f":  # activations of every step: their memory is reused
+        if x.nbytes >= workspace.MIN_BYTES and x.dtype.kind == "f":  # large activations: their memory is reused
             return xp.maximum(x, 0, out=workspace.empty(x.shape, x.dtype, xp))
         return xp.maximum(x, 0)
 
@@ -30,6 +30,8 @@ class Relu(Op, name="ReluBackward0"):
         # into nan (a pass over the result, under np.errstate, which costs more than the product on small arrays).
         # A finite sum of g rules out any such value beforehand; the rare other cases go to keep.
         if type(g) is np.ndarray and np.isfinite(g.sum()):
+            if g.nbytes < workspace.MIN_BYTES:
+                return g * mask
             return np.multiply(g, mask, out=workspace.empty(g.shape, g.dtype))
         return dual.keep(g, mask)
 
