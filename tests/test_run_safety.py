@@ -80,3 +80,23 @@ def test_runs_started_together_take_their_own_versions(tmp_path):
     for version in ("version_0", "version_1"):
         rows = (base / version / "metrics.csv").read_text().splitlines()
         assert len(rows) == 21  # a header and one row per epoch, nothing interleaved
+    assert (base / "latest").read_text() == "version_1\n"
+    assert not list(base.glob("*.tmp"))
+
+
+def test_latest_never_goes_back_to_an_older_version(tmp_path, monkeypatch):
+    """A run that listed the versions before another run made a newer one looks again after writing ``latest``."""
+    from trainkit import run as run_module
+
+    base = tmp_path / "runs"
+    (base / "version_0").mkdir(parents=True)
+    listed = run_module.versions
+
+    def slow_listing(where):
+        found = listed(where)
+        (base / "version_1").mkdir(exist_ok=True)  # another run starts meanwhile
+        return found
+
+    monkeypatch.setattr(run_module, "versions", slow_listing)
+    run_module._mark_latest(base)
+    assert (base / "latest").read_text() == "version_1\n"

@@ -249,9 +249,16 @@ def _mark_latest(base: Path) -> None:
     if not found:
         (base / LATEST).unlink(missing_ok=True)
         return
-    tmp = base / (LATEST + ".tmp")
-    tmp.write_text(found[-1].name + "\n")
-    os.replace(tmp, base / LATEST)
+    # A temporary name of this process's own: runs starting together each replace ``latest`` whole. Whoever writes
+    # last looks again, so a run that saw fewer versions never leaves ``latest`` naming an older one.
+    tmp = base / f"{LATEST}.{os.getpid()}.tmp"
+    while True:
+        newest = found[-1].name
+        tmp.write_text(newest + "\n")
+        os.replace(tmp, base / LATEST)
+        found = versions(base)
+        if not found or found[-1].name == newest:
+            return
 
 
 def self_contained(config: dict) -> dict:
