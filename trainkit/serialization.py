@@ -22,6 +22,7 @@ import importlib
 import json
 import os
 import tempfile
+import threading
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -194,7 +195,7 @@ def _save_safetensors(obj, path: Path) -> None:
                         "other objects under a .pt or .npz name")
     arrays = {k: np.ascontiguousarray(v.detach().cpu().numpy()) if v.ndim else v.detach().cpu().numpy().copy()
               for k, v in obj.items()}
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")  # no other writer's name
     try:
         _safetensors_numpy().save_file(arrays, str(tmp))
         os.replace(tmp, path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zipfile
 from collections import OrderedDict
 from typing import Any
@@ -138,7 +139,7 @@ def save_torch_file(obj: Any, path: str | os.PathLike) -> None:
     """
     pickle = _Pickle()
     pickle.value(obj, "the top level")
-    tmp = f"{path}.tmp"
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"  # no other writer's name
     try:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
             archive.writestr("archive/data.pkl", pickle.finish())
