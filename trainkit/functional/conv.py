@@ -18,6 +18,7 @@ import numpy as np
 
 from ..autograd import grad_mode, workspace
 from ..autograd.backend import xp_of
+from ..autograd.engine import AccumulateGrad
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
 from . import winograd
@@ -88,11 +89,14 @@ class Convolution(Op, name="ConvolutionBackward0"):
         n, oc, oh, ow = g.shape
         groups, geom = self.groups, self.geom
         kh, kw = geom.kernel
+        # A leaf's gradient becomes its .grad, taken over without a copy only when the workspace pool does not
+        # hold it too: the pool serves the input's gradient of layers in the middle of a network.
+        pooled = type(fx) is not AccumulateGrad
         if self.algorithm == "winograd" and not isinstance(g, Tensor) and _finite(g):
             return winograd.backward(xp_of(g).ascontiguousarray(g), x, w, self.x_shape, geom, fx is not None,
-                                     fw is not None, fb is not None)
+                                     fw is not None, fb is not None, pooled)
         if groups == 1 and not isinstance(g, Tensor):
-            return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None)
+            return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None, pooled)
         if not isinstance(g, Tensor):
             # a gradient broadcast from a sum has zero strides, which matmul would take off its BLAS path
             g = xp_of(g).ascontiguousarray(g)
@@ -116,7 +120,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
             gb = g.sum(axis=(0, 2, 3))
         return gx, gw, gb
 
-    def _backward_batch(self, g, x, w, want_x: bool, want_w: bool, want_b: bool):
+    def _backward_batch(self, g, x, w, want_x: bool, want_w: bool, want_b: bool, pooled: bool):
         """The plain backward without groups, on the layout of ``im2col_batch``."""
         oc = g.shape[1]
         xp = xp_of(g)
@@ -125,7 +129,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
         g2d = g2d.reshape(oc, -1)  # (OC, N*OH*OW), as col
         gx = gw = gb = None
         if want_x:
-            gx = self._input_grad(g2d, w.reshape(oc, -1).T)
+            gx = self._input_grad(g2d, w.reshape(oc, -1).T, pooled)
         if want_w:
             col = self.extra if self.extra is not None else im2col_batch(x, self.geom)
             gw = (g2d @ col.T).reshape(self.w_shape)
@@ -133,17 +137,17 @@ class Convolution(Op, name="ConvolutionBackward0"):
             gb = g2d.sum(axis=1)
         return gx, gw, gb
 
-    def _input_grad(self, g2d, w2d_t):
+    def _input_grad(self, g2d, w2d_t, pooled: bool):
         """col2im(W2d^T @ g), a few images at a time: each slice of the column gradient is summed into the input's
         gradient while it is still in the cache, and the whole (C*KH*KW, N*OH*OW) matrix never exists at once."""
         n = self.x_shape[0]
         per_image = w2d_t.shape[0] * (g2d.shape[1] // max(n, 1)) * g2d.itemsize
         step = max(1, _CACHE_BYTES // max(per_image, 1))
         xp = xp_of(g2d)
+        gx = workspace.empty(self.x_shape, g2d.dtype, xp) if pooled else xp.empty(self.x_shape, dtype=g2d.dtype)
         if step >= n:  # the whole batch at once (an empty one included)
             cols = xp.matmul(w2d_t, g2d, out=workspace.empty((w2d_t.shape[0], g2d.shape[1]), g2d.dtype, xp))
-            return col2im_batch(cols, self.x_shape, self.geom)
-        gx = workspace.empty(self.x_shape, g2d.dtype, xp)
+            return col2im_batch(cols, self.x_shape, self.geom, gx)
         width = g2d.shape[1] // n
         for start in range(0, n, step):
             stop = min(n, start + step)

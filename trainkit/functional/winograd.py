@@ -297,8 +297,10 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
     return y
 
 
-def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bool, want_b: bool):
+def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bool, want_b: bool,
+             pooled: bool = True):
     """(dx, dw, db) of the convolution from the output gradient ``g``; ``x`` is only read for dw, ``w`` for dx.
+    ``pooled``: dx may come from the workspace pool (not for a leaf's gradient, which the leaf keeps).
 
     >>> from trainkit.functional.im2col import geometry
     >>> geom = geometry(4, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
@@ -310,7 +312,7 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
     t = TRANSFORM
     n, c = x_shape[:2]
     oc = g.shape[1]
-    gx = workspace.empty(x_shape, g.dtype) if want_x else None
+    gx = (workspace.empty(x_shape, g.dtype) if pooled else np.empty(x_shape, dtype=g.dtype)) if want_x else None
     u = filter_tiles(w, t).transpose(0, 2, 1) if want_x else None
 
     def work(half):
