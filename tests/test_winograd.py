@@ -80,6 +80,49 @@ def test_winograd_in_slices_of_the_batch_matches_torch(forced, monkeypatch, torc
         np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=10 * ATOL)
 
 
+def test_the_kept_transformed_input_serves_the_weight_gradient(forced, monkeypatch, rng):
+    """The forward keeps each slice's V for the weight's gradient; a backward that slices the batch differently
+    (another thread count) transforms the input again; both give the same numbers as transforming it anew."""
+    monkeypatch.setattr(winograd, "CHUNK_BYTES", 1)  # one image per slice
+    x = rng.standard_normal((4, 3, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((4, 5, 9, 9)).astype(np.float32)
+    geom = geometry(9, 9, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+    fresh = winograd.backward(g, x, w, x.shape, geom, True, True, True)
+    kept: dict = {}
+    winograd.forward(x, w, None, geom, kept)
+    assert sorted(kept) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    reused = winograd.backward(g, x, w, x.shape, geom, True, True, True, kept=kept)
+    monkeypatch.setattr(winograd, "CHUNK_BYTES", 2 * (16 * 8 * 25 * 4))  # two images per slice: none of the keys
+    regrouped = winograd.backward(g, x, w, x.shape, geom, True, True, True, kept=kept)
+    for a, b, c in zip(fresh, reused, regrouped):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-4)  # summed in other groups
+
+
+def test_the_layer_keeps_the_transformed_input_only_for_the_weight_gradient(forced, rng):
+    x = trainkit.tensor(rng.standard_normal((2, 3, 8, 8)).astype(np.float32), requires_grad=True)
+    w = trainkit.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), requires_grad=True)
+    out = tkF.conv2d(x, w, padding=1)
+    assert isinstance(out.grad_fn.extra, dict) and out.grad_fn.extra
+    out.sum().backward()
+    assert out.grad_fn.extra is None  # freed with the graph's saved values
+    frozen = tkF.conv2d(x, w.detach(), padding=1)
+    assert frozen.grad_fn.extra is None
+
+
+def test_a_non_finite_gradient_after_a_winograd_forward_runs_im2col(forced, torch, rng):
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    g[1, 2, 3, 4] = np.nan
+    (_, _), grads = _both(torch, x, w, None, 1, g)
+    for mine, theirs in grads[:2]:
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(theirs))
+        ok = ~np.isnan(theirs)
+        np.testing.assert_allclose(mine[ok], theirs[ok], rtol=RTOL, atol=10 * ATOL)
+
+
 def test_winograd_gives_only_the_wanted_gradients(forced, rng):
     x = trainkit.tensor(rng.standard_normal((2, 3, 6, 6)).astype(np.float32), requires_grad=True)
     w = trainkit.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))

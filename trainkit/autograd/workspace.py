@@ -23,9 +23,10 @@ import numpy as np
 
 __all__ = ["empty", "clear", "stats", "LIMIT_BYTES"]
 
-# Below this size glibc's own free lists serve arrays without new pages. At 1 MiB a W2 step still faulted about 500
-# pages in (its 784 KiB activations, then left to malloc); at 256 KiB none. The price is memory the pool holds past an array's
-# use: W1's traced peak per step went from 0.77x to 1.11x the NumPy limit's (its 256-512 KiB gradients stay pooled).
+# Below this size glibc's own free lists serve arrays without new pages. At 1 MiB a W2 step still faulted about
+# 500 pages in (its 784 KiB activations, then left to malloc); at 256 KiB none. The price is memory the pool holds
+# past an array's use: W1's traced peak per step went from 0.77x to 1.11x the NumPy limit's (its 256-512 KiB
+# gradients stay pooled).
 MIN_BYTES = 256 << 10
 LIMIT_BYTES = int(float(os.environ.get("TRAINKIT_WORKSPACE_MB", "512") or 0) * (1 << 20))
 

@@ -61,8 +61,8 @@ class Convolution(Op, name="ConvolutionBackward0"):
             self.algorithm = "im2col"
         winograd.ALGORITHMS_RUN[self.algorithm] += 1
         if self.algorithm == "winograd":
-            self.extra = None  # the backward transforms x again, a slice of the batch at a time
-            return winograd.forward(x, w, b, geom)
+            self.extra = {} if keep_col else None  # the transformed input, for the weight's gradient
+            return winograd.forward(x, w, b, geom, self.extra)
         if groups == 1:
             xp = xp_of(x)
             col = im2col_batch(x, geom)
@@ -94,7 +94,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
         pooled = type(fx) is not AccumulateGrad
         if self.algorithm == "winograd" and not isinstance(g, Tensor) and _finite(g):
             return winograd.backward(xp_of(g).ascontiguousarray(g), x, w, self.x_shape, geom, fx is not None,
-                                     fw is not None, fb is not None, pooled)
+                                     fw is not None, fb is not None, pooled, self.extra)
         if groups == 1 and not isinstance(g, Tensor):
             return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None, pooled)
         if not isinstance(g, Tensor):
@@ -113,7 +113,7 @@ class Convolution(Op, name="ConvolutionBackward0"):
             if isinstance(g, Tensor):
                 col = Im2Col.apply(x, geom=geom)  # differentiable in x, for second derivatives
             else:
-                col = self.extra if self.extra is not None else im2col(x, geom)
+                col = self.extra if self.algorithm == "im2col" and self.extra is not None else im2col(x, geom)
             col = col.reshape((n, groups, self.w_shape[1] * kh * kw, oh * ow)).swapaxes(-1, -2)
             gw = (g4 @ col).sum(axis=0).reshape(self.w_shape)
         if fb is not None:
@@ -131,7 +131,8 @@ class Convolution(Op, name="ConvolutionBackward0"):
         if want_x:
             gx = self._input_grad(g2d, w.reshape(oc, -1).T, pooled)
         if want_w:
-            col = self.extra if self.extra is not None else im2col_batch(x, self.geom)
+            # Winograd's calls come here when the gradient holds an inf or nan; their extra is not a column matrix
+            col = self.extra if self.algorithm == "im2col" and self.extra is not None else im2col_batch(x, self.geom)
             gw = (g2d @ col.T).reshape(self.w_shape)
         if want_b:
             gb = g2d.sum(axis=1)

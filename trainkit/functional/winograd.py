@@ -17,9 +17,10 @@ the input's (through B dV B^T, the overlapping patches adding up).
 Every transform is two matrix products with the small 1-D matrix, on arrays laid out with the (m+2)-long axis first
 so that each product is one large BLAS call; only the gathers of the patches move data in strides. The batch goes
 through all of it a few images at a time (``CHUNK_BYTES``), so that each slice's transformed tiles are used while
-they are still in the cache; the backward transforms the input again instead of keeping V (4x the input for
-F(2x2)). Two threads share the batch (``parallel.THREADS``), each with a single-threaded BLAS: the transforms
-are NumPy passes that use one core each, where a multi-threaded BLAS would only speed up the products.
+they are still in the cache; the transformed input V of each slice is kept for the weight's gradient when the
+weight requires grad (4x the input for F(2x2), where im2col keeps 9x). Two threads share the batch
+(``parallel.THREADS``), each with a single-threaded BLAS: the transforms are NumPy passes that use one core each,
+where a multi-threaded BLAS would only speed up the products.
 
 The rule (``choose``): Winograd for groups 1, 3x3, stride 1, dilation 1, float32/float64 NumPy arrays, when the
 layer is large enough that the saved multiplications outweigh the transforms' passes over memory (see
@@ -281,8 +282,12 @@ def _chunks(batch: slice, c: int, oc: int, out: tuple[int, int], itemsize: int, 
     return [slice(i, min(batch.stop, i + step)) for i in range(batch.start, batch.stop, step)]
 
 
-def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
+def forward(x: np.ndarray, w: np.ndarray, b, geom, keep: dict | None = None) -> np.ndarray:
     """The convolution of ``x`` (N, C, H, W) with ``w`` (OC, C, 3, 3) and bias ``b`` on ``geom``.
+
+    ``keep``: a dict that receives each slice's transformed input V, keyed by the slice's (start, stop), for the
+    weight's gradient (4x the input for F(2x2): less than the 9x of im2col's columns, which the other algorithm
+    keeps; transforming the input again took 8% of W5's time).
 
     >>> from trainkit.functional.im2col import geometry
     >>> geom = geometry(4, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
@@ -297,16 +302,20 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom) -> np.ndarray:
 
     def work(half):
         for part in _chunks(half, c, oc, geom.out, x.itemsize, t):
-            output_tiles(u @ input_tiles(x[part], geom.pads, geom.out, t), y[part], b, t)
+            v = input_tiles(x[part], geom.pads, geom.out, t)
+            if keep is not None:
+                keep[part.start, part.stop] = v
+            output_tiles(u @ v, y[part], b, t)
 
     parallel.split(work, n, single_blas=True)
     return y
 
 
 def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bool, want_b: bool,
-             pooled: bool = True):
+             pooled: bool = True, kept: dict | None = None):
     """(dx, dw, db) of the convolution from the output gradient ``g``; ``x`` is only read for dw, ``w`` for dx.
-    ``pooled``: dx may come from the workspace pool (not for a leaf's gradient, which the leaf keeps).
+    ``pooled``: dx may come from the workspace pool (not for a leaf's gradient, which the leaf keeps). ``kept``:
+    the forward's transformed input by slice (see ``forward``); a slice not found there is transformed again.
 
     >>> from trainkit.functional.im2col import geometry
     >>> geom = geometry(4, 4, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
@@ -326,7 +335,9 @@ def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bo
         for part in _chunks(half, c, oc, geom.out, g.itemsize, t):
             dm = grad_output_tiles(g[part], t)
             if want_w:
-                v = input_tiles(x[part], geom.pads, geom.out, t)
+                v = kept.get((part.start, part.stop)) if kept is not None else None
+                if v is None:  # the slices differ from the forward's (another thread count), or nothing was kept
+                    v = input_tiles(x[part], geom.pads, geom.out, t)
                 piece = dm @ v.transpose(0, 2, 1)
                 du = piece if du is None else np.add(du, piece, out=du)
             if want_x:
