@@ -28,7 +28,8 @@ OVERLAP_MESSAGE = (
 
 def _overlaps(data) -> bool:
     strides = getattr(data, "strides", ())
-    return 0 in strides and any(s == 0 and n > 1 for n, s in zip(data.shape, strides))
+    # an empty array has no elements to share memory, whatever strides NumPy gave its axes
+    return 0 in strides and data.size > 0 and any(s == 0 and n > 1 for n, s in zip(data.shape, strides))
 
 
 def check_overlap(data) -> None:
