@@ -100,3 +100,31 @@ def test_latest_never_goes_back_to_an_older_version(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "versions", slow_listing)
     run_module._mark_latest(base)
     assert (base / "latest").read_text() == "version_1\n"
+
+
+def test_threads_of_one_process_mark_latest_together(tmp_path):
+    """Each thread writes ``latest`` through a temporary file of its own: none takes another's away."""
+    import threading
+
+    from trainkit import run as run_module
+
+    base = tmp_path / "runs"
+    for n in range(3):
+        (base / f"version_{n}").mkdir(parents=True)
+    errors = []
+
+    def mark():
+        for _ in range(100):
+            try:
+                run_module._mark_latest(base)
+            except OSError as err:
+                errors.append(err)
+
+    threads = [threading.Thread(target=mark) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert (base / "latest").read_text() == "version_2\n"
+    assert not list(base.glob("*.tmp"))

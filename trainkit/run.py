@@ -13,6 +13,7 @@ import inspect
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -249,9 +250,9 @@ def _mark_latest(base: Path) -> None:
     if not found:
         (base / LATEST).unlink(missing_ok=True)
         return
-    # A temporary name of this process's own: runs starting together each replace ``latest`` whole. Whoever writes
-    # last looks again, so a run that saw fewer versions never leaves ``latest`` naming an older one.
-    tmp = base / f"{LATEST}.{os.getpid()}.tmp"
+    # A temporary name of this process's and thread's own: runs starting together each replace ``latest`` whole.
+    # Whoever writes last looks again, so a run that saw fewer versions never leaves ``latest`` naming an older one.
+    tmp = base / f"{LATEST}.{os.getpid()}-{threading.get_ident()}.tmp"
     while True:
         newest = found[-1].name
         tmp.write_text(newest + "\n")
