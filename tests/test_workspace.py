@@ -174,3 +174,19 @@ def test_the_environment_variable_turns_the_pool_off(tmp_path):
     env = dict(os.environ, TRAINKIT_WORKSPACE_MB="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "nan"])
+def test_a_bad_limit_in_the_environment_is_named(value):
+    code = "import trainkit"
+    env = dict(os.environ, TRAINKIT_WORKSPACE_MB=value)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert f"TRAINKIT_WORKSPACE_MB={value!r} is not a size" in out.stderr
+
+
+def test_an_empty_limit_in_the_environment_is_the_default():
+    code = "from trainkit.autograd import workspace; print(workspace.LIMIT_BYTES)"
+    env = dict(os.environ, TRAINKIT_WORKSPACE_MB="")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(512 << 20)]

@@ -28,7 +28,20 @@ __all__ = ["empty", "clear", "stats", "LIMIT_BYTES"]
 # past an array's use: W1's traced peak per step went from 0.77x to 1.11x the NumPy limit's (its 256-512 KiB
 # gradients stay pooled).
 MIN_BYTES = 256 << 10
-LIMIT_BYTES = int(float(os.environ.get("TRAINKIT_WORKSPACE_MB", "512") or 0) * (1 << 20))
+
+
+def _limit_from_environment() -> int:
+    text = os.environ.get("TRAINKIT_WORKSPACE_MB", "") or "512"
+    try:
+        mib = float(text)
+    except ValueError:
+        mib = -1.0
+    if not mib >= 0:  # also refuses nan
+        raise ValueError(f"TRAINKIT_WORKSPACE_MB={text!r} is not a size: give the pool's limit in MiB (0 turns it off)")
+    return int(mib * (1 << 20))
+
+
+LIMIT_BYTES = _limit_from_environment()
 
 _pools: dict = {}  # (shape, dtype) -> arrays given out at least once, oldest first
 _held = [0]  # bytes of all the arrays in _pools

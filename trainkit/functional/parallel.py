@@ -83,6 +83,8 @@ def split(work, n: int, single_blas: bool = False) -> list:
         return [work(slice(0, n))]
     try:
         if _pool is None or _pool_size[0] < parts:  # created once, its threads kept for the process's life
+            if _pool is not None:  # THREADS was raised: the smaller pool's threads end
+                _pool.shutdown(wait=False)
             _pool = ThreadPoolExecutor(parts, thread_name_prefix="trainkit-conv")
             _pool_size[0] = parts
         bounds = [n * i // parts for i in range(parts + 1)]
