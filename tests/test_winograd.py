@@ -3,6 +3,9 @@ differences in float64, double backward (which runs the im2col formulas), and th
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -311,3 +314,17 @@ def test_an_inf_anywhere_gives_torch_s_inf_and_nan_pattern(where, padding, force
                      (wk.grad.numpy(), wt.grad.numpy())):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+
+
+def test_the_environment_keeps_convolutions_on_the_calling_thread():
+    code = ("import threading, numpy as np, trainkit, trainkit.nn.functional as F\n"
+            "from trainkit.functional import parallel, winograd\n"
+            "winograd.set_algorithm('winograd')\n"
+            "x = trainkit.randn(8, 32, 32, 32, requires_grad=True)\n"
+            "F.conv2d(x, trainkit.randn(32, 32, 3, 3), padding=1).sum().backward()\n"
+            "F.unfold(trainkit.randn(8, 32, 32, 32), 3, padding=1)\n"
+            "print(parallel.THREADS, sum(t.name.startswith('trainkit-conv') for t in threading.enumerate()))\n")
+    for value, threads in (("1", "0"), ("2", "2")):
+        env = dict(os.environ, TRAINKIT_CONV_THREADS=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.split() == [value, threads]
