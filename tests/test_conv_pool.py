@@ -108,6 +108,27 @@ def test_conv2d_gives_only_the_wanted_gradients(torch, rng):
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=RTOL, atol=1e-4)
 
 
+@pytest.mark.parametrize("channels", [1, 3, 8, 9])  # up to 8 channels of 3x3: the weight's gradient image by image
+@pytest.mark.parametrize("kwargs", [{"padding": 1}, {"stride": 2}, {"padding": 2, "dilation": 2}])
+def test_conv2d_first_layer_weight_and_bias_grads_match_torch(channels, kwargs, torch, rng):
+    x = rng.standard_normal((5, channels, 11, 9)).astype(np.float32)
+    w = rng.standard_normal((6, channels, 3, 3)).astype(np.float32)
+    g = rng.standard_normal(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kwargs).shape)
+    g = g.astype(np.float32)
+    if "padding" not in kwargs:  # with zero padding im2col's 0 * inf is nan (docs/pytorch-surface.md)
+        g[1, 2, 0, 3] = np.inf  # inf and nan patterns as torch's too
+    grads = []
+    for lib, conv2d in ((trainkit, tkF.conv2d), (torch, torch.nn.functional.conv2d)):
+        wt, bt = lib.tensor(w, requires_grad=True), lib.zeros(6, requires_grad=True)
+        conv2d(lib.tensor(x), wt, bt, **kwargs).backward(lib.tensor(g))
+        grads.append((wt.grad.numpy(), bt.grad.numpy()))
+    for mine, theirs in zip(*grads):
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(theirs))
+        np.testing.assert_array_equal(np.isinf(mine), np.isinf(theirs))
+        ok = np.isfinite(theirs)
+        np.testing.assert_allclose(mine[ok], theirs[ok], rtol=RTOL, atol=1e-4)
+
+
 def test_conv2d_without_grad_mode_records_nothing():
     x = trainkit.randn(1, 2, 5, 5, requires_grad=True)
     w = trainkit.randn(3, 2, 3, 3, requires_grad=True)
