@@ -215,10 +215,49 @@ def test_integer_inputs_raise_as_torch(torch):
     assert_same_error(torch, lambda lib, dev: run(lib, "linear"), "\"compute_indices_weights_linear\" not implemented")
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "bicubic", "antialias": True}, {"mode": "bilinear", "antialias": True}])
-def test_modes_not_implemented_say_so(kwargs):
-    with pytest.raises(NotImplementedError, match="antialias"):
-        interpolate(trainkit.ones(1, 1, 4, 4), size=3, **kwargs)
+def test_modes_not_implemented_say_so():
+    with pytest.raises(NotImplementedError, match="lanczos"):
+        interpolate(trainkit.ones(1, 1, 4, 4), size=3, mode="lanczos", antialias=True)
+
+
+AA_CASES = [
+    ((2, 3, 17, 13), {"size": (5, 4)}),  # shrinking both axes
+    ((1, 2, 8, 8), {"size": (3, 8)}),  # one axis unchanged: left alone
+    ((1, 1, 9, 7), {"size": (20, 3)}),  # one axis grown, the other shrunk
+    ((2, 2, 16, 16), {"scale_factor": 0.3}),
+    ((1, 1, 31, 29), {"scale_factor": (0.5, 0.25)}),
+    ((1, 1, 10, 12), {"size": (4, 5), "align_corners": True}),
+    ((1, 1, 6, 6), {"size": (12, 12)}),  # growing only: the plain kernel's width
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("shape,kwargs", AA_CASES, ids=[str(c) for c in AA_CASES])
+def test_antialias_matches_torch(torch, rng, device, shape, kwargs, mode, dtype):
+    _compare(torch, rng, device, shape, dict(kwargs, mode=mode, antialias=True), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float16"])
+def test_antialias_dtypes_torch_refuses_raise_as_torch(torch, dtype):
+    def run(lib, dev):
+        fn = interpolate if lib is trainkit else lib.nn.functional.interpolate
+        return fn(lib.ones(1, 1, 6, 6, dtype=getattr(lib, dtype)), size=(3, 3), mode="bilinear", antialias=True)
+
+    got, _ = assert_same_error(torch, run, '"compute_index_ranges_weights" not implemented for')
+    assert isinstance(got, NotImplementedError)
+
+
+def test_antialias_on_uint8_says_it_is_not_supported_yet():
+    with pytest.raises(NotImplementedError, match="uint8 input with antialias=True is not supported yet"):
+        interpolate(trainkit.ones(1, 1, 6, 6, dtype=trainkit.uint8), size=(3, 3), mode="bicubic", antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_gradcheck_and_double_backward(rng, mode):
+    x = trainkit.tensor(rng.standard_normal((1, 2, 7, 6)), requires_grad=True)
+    assert gradcheck(lambda t: interpolate(t, size=(3, 4), mode=mode, antialias=True), (x,))
+    assert gradgradcheck(lambda t: interpolate(t, size=(3, 4), mode=mode, antialias=True), (x,))
 
 
 @pytest.mark.parametrize("shape,kwargs", [

@@ -1355,6 +1355,8 @@ def convolutions(b: Builder) -> None:
         ("interpolate", {"size": (4, 8), "mode": "bilinear", "align_corners": True}),
         ("interpolate", {"scale_factor": 0.5, "mode": "bilinear", "align_corners": False}),
         ("interpolate", {"scale_factor": 2, "mode": "bicubic"}),
+        ("interpolate", {"size": (2, 3), "mode": "bilinear", "antialias": True}),
+        ("interpolate", {"scale_factor": 0.5, "mode": "bicubic", "antialias": True}),
         ("interpolate", {}),
         ("interpolate", {"size": 4, "scale_factor": 2}),
         ("interpolate", {"scale_factor": 2, "mode": "area"}),

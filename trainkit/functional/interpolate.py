@@ -120,6 +120,43 @@ def _cubic_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None,
     return tuple((np.clip(i0 + k - 1, 0, n_in - 1), w.astype(ft)) for k, w in enumerate(weights))
 
 
+def _aa_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None, ft: type, kind: str):
+    """PyTorch's antialiased taps (``antialias=True``): when shrinking by ``s``, the kernel is stretched ``s`` times,
+    so every input under it counts. Output o centred at c = s * (o + 0.5) reads inputs xmin .. xmin + size - 1
+    around c, weighted by filter((i - c + 0.5) / s) and normalised to sum 1; the filter is the triangle (linear) or
+    the cubic kernel with a = -0.5 (Keys', where plain 'bicubic' uses -0.75). Every output gets as many taps as
+    the widest needs: the extra ones weigh 0. An axis whose size does not change is left alone, as PyTorch does."""
+    if n_out == n_in:
+        return None
+    width = 2 if kind == "linear" else 4
+    step = _scale(n_in, n_out, align_corners, scale, ft)
+    support = ft(width * 0.5 * step) if step >= 1 else ft(width * 0.5)
+    invscale = ft(1) / step if step >= 1 else ft(1)
+    center = step * (np.arange(n_out).astype(ft) + ft(0.5))
+    xmin = np.maximum((center - support + ft(0.5)).astype(np.int64), 0)  # C's truncation toward zero
+    xsize = np.minimum((center + support + ft(0.5)).astype(np.int64), n_in) - xmin
+    a = ft(-0.5)
+
+    def kernel(x):
+        x = np.abs(x)
+        if kind == "linear":
+            return np.where(x < 1, ft(1) - x, ft(0)).astype(ft)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, ft(0))).astype(ft)
+
+    taps_needed = int(xsize.max(initial=0))
+    weights, total = [], np.zeros(n_out, dtype=ft)
+    for j in range(taps_needed):
+        # (j + xmin - c) in the kernel's float type, + 0.5 and * 1/s in double, as PyTorch's expression promotes
+        offset = ((j + xmin).astype(ft) - center).astype(np.float64) + 0.5
+        w = np.where(j < xsize, kernel((offset * np.float64(invscale)).astype(ft)), ft(0)).astype(ft)
+        weights.append(w)
+        total = (total + w).astype(ft)
+    safe = np.where(total != 0, total, ft(1))
+    return tuple((np.minimum(xmin + j, n_in - 1), (w / safe).astype(ft)) for j, w in enumerate(weights))
+
+
 def _groups(index: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """The map split into (outputs, inputs) groups in which no input repeats: the k-th group holds each input's k-th
     reader. Within a group ``out[inputs] += g[outputs]`` is then one exact vectorised addition."""
@@ -251,6 +288,8 @@ _OPS = {
     ("linear", 2): _resample_op("UpsampleBilinear2D"),
     ("linear", 3): _resample_op("UpsampleTrilinear3D"),
     ("cubic", 2): _resample_op("UpsampleBicubic2D"),
+    ("linear-aa", 2): _resample_op("UpsampleBilinear2DAa"),
+    ("cubic-aa", 2): _resample_op("UpsampleBicubic2DAa"),
 }
 
 
@@ -299,6 +338,10 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
     shape = tuple(input._data.shape)
     _check_sizes(shape, out, kind)
     dtype = input._data.dtype
+    if kind.endswith("-aa") and dtype not in (np.float32, np.float64):
+        if dtype == np.uint8:  # PyTorch has a uint8 path of its own, with its own rounding
+            raise NotImplementedError("interpolate: uint8 input with antialias=True is not supported yet")
+        raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{scalar_name(dtype)}'")
     if dtype.kind != "f" and not (kind.startswith("nearest") and dtype == np.uint8):
         raise NotImplementedError(
             f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'"
@@ -317,6 +360,8 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
             taps = back_taps if vectorized else _nearest_taps(n_in, n_out, scale, ft)
         elif kind == "nearest-exact":
             taps = back_taps = _nearest_exact_taps(n_in, n_out, scale)
+        elif kind.endswith("-aa"):
+            taps = back_taps = _aa_taps(n_in, n_out, align_corners, scale, ft, kind[:-3])
         elif kind == "cubic":
             taps = back_taps = _cubic_taps(n_in, n_out, align_corners, scale, ft)
         else:
@@ -342,8 +387,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     'trilinear' (5-D) blend the two neighbouring inputs, with the corner pixels' centres aligned when
     ``align_corners`` and their outer edges aligned otherwise; 'area' (4-D) averages, as ``adaptive_avg_pool2d``.
     'nearest-exact' picks floor((o + 0.5) * scale). 'bicubic' (4-D) blends four neighbours along each axis with
-    the cubic convolution kernel (a = -0.75), repeating the border pixels beyond the edges. 'lanczos', 3-D 'area'
-    and ``antialias=True`` raise NotImplementedError.
+    the cubic convolution kernel (a = -0.75), repeating the border pixels beyond the edges. ``antialias=True``
+    ('bilinear', 'bicubic') widens the kernel by the shrink factor so that every input under it counts. 'lanczos'
+    and 3-D 'area' raise NotImplementedError.
 
     >>> import trainkit
     >>> x = trainkit.tensor([[[1.0, 2.0, 4.0]]])
@@ -413,13 +459,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode in ("nearest", "nearest-exact") and dim in (1, 2, 3):
         return _resample(input, mode, out, scales, False)
     if {"linear": 1, "bilinear": 2, "trilinear": 3}.get(mode) == dim:
-        if antialias:
-            raise NotImplementedError(f"interpolate: antialias=True is not supported (mode {mode!r})")
-        return _resample(input, "linear", out, scales, bool(align_corners))
+        return _resample(input, "linear-aa" if antialias else "linear", out, scales, bool(align_corners))
     if mode == "bicubic" and dim == 2:
-        if antialias:
-            raise NotImplementedError("interpolate: antialias=True is not supported (mode 'bicubic')")
-        return _resample(input, "cubic", out, scales, bool(align_corners))
+        return _resample(input, "cubic-aa" if antialias else "cubic", out, scales, bool(align_corners))
     if mode == "area" and dim == 2:  # as PyTorch: adaptive average pooling to the output size
         return adaptive_avg_pool2d(input, out)
     if mode == "area" and dim == 1:  # adaptive_avg_pool1d: the 2-D pool of a (N, C, 1, L) view, squeezed back
