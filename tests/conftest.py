@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,3 +79,10 @@ def require_reference(torch, version: str, why: str) -> None:
     want = tuple(int(p) for p in version.split(".")[:2])
     if have < want:
         pytest.skip(f"the reference torch {torch.__version__} predates {version}: {why}")
+
+
+def doc_blocks(title: str, doc: str = "ecosystem.md") -> list[str]:
+    """The ```python blocks of one ``##`` section of a page in docs/, to run as a user would."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / doc).read_text()
+    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)

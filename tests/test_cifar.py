@@ -7,12 +7,12 @@ import hashlib
 import io
 import os
 import pickle
-import re
 import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import doc_blocks
 
 import trainkit
 from tests.test_downloads import server  # noqa: F401  (the local HTTP server fixture)
@@ -157,9 +157,7 @@ def test_importable_as_in_torchvision():
 
 
 def test_docs_example_runs(tmp_path, monkeypatch, capsys):
-    text = (Path(__file__).resolve().parent.parent / "docs" / "ecosystem.md").read_text()
-    section = text.split("\n## CIFAR-10\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    blocks = doc_blocks("CIFAR-10")
     assert len(blocks) == 1
     monkeypatch.chdir(tmp_path)
     batches = _write(tmp_path / "data")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gzip
-import re
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import doc_blocks
 
 import trainkit
 import trainkit.datasets
@@ -256,9 +256,7 @@ def test_submodules_import_as_in_torchvision():
 
 
 def test_docs_example_runs(tmp_path, monkeypatch, capsys):
-    text = (Path(__file__).resolve().parent.parent / "docs" / "ecosystem.md").read_text()
-    section = text.split("\n## MNIST from a local folder\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    blocks = doc_blocks("MNIST from a local folder")
     assert len(blocks) == 1
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "data")
@@ -270,7 +268,6 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
 def test_the_mnist_config_trains_from_a_local_folder(tmp_path):
     import subprocess
     import sys
-    from pathlib import Path
 
     _write(tmp_path / "data", compress=True, n=200)
     config = Path(__file__).resolve().parents[1] / "configs" / "mnist.yaml"

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import struct
 import sys
 import warnings
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import doc_blocks
 
 import trainkit
 from trainkit import nn
@@ -311,16 +310,9 @@ def test_torchscript_archive_is_refused(torch, tmp_path):
         load_torch_file(tmp_path / "scripted.pt")
 
 
-def _doc_blocks(title: str) -> list[str]:
-    """The ```python blocks of one ``##`` section of docs/ecosystem.md."""
-    text = (Path(__file__).resolve().parent.parent / "docs" / "ecosystem.md").read_text()
-    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^```python\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
-
-
 def test_docs_example_runs(torch, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    blocks = _doc_blocks("Loading PyTorch weights")
+    blocks = doc_blocks("Loading PyTorch weights")
     assert len(blocks) == 2
     namespace: dict = {}
     for block in blocks:
