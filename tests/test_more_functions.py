@@ -65,6 +65,21 @@ def _grad_name(t):
     return None if t.grad_fn is None else type(t.grad_fn).__name__
 
 
+def _same_as_torch(make_input, fn):
+    """``fn(lib, x)`` and its backward from ``sum`` in both libraries: values, node names and the input's gradient
+    agree."""
+    results = []
+    for lib in (trainkit, torch):
+        x = make_input(lib)
+        y = fn(lib, x)
+        y.sum().backward()
+        results.append((y, _grad_name(y), x.grad))
+    (y, node, grad), (ty, tnode, tgrad) = results
+    _compare(y, ty)
+    assert node == tnode
+    _compare(grad, _dense(tgrad))
+
+
 @pytest.mark.parametrize("name", list(UNARY))
 def test_gradcheck_unary(name):
     kwargs, values = UNARY[name]
@@ -93,30 +108,14 @@ def test_gradcheck_xlogy():
 def test_unary_matches_torch(name, dtype):
     kwargs, _ = UNARY[name]
     values = UNIT if name in ("atanh", "arctanh", "arcsin", "arccos", "logit") else EDGE
-    results = []
-    for lib in (trainkit, torch):
-        x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
-        y = _fn(lib, name)(x, **kwargs)
-        y.sum().backward()
-        results.append((y, _grad_name(y), x.grad))
-    (y, node, grad), (ty, tnode, tgrad) = results
-    _compare(y, ty)
-    assert node == tnode
-    _compare(grad, _dense(tgrad))
+    _same_as_torch(lambda lib: lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True),
+                   lambda lib, x: _fn(lib, name)(x, **kwargs))
 
 
 @pytest.mark.parametrize("name,kwargs", WITH_KWARGS)
 def test_options_match_torch(name, kwargs):
-    results = []
-    for lib in (trainkit, torch):
-        x = lib.tensor(EDGE + [0.1, 0.9], requires_grad=True)
-        y = _fn(lib, name)(x, **kwargs)
-        y.sum().backward()
-        results.append((y, _grad_name(y), x.grad))
-    (y, node, grad), (ty, tnode, tgrad) = results
-    _compare(y, ty)
-    assert node == tnode
-    _compare(grad, tgrad)
+    _same_as_torch(lambda lib: lib.tensor(EDGE + [0.1, 0.9], requires_grad=True),
+                   lambda lib, x: _fn(lib, name)(x, **kwargs))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "bool"])
@@ -261,16 +260,7 @@ def test_gradcheck_shaped(name):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", list(SHAPED))
 def test_shaped_match_torch(name, dtype):
-    results = []
-    for lib in (trainkit, torch):
-        x = lib.tensor(MATRIX_EDGE, dtype=getattr(lib, dtype), requires_grad=True)
-        y = SHAPED[name](lib, x)
-        y.sum().backward()
-        results.append((y, _grad_name(y), x.grad))
-    (y, node, grad), (ty, tnode, tgrad) = results
-    _compare(y, ty)
-    assert node == tnode
-    _compare(grad, tgrad)
+    _same_as_torch(lambda lib: lib.tensor(MATRIX_EDGE, dtype=getattr(lib, dtype), requires_grad=True), SHAPED[name])
 
 
 @pytest.mark.parametrize("name", ["trace", "mv", "hstack", "vstack", "fliplr", "flipud"])
