@@ -23,7 +23,7 @@ LAYERS = [
     ("trainkit.functional",),
     ("trainkit.layers", "trainkit.nn", "trainkit.optim", "trainkit.data", "trainkit.utils", "trainkit.metrics",
      "trainkit.serialization", "trainkit.torch_pickle", "trainkit.torch_writer", "trainkit.distributed",
-     "trainkit.cuda", "trainkit.process",
+     "trainkit.cuda", "trainkit.process", "trainkit.files",
      "trainkit.datasets", "trainkit.transforms"),
     ("trainkit.checkpoint", "trainkit.callbacks"),
     ("trainkit.registry", "trainkit.strategy"),

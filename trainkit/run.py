@@ -13,7 +13,6 @@ import inspect
 import os
 import re
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from .callbacks.base import Callback
 from .config import ConfigError, class_error, dump, resolve_class
 from .data import ConcatDataset, Subset
 from .distributed import launched_size, world
+from .files import temporary_beside
 from .registry import (
     CALLBACKS,
     DATA_KINDS,
@@ -252,7 +252,7 @@ def _mark_latest(base: Path) -> None:
         return
     # A temporary name of this process's and thread's own: runs starting together each replace ``latest`` whole.
     # Whoever writes last looks again, so a run that saw fewer versions never leaves ``latest`` naming an older one.
-    tmp = base / f"{LATEST}.{os.getpid()}-{threading.get_ident()}.tmp"
+    tmp = temporary_beside(base / LATEST)
     while True:
         newest = found[-1].name
         tmp.write_text(newest + "\n")

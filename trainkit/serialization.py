@@ -22,7 +22,6 @@ import importlib
 import json
 import os
 import tempfile
-import threading
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -32,6 +31,7 @@ import numpy as np
 
 from .autograd.backend import CPU, device, to_device
 from .autograd.tensor import Tensor
+from .files import temporary_beside
 from .layers.parameter import Parameter
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
@@ -195,7 +195,7 @@ def _save_safetensors(obj, path: Path) -> None:
                         "other objects under a .pt or .npz name")
     arrays = {k: np.ascontiguousarray(v.detach().cpu().numpy()) if v.ndim else v.detach().cpu().numpy().copy()
               for k, v in obj.items()}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")  # no other writer's name
+    tmp = temporary_beside(path)
     try:
         _safetensors_numpy().save_file(arrays, str(tmp))
         os.replace(tmp, path)

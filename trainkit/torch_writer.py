@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 import zipfile
 from collections import OrderedDict
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .autograd.tensor import Tensor
+from .files import temporary_beside
 from .layers.parameter import Parameter
 
 __all__ = ["save_torch_file"]
@@ -139,7 +139,7 @@ def save_torch_file(obj: Any, path: str | os.PathLike) -> None:
     """
     pickle = _Pickle()
     pickle.value(obj, "the top level")
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"  # no other writer's name
+    tmp = temporary_beside(path)
     try:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
             archive.writestr("archive/data.pkl", pickle.finish())

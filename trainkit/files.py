@@ -1,0 +1,23 @@
+"""Files written whole: the contents go to a temporary name beside the file, then ``os.replace`` puts them in place,
+so a reader sees the old file or the new one, never half of one.
+
+>>> temporary_beside("runs/x/latest").name.startswith("latest.")
+True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+
+def temporary_beside(path: str | os.PathLike) -> Path:
+    """A name in ``path``'s folder that no other process or thread writing ``path`` uses (``*.tmp``, which
+    ``run_lock`` clears after a killed writer): two writers of one file then never take each other's temporary away.
+
+    >>> temporary_beside("/tmp/a.pt").suffix
+    '.tmp'
+    """
+    path = Path(path)
+    return path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
