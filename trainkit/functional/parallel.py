@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 try:  # a dependency; should it be missing, BLAS thread counts cannot be set and work is simply not split
     from threadpoolctl import ThreadpoolController
@@ -65,11 +65,6 @@ def _single_threaded_blas():
             lib.set_num_threads(count)
 
 
-@contextmanager
-def _nothing():
-    yield
-
-
 def split(work, n: int, single_blas: bool = False) -> list:
     """``work(part)`` for consecutive slices of ``range(n)``, one per thread (``THREADS``), and their results in
     order. ``single_blas``: the parts run matrix products of their own, so BLAS uses one thread meanwhile.
@@ -88,7 +83,7 @@ def split(work, n: int, single_blas: bool = False) -> list:
             _pool = ThreadPoolExecutor(parts, thread_name_prefix="trainkit-conv")
             _pool_size[0] = parts
         bounds = [n * i // parts for i in range(parts + 1)]
-        with _single_threaded_blas() if single_blas else _nothing():
+        with _single_threaded_blas() if single_blas else nullcontext():
             return list(_pool.map(work, [slice(a, b) for a, b in zip(bounds, bounds[1:])]))
     finally:
         _lock.release()
