@@ -31,6 +31,8 @@ def _set_enabled(mode: bool) -> None:
         disabled_threads.discard(threading.get_ident())
     else:
         disabled_threads.add(threading.get_ident())
+
+
 # One entry per backward pass with create_graph running, in any thread. Only such a pass sets state.create_graph,
 # so while this is empty it is False everywhere, and the saved-tensor reads of every node can tell so without
 # reading the thread-local state (a few times dearer). list.append and pop are atomic, so threads may share it.
