@@ -328,3 +328,11 @@ def test_the_environment_keeps_convolutions_on_the_calling_thread():
         env = dict(os.environ, TRAINKIT_CONV_THREADS=value)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.split() == [value, threads]
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5"])
+def test_a_bad_thread_count_in_the_environment_is_named(value):
+    env = dict(os.environ, TRAINKIT_CONV_THREADS=value)
+    out = subprocess.run([sys.executable, "-c", "import trainkit"], env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert f"TRAINKIT_CONV_THREADS={value!r} is not a thread count" in out.stderr

@@ -27,7 +27,17 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 __all__ = ["split", "THREADS", "MIN_BYTES"]
 
-THREADS = max(1, int(os.environ.get("TRAINKIT_CONV_THREADS", "2") or 2))
+
+def _threads_from_environment() -> int:
+    text = os.environ.get("TRAINKIT_CONV_THREADS", "") or "2"
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError(f"TRAINKIT_CONV_THREADS={text!r} is not a thread count: give a whole number, 1 or more "
+                         "(1 keeps convolutions on the calling thread)")
+    return int(text)
+
+
+THREADS = _threads_from_environment()
+
 # Handing a part to another thread costs some tens of microseconds: only passes over at least this much memory
 # are split.
 MIN_BYTES = 1 << 20
