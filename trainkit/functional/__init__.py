@@ -3,8 +3,11 @@ family, on the autograd core. relu, sigmoid, tanh, softmax and log_softmax are t
 functions (``activation`` adds ``inplace`` and the legacy implicit ``dim``).
 """
 
+from . import attention, conv1d, pooling1d, rnn
 from .activation import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, softplus, tanh
+from .attention import *  # noqa: F403
 from .conv import conv2d, fold, unfold
+from .conv1d import *  # noqa: F403
 from .conv_transpose import conv_transpose2d
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
@@ -22,6 +25,7 @@ from .loss import (
 from .normalization import batch_norm, group_norm, layer_norm
 from .padding import pad
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling1d import *  # noqa: F403
 from .sparse import embedding, one_hot
 
 __all__ = [
@@ -31,3 +35,4 @@ __all__ = [
     "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid",
     "smooth_l1_loss", "softmax", "softplus", "tanh", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
 ]
+__all__ += attention.__all__ + conv1d.__all__ + pooling1d.__all__

@@ -1,9 +1,11 @@
 """trainkit.layers (also ``trainkit.nn``): Module, Parameter, layers and losses."""
 
-from . import init
+from . import attention, conv1d, init, rnn, rnn_utils, transformer
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .attention import *  # noqa: F403
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
+from .conv1d import *  # noqa: F403
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (
@@ -19,8 +21,10 @@ from .loss import (
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .parameter import Buffer, Parameter
+from .rnn import *  # noqa: F403
 from .sparse import Embedding
 from .summary import summary
+from .transformer import *  # noqa: F403
 from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -32,3 +36,4 @@ __all__ = [
     "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "init", "summary",
 ]
+__all__ += attention.__all__ + conv1d.__all__ + rnn.__all__ + transformer.__all__

@@ -1,0 +1,3 @@
+"""Multi-head attention (nn.MultiheadAttention)."""
+
+__all__: list[str] = []
