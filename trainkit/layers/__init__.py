@@ -1,6 +1,6 @@
 """trainkit.layers (also ``trainkit.nn``): Module, Parameter, layers and losses."""
 
-from . import attention, conv1d, init, rnn, rnn_utils, transformer
+from . import attention, conv1d, init, rnn, rnn_cells, rnn_utils, transformer
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .attention import *  # noqa: F403
 from .container import ModuleDict, ModuleList, Sequential
@@ -22,6 +22,7 @@ from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .parameter import Buffer, Parameter
 from .rnn import *  # noqa: F403
+from .rnn_cells import *  # noqa: F403
 from .sparse import Embedding
 from .summary import summary
 from .transformer import *  # noqa: F403
@@ -36,4 +37,4 @@ __all__ = [
     "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "init", "summary",
 ]
-__all__ += attention.__all__ + conv1d.__all__ + rnn.__all__ + transformer.__all__
+__all__ += attention.__all__ + conv1d.__all__ + rnn.__all__ + rnn_cells.__all__ + transformer.__all__

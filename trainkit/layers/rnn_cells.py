@@ -1,0 +1,3 @@
+"""Recurrent cells (RNNCell, LSTMCell, GRUCell): one time step, composed of differentiable ops."""
+
+__all__: list[str] = []
