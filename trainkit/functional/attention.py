@@ -1,3 +1,296 @@
-"""Scaled dot-product attention as one op, and multi_head_attention_forward."""
+"""Scaled dot-product attention as one op: ``F.scaled_dot_product_attention``.
 
-__all__: list[str] = []
+With S = q k^T * scale + mask (a float mask added; a boolean one, True = take part, adds 0 or -inf; ``is_causal``
+the top-left lower triangle of (L, S)), P = softmax(S) along the keys and O = dropout(P) v. Backward, with
+D = rowsum(dO * O) = rowsum(dP * P):  dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D),  dQ = dS K * scale,
+dK = dS^T Q * scale, and the float mask gets dS. A row whose keys are all masked gives zeros (PyTorch's safe
+softmax), not nan. The node keeps P (after the softmax) for backward; with ``create_graph`` the backward recomputes
+attention from the saved inputs with ordinary differentiable ops, so second derivatives come out right.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import api, grad_mode
+from ..autograd.backend import device_of, on_device, xp_of
+from ..autograd.function import Op
+from ..autograd.ops.type_names import scalar_name
+from ..autograd.random import generator_for
+from ..autograd.tensor import Tensor
+from .activation import softmax
+
+__all__ = ["scaled_dot_product_attention"]
+
+_NO_COUNTER = [0]  # the version counter of P, an array of the node's own: nothing can change it in place
+_causal_cache: dict = {}
+
+
+def causal_bias(L: int, S: int, dtype, xp):
+    """The additive mask of ``is_causal``: 0 on and below the diagonal of (L, S), -inf above; one read-only array
+    per (L, S, dtype), made once."""
+    key = (L, S, np.dtype(dtype).str, xp.__name__)
+    bias = _causal_cache.get(key)
+    if bias is None:
+        if len(_causal_cache) > 64:
+            _causal_cache.clear()
+        bias = xp.triu(xp.full((L, S), -xp.inf, dtype=dtype), 1)
+        if xp is np:
+            bias.flags.writeable = False
+        _causal_cache[key] = bias
+    return bias
+
+
+def _additive(mask, dtype, xp):
+    """A boolean mask (True = take part) as 0 / -inf in ``dtype``; a float mask as it is."""
+    if mask.dtype == np.bool_:
+        return xp.where(mask, xp.zeros((), dtype), xp.asarray(-xp.inf, dtype=dtype))
+    return mask
+
+
+def _swap(a):
+    return a.swapaxes(-1, -2)
+
+
+def _repeat_heads(a, groups: int, xp):
+    """Key or value heads repeated for grouped-query attention: head h of the query reads head h // groups."""
+    return a if groups == 1 else xp.repeat(a, groups, axis=-3)
+
+
+def _sum_heads(g, groups: int):
+    """The gradient of repeated heads summed back onto each head."""
+    if groups == 1:
+        return g
+    shape = g.shape
+    return g.reshape(shape[:-3] + (shape[-3] // groups, groups) + shape[-2:]).sum(axis=-3)
+
+
+class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBackward0"):
+    """O = dropout(softmax(q k^T * scale + mask)) v over the last two dimensions, batched over the rest.
+
+    Inputs: q (..., L, E), k (..., S, E), v (..., S, Ev), mask (broadcast to (..., L, S)) or None.
+    dV = Pd^T dO,  dS = P * ((dO V^T) * keep - rowsum(dO * O)),  dQ = dS K * scale,  dK = dS^T Q * scale,
+    dmask = dS, where Pd = P * keep and keep is the dropout mask scaled by 1 / (1 - p) (1 without dropout).
+    """
+
+    save_inputs = (0, 1, 2, 3)
+    save_output = True
+
+    def forward(self, q, k, v, mask, scale, dropout_p, is_causal, k_groups, v_groups):
+        xp = xp_of(q)
+        self.scale, self.groups, self.causal = scale, (k_groups, v_groups), is_causal
+        L, S = q.shape[-2], k.shape[-2]
+        s = xp.matmul(q, _swap(_repeat_heads(k, k_groups, xp)))  # a fresh array: the rest happens in place
+        s *= scale
+        if mask is not None:
+            bias = _additive(mask, s.dtype, xp)
+            if np.broadcast_shapes(s.shape, bias.shape) == s.shape:
+                s += bias
+            else:  # a mask with more batch dimensions than q and k: the scores grow to its shape
+                s = s + bias
+        if is_causal:
+            s += causal_bias(L, S, s.dtype, xp)
+        if S == 0:
+            p = s
+            bad = None
+        else:
+            m = s.max(axis=-1, keepdims=True)
+            bad = ~xp.isfinite(m)  # rows with every key masked: zeros, as PyTorch's safe softmax gives
+            if not bad.any():
+                bad = None
+            else:
+                m[bad] = 0
+            s -= m
+            p = xp.exp(s, out=s)
+            z = p.sum(axis=-1, keepdims=True)
+            with np.errstate(divide="ignore"):
+                np.reciprocal(z, out=z) if xp is np else xp.reciprocal(z, out=z)
+            if bad is not None:
+                z[bad] = 0
+            p *= z
+        keep = None
+        if dropout_p > 0.0:
+            if dropout_p >= 1.0:
+                keep = xp.zeros(p.shape, dtype=p.dtype)
+            else:
+                draw = np.float64 if p.dtype == np.float64 else np.float32
+                dev = device_of(q)
+                with on_device(dev):
+                    u = generator_for(dev).rng.random(p.shape, dtype=draw)
+                keep = xp.asarray(u < 1 - dropout_p, dtype=p.dtype)
+                keep *= 1 / (1 - dropout_p)
+        self.extra = (p, keep, bad)
+        return xp.matmul(p if keep is None else p * keep, _repeat_heads(v, v_groups, xp))
+
+    def backward(self, g):
+        q, k, v, mask, o, p = self.saved_tensors
+        if isinstance(g, Tensor):
+            return self._recompute_backward(g, q, k, v, mask)
+        _, keep, _ = self.extra
+        xp = xp_of(g)
+        kg, vg = self.groups
+        (fq, _), (fk, _), (fv, _), (fm, _) = self.next_functions
+        dq = dk = dv = dm = None
+        if fv is not None:
+            dv = _sum_heads(xp.matmul(_swap(p if keep is None else p * keep), g), vg)
+        if fq is not None or fk is not None or fm is not None:
+            ds = xp.matmul(g, _swap(_repeat_heads(v, vg, xp)))
+            if keep is not None:
+                ds *= keep
+            d = (g * o).sum(axis=-1, keepdims=True)
+            ds -= d
+            ds *= p
+            if fq is not None:
+                dq = xp.matmul(ds, _repeat_heads(k, kg, xp))
+                dq *= self.scale
+            if fk is not None:
+                dk = _sum_heads(xp.matmul(_swap(ds), q), kg)
+                dk *= self.scale
+            dm = ds if fm is not None else None
+        return dq, dk, dv, dm
+
+    def _recompute_backward(self, g, q, k, v, mask):
+        """The backward of a ``create_graph`` pass: attention recomputed with differentiable ops from the saved
+        inputs, and differentiated through, so that the gradients are functions of the inputs themselves."""
+        _, keep, bad = self.extra
+        kg, vg = self.groups
+        wanted = [(i, x) for i, (x, (fn, _)) in enumerate(zip((q, k, v, mask), self.next_functions))
+                  if fn is not None]
+        with grad_mode.enable_grad():
+            out = _attention_with_ops(q, k, v, mask, self.scale, keep, bad, kg, vg, self.causal)
+            grads = api.grad(out, [x for _, x in wanted], g, create_graph=True, allow_unused=True)
+        result = [None] * 4
+        for (i, x), gi in zip(wanted, grads):
+            result[i] = gi if gi is not None else x * 0
+        return tuple(result)
+
+
+def _attention_with_ops(q, k, v, mask, scale, keep, bad, k_groups, v_groups, causal):
+    """softmax(q k^T * scale + mask) v written with differentiable Tensor ops (see ``_recompute_backward``)."""
+    xp = xp_of(q._data)
+    if k_groups > 1:
+        k = k[..., np.repeat(np.arange(k.shape[-3]), k_groups), :, :]
+    if v_groups > 1:
+        v = v[..., np.repeat(np.arange(v.shape[-3]), v_groups), :, :]
+    s = (q @ k.transpose(-2, -1)) * scale
+    if mask is not None:
+        s = s + (Tensor._make(_additive(mask._data, s._data.dtype, xp)) if mask._data.dtype == np.bool_ else mask)
+    if causal:
+        s = s + Tensor._make(causal_bias(q.shape[-2], k.shape[-2], s._data.dtype, xp))
+    if bad is not None:  # fully masked rows: zeros, their -inf scores kept out of the softmax
+        s = s.masked_fill(Tensor._make(xp.broadcast_to(bad, s.shape)), 0.0)
+    p = softmax(s, -1)
+    if bad is not None:
+        p = p.masked_fill(Tensor._make(xp.broadcast_to(bad, p.shape)), 0.0)
+    if keep is not None:
+        p = p * Tensor._make(keep)
+    return p @ v
+
+
+def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, is_causal: bool,
+           enable_gqa: bool) -> tuple:
+    """PyTorch's checks of the arguments; returns how many query heads share each key and each value head."""
+    for x in (query, key, value):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"scaled_dot_product_attention(): argument must be Tensor, not {type(x).__name__}")
+    qd, kd, vd = query._data.dtype, key._data.dtype, value._data.dtype
+    if not (qd == kd == vd):
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{scalar_name(qd)} key.dtype: {scalar_name(kd)} and value.dtype: {scalar_name(vd)} instead.")
+    if qd.kind != "f":
+        raise RuntimeError(f"expected scalar type Float but found {scalar_name(qd)}")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+            f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+    if query.device != key.device or query.device != value.device:
+        raise RuntimeError(
+            "Expected query, key, and value to have the same device type, but got query.device: "
+            f"{query.device} key.device: {key.device} and value.device: {value.device} instead.")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if attn_mask is not None:
+        if is_causal:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        md = attn_mask._data.dtype
+        if md != np.bool_ and md != qd:
+            raise RuntimeError(
+                "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: "
+                f"{scalar_name(md)} and  query.dtype: {scalar_name(qd)} instead.")
+    E, Ek = query.shape[-1], key.shape[-1]
+    if E != Ek:
+        raise RuntimeError(
+            f"Expected the last dimension of query and key to be the same, but got query of shape "
+            f"{list(query.shape)} and key of shape {list(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(
+            f"Expected key and value to have the same sequence length, but got key of shape {list(key.shape)} and "
+            f"value of shape {list(value.shape)}")
+    k_groups = v_groups = 1
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError(
+                "Number of heads in key and value must divide the number of heads in query, but got "
+                f"query heads {hq}, key heads {hk} and value heads {hv}")
+        k_groups, v_groups = hq // hk, hq // hv
+    batch = [(tuple(query.shape[:-2]), "query"), (tuple(key.shape[:-3 if k_groups > 1 else -2]), "key"),
+             (tuple(value.shape[:-3 if v_groups > 1 else -2]), "value")]
+    if k_groups > 1 or v_groups > 1:
+        batch[0] = (tuple(query.shape[:-3]), "query")
+    _check_broadcast(batch)
+    if attn_mask is not None:
+        L, S = query.shape[-2], key.shape[-2]
+        scores = np.broadcast_shapes(*(b for b, _ in batch)) + (L, S)
+        _check_broadcast([(scores, "scores"), (tuple(attn_mask.shape), "attn_mask")])
+    return k_groups, v_groups
+
+
+def _check_broadcast(shapes: list) -> None:
+    """PyTorch's message for shapes that do not broadcast, naming the first dimension that fails."""
+    (a, _), rest = shapes[0], shapes[1:]
+    for b, _ in rest:
+        n = max(len(a), len(b))
+        for offset in range(1, n + 1):
+            sa = a[-offset] if offset <= len(a) else 1
+            sb = b[-offset] if offset <= len(b) else 1
+            if sa != sb and sa != 1 and sb != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
+                    f"dimension {n - offset}")
+        a = np.broadcast_shapes(a, b)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(query key^T * scale + mask) value over the last two dimensions, batched (and broadcast) over the
+    leading ones: query (..., L, E), key (..., S, E), value (..., S, Ev) give (..., L, Ev).
+
+    ``attn_mask``: boolean (True = the key takes part) or float (added to the scores), broadcast to (..., L, S).
+    ``is_causal``: query i sees keys 0..i (the top-left lower triangle); not together with ``attn_mask``.
+    ``scale`` defaults to 1 / sqrt(E). ``dropout_p`` drops attention weights (always, as PyTorch's functional
+    does: pass 0.0 in evaluation). ``enable_gqa``: key and value heads (dimension -3) are shared by groups of
+    query heads. One node, ``ScaledDotProductFlashAttentionForCpuBackward0``.
+
+    >>> import trainkit
+    >>> q = k = v = trainkit.ones(1, 2, 4)
+    >>> scaled_dot_product_attention(q, k, v, is_causal=True)
+    tensor([[[1., 1., 1., 1.],
+             [1., 1., 1., 1.]]])
+    """
+    k_groups, v_groups = _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
+    out = ScaledDotProductAttention.apply(query, key, value, attn_mask, scale=float(scale),
+                                          dropout_p=float(dropout_p), is_causal=bool(is_causal), k_groups=k_groups,
+                                          v_groups=v_groups)
+    node = out._grad_fn
+    if node is not None and type(node) is ScaledDotProductAttention:
+        p = node.extra[0]
+        node._saved.append((p, p, 0, _NO_COUNTER))  # P, for backward: listed, with its bytes, by the graph views
+    return out
