@@ -23,6 +23,7 @@ from . import (
     norm,
     rearrange,
     reduction,
+    sampling,
     shape,
     sorting,
     special,
@@ -185,6 +186,8 @@ _METHODS = {
     "expand_as": shape.expand_as, "unbind": shape.unbind, "split": shape.split, "chunk": shape.chunk,
     "T": property(_T), "mT": property(_mT),
     "clone": copy.clone,
+    # sampling
+    "multinomial": sampling.multinomial,
     # in place
     "add_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "add", other, alpha),
     "sub_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "sub", other, alpha),
