@@ -1,4 +1,4 @@
-"""The benchmark suite: five workloads, each in trainkit, PyTorch and hand-written NumPy, timed in one process.
+"""The benchmark suite: six workloads, each in trainkit, PyTorch and hand-written NumPy, timed in one process.
 
 Rounds interleave the implementations (trainkit, torch, numpy, trainkit, ...) so that drift of the machine hits
 them alike; each reports the median and the min/max of its rounds, and ratios to PyTorch and to the NumPy limit.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import trainkit
-from benchmarks import numpy_limit
+from benchmarks import numpy_limit, sequence_steps
 from trainkit.autograd import workspace
 from trainkit.functional import winograd
 
@@ -299,6 +299,8 @@ WORKLOADS = [
     Workload("regression_fit", "W4 regression_fit: build + 200 full-batch SGD steps", 0.35, regression_fit,
              _check_regression),
     Workload("conv_big", "W5 conv_big: Conv2d(64,128,3) fwd+bwd on 32x64x32x32", 0.8, conv_big, _check_conv),
+    Workload("gpt_step", "W6 gpt_step: GPT of 4 blocks, width 128, 4 heads, 16 x 64 tokens, one AdamW step", 1.0,
+             sequence_steps.gpt_step, sequence_steps.check_gpt),
 ]
 
 

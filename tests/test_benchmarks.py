@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 pytest.importorskip("torch")
 suite = pytest.importorskip("benchmarks.suite")
+sequence_steps = pytest.importorskip("benchmarks.sequence_steps")
 
 
-@pytest.mark.parametrize("name", ["mlp_step", "tiny_ops", "regression_fit", "conv_big"])
+@pytest.mark.parametrize("name", ["mlp_step", "tiny_ops", "regression_fit", "conv_big", "gpt_step"])
 def test_implementations_agree(name):
     work = next(w for w in suite.WORKLOADS if w.name == name)
     work.check("cpu")
+
+
+@pytest.mark.parametrize("name", ["gpt_step"])
+def test_sequence_workloads_build_and_step_in_every_implementation(name):
+    """A full-size step of each implementation starts near the loss of a uniform guess and then lowers it."""
+    work = next(w for w in suite.WORKLOADS if w.name == name)
+    vocabulary = {"gpt_step": sequence_steps.GPT_VOCAB, "lstm_step": sequence_steps.LSTM_VOCAB}[name]
+    for impl in suite.IMPLS:
+        step = work.build(impl, "cpu")
+        first, second = (sequence_steps._value(step()) for _ in range(2))
+        assert abs(first - math.log(vocabulary)) < 0.5 and second < first, (impl, first, second)
 
 
 def test_timing_reports_every_implementation():
