@@ -28,15 +28,15 @@ _NO_COUNTER = [0]  # the version counter of P, an array of the node's own: nothi
 _causal_cache: dict = {}
 
 
-def causal_bias(L: int, S: int, dtype, xp):
-    """The additive mask of ``is_causal``: 0 on and below the diagonal of (L, S), -inf above; one read-only array
-    per (L, S, dtype), made once."""
+def causal_bias_t(L: int, S: int, dtype, xp):
+    """The additive mask of ``is_causal``, transposed to (S, L): key j may not be seen by query i < j (-inf), the
+    rest adds 0. One read-only array per (L, S, dtype), made once."""
     key = (L, S, np.dtype(dtype).str, xp.__name__)
     bias = _causal_cache.get(key)
     if bias is None:
         if len(_causal_cache) > 64:
             _causal_cache.clear()
-        bias = xp.triu(xp.full((L, S), -xp.inf, dtype=dtype), 1)
+        bias = xp.tril(xp.full((S, L), -xp.inf, dtype=dtype), -1)
         if xp is np:
             bias.flags.writeable = False
         _causal_cache[key] = bias
@@ -79,82 +79,84 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
     save_output = True
 
     def forward(self, q, k, v, mask, scale, dropout_p, is_causal, k_groups, v_groups):
+        # The scores are held transposed, (..., S, L): NumPy reduces over the second-to-last axis (rows added
+        # element-wise) several times faster than over the last, and BLAS reads either layout.
         xp = xp_of(q)
         self.scale, self.groups, self.causal = scale, (k_groups, v_groups), is_causal
         L, S = q.shape[-2], k.shape[-2]
-        s = xp.matmul(q, _swap(_repeat_heads(k, k_groups, xp)))  # a fresh array: the rest happens in place
-        s *= scale
+        st = xp.matmul(_repeat_heads(k, k_groups, xp), _swap(q))  # a fresh array: the rest happens in place
+        st *= scale
         if mask is not None:
-            bias = _additive(mask, s.dtype, xp)
-            if np.broadcast_shapes(s.shape, bias.shape) == s.shape:
-                s += bias
+            bias = _swap(_additive(mask, st.dtype, xp))
+            if np.broadcast_shapes(st.shape, bias.shape) == st.shape:
+                st += bias
             else:  # a mask with more batch dimensions than q and k: the scores grow to its shape
-                s = s + bias
+                st = st + bias
         if is_causal:
-            s += causal_bias(L, S, s.dtype, xp)
-        if S == 0:
-            p = s
-            bad = None
-        else:
-            m = s.max(axis=-1, keepdims=True)
-            bad = ~xp.isfinite(m)  # rows with every key masked: zeros, as PyTorch's safe softmax gives
-            if not bad.any():
-                bad = None
-            else:
+            st += causal_bias_t(L, S, st.dtype, xp)
+        bad = None
+        if S:
+            m = st.max(axis=-2, keepdims=True)
+            bad = ~xp.isfinite(m)  # queries with every key masked: zeros, as PyTorch's safe softmax gives
+            if bad.any():
                 m[bad] = 0
-            s -= m
-            p = xp.exp(s, out=s)
-            z = p.sum(axis=-1, keepdims=True)
+            else:
+                bad = None
+            st -= m
+            xp.exp(st, out=st)
+            z = xp.matmul(xp.ones((1, S), dtype=st.dtype), st)  # the column sums, as one product
             with np.errstate(divide="ignore"):
-                np.reciprocal(z, out=z) if xp is np else xp.reciprocal(z, out=z)
+                xp.reciprocal(z, out=z)
             if bad is not None:
                 z[bad] = 0
-            p *= z
+            st *= z
+        pt = st
         keep = None
         if dropout_p > 0.0:
             if dropout_p >= 1.0:
-                keep = xp.zeros(p.shape, dtype=p.dtype)
+                keep = xp.zeros(pt.shape, dtype=pt.dtype)
             else:
-                draw = np.float64 if p.dtype == np.float64 else np.float32
+                draw = np.float64 if pt.dtype == np.float64 else np.float32
                 dev = device_of(q)
                 with on_device(dev):
-                    u = generator_for(dev).rng.random(p.shape, dtype=draw)
-                keep = xp.asarray(u < 1 - dropout_p, dtype=p.dtype)
+                    u = generator_for(dev).rng.random(pt.shape, dtype=draw)
+                keep = xp.asarray(u < 1 - dropout_p, dtype=pt.dtype)
                 keep *= 1 / (1 - dropout_p)
-        self.extra = (p, keep, bad)
-        return xp.matmul(p if keep is None else p * keep, _repeat_heads(v, v_groups, xp))
+        self.extra = (pt, keep, bad)
+        return xp.matmul(_swap(pt if keep is None else pt * keep), _repeat_heads(v, v_groups, xp))
 
     def backward(self, g):
-        q, k, v, mask, o, p = self.saved_tensors
+        q, k, v, mask, o, _ = self.saved_tensors
         if isinstance(g, Tensor):
             return self._recompute_backward(g, q, k, v, mask)
-        _, keep, _ = self.extra
+        pt, keep, _ = self.extra
         xp = xp_of(g)
         kg, vg = self.groups
         (fq, _), (fk, _), (fv, _), (fm, _) = self.next_functions
         dq = dk = dv = dm = None
         if fv is not None:
-            dv = _sum_heads(xp.matmul(_swap(p if keep is None else p * keep), g), vg)
+            dv = _sum_heads(xp.matmul(pt if keep is None else pt * keep, g), vg)
         if fq is not None or fk is not None or fm is not None:
-            ds = xp.matmul(g, _swap(_repeat_heads(v, vg, xp)))
+            dst = xp.matmul(_repeat_heads(v, vg, xp), _swap(g))  # dP, transposed as P is
             if keep is not None:
-                ds *= keep
-            d = (g * o).sum(axis=-1, keepdims=True)
-            ds -= d
-            ds *= p
+                dst *= keep
+            dst -= xp.einsum("...ij,...ij->...i", g, o)[..., None, :]  # rowsum(dO * O) = rowsum(dP * P)
+            dst *= pt
             if fq is not None:
-                dq = xp.matmul(ds, _repeat_heads(k, kg, xp))
+                dq = xp.matmul(_swap(dst), _repeat_heads(k, kg, xp))
                 dq *= self.scale
             if fk is not None:
-                dk = _sum_heads(xp.matmul(_swap(ds), q), kg)
+                dk = _sum_heads(xp.matmul(dst, q), kg)
                 dk *= self.scale
-            dm = ds if fm is not None else None
+            dm = _swap(dst) if fm is not None else None
         return dq, dk, dv, dm
 
     def _recompute_backward(self, g, q, k, v, mask):
         """The backward of a ``create_graph`` pass: attention recomputed with differentiable ops from the saved
         inputs, and differentiated through, so that the gradients are functions of the inputs themselves."""
         _, keep, bad = self.extra
+        keep = None if keep is None else _swap(keep)
+        bad = None if bad is None else _swap(bad)
         kg, vg = self.groups
         wanted = [(i, x) for i, (x, (fn, _)) in enumerate(zip((q, k, v, mask), self.next_functions))
                   if fn is not None]
@@ -178,7 +180,7 @@ def _attention_with_ops(q, k, v, mask, scale, keep, bad, k_groups, v_groups, cau
     if mask is not None:
         s = s + (Tensor._make(_additive(mask._data, s._data.dtype, xp)) if mask._data.dtype == np.bool_ else mask)
     if causal:
-        s = s + Tensor._make(causal_bias(q.shape[-2], k.shape[-2], s._data.dtype, xp))
+        s = s + Tensor._make(_swap(causal_bias_t(q.shape[-2], k.shape[-2], s._data.dtype, xp)))
     if bad is not None:  # fully masked rows: zeros, their -inf scores kept out of the softmax
         s = s.masked_fill(Tensor._make(xp.broadcast_to(bad, s.shape)), 0.0)
     p = softmax(s, -1)
@@ -291,6 +293,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                           v_groups=v_groups)
     node = out._grad_fn
     if node is not None and type(node) is ScaledDotProductAttention:
-        p = node.extra[0]
+        p = _swap(node.extra[0])
         node._saved.append((p, p, 0, _NO_COUNTER))  # P, for backward: listed, with its bytes, by the graph views
     return out
