@@ -152,6 +152,13 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """
     _check_dims(input, "adaptive_avg_pool1d")
     size = _one(output_size, "adaptive_avg_pool1d", "output_size")
+    shape = tuple(input.shape[:-1]) + (1, input.shape[-1])  # PyTorch names the (..., 1, L) shape it pools
+    for dim in range(1 if len(shape) == 4 else 0, len(shape)):
+        if shape[dim] == 0:
+            raise RuntimeError(
+                "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                f"sizes {list(shape)} with dimension {dim} being empty"
+            )
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
 
 
