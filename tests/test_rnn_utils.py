@@ -161,6 +161,18 @@ def test_unsorted_ties_keep_the_callers_order(torch):
     _same_packed(ours, ref)
 
 
+@pytest.mark.parametrize("size", [17, 40, 100, 333])
+def test_unsorted_ties_in_large_batches_come_out_in_torchs_order(torch, rng, size):
+    # past 16 sequences torch's unstable sort reorders equal lengths; sorted_indices and data follow it
+    patterns = [rng.integers(1, 4, size), np.sort(rng.integers(1, 6, size)), np.arange(size) % 5 + 1,
+                np.ones(size, dtype=np.int64), np.arange(size) + 1]
+    for lengths in patterns:
+        x = rng.standard_normal((int(lengths.max()), size))
+        ours = tk_rnn.pack_padded_sequence(trainkit.tensor(x), lengths.tolist(), enforce_sorted=False)
+        ref = torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(x), lengths.tolist(), enforce_sorted=False)
+        _same_packed(ours, ref)
+
+
 def test_pack_padded_sequence_multi_dim_features_and_int_data(torch, rng):
     x = rng.integers(0, 9, size=(4, 2, 2, 3))
     ours = tk_rnn.pack_padded_sequence(trainkit.tensor(x), [4, 2])

@@ -20,6 +20,8 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.ops.join import cat
 from ..autograd.tensor import Tensor
 
+_SORT_RUN = 16  # torch's introsort leaves runs of this length to insertion sort
+
 __all__ = [
     "PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",
     "unpad_sequence", "unpack_sequence",
@@ -213,8 +215,127 @@ def _lengths_array(lengths) -> np.ndarray:
 
 
 def _sort_descending(lengths: np.ndarray) -> np.ndarray:
-    """The batch order of decreasing length; ties keep the caller's order."""
-    return np.argsort(-lengths, kind="stable")
+    """The batch order of decreasing length, ties placed exactly as torch's sort of the lengths places them.
+
+    torch sorts the lengths with an unstable introsort (median-of-three quicksort down to runs of 16, a heapsort
+    past a depth of 2 log2 n, then insertion sort); equal lengths in batches over 16 come out in its order, which
+    ``sorted_indices`` and the packed data expose, so the same steps are taken here on the permutation.
+    """
+    if len(lengths) <= _SORT_RUN or len(np.unique(lengths)) == len(lengths):
+        return np.argsort(-lengths, kind="stable")  # insertion sort alone is stable; distinct keys have one order
+    keys = lengths.tolist()
+    a = list(range(len(keys)))  # the permutation being sorted; compare by key
+
+    def before(i, j):  # comp(a[i], a[j]) on positions
+        return keys[a[i]] > keys[a[j]]
+
+    def insertion_sort(first, last):
+        if first == last:
+            return
+        for i in range(first + 1, last):
+            if keys[a[i]] > keys[a[first]]:
+                val = a[i]
+                a[first + 1:i + 1] = a[first:i]
+                a[first] = val
+            else:
+                linear_insert(i)
+
+    def linear_insert(last):
+        val = a[last]
+        nxt = last - 1
+        while keys[val] > keys[a[nxt]]:
+            a[last] = a[nxt]
+            last = nxt
+            nxt -= 1
+        a[last] = val
+
+    def move_median_to_first(result, x, y, z):
+        if before(x, y):
+            if before(y, z):
+                a[result], a[y] = a[y], a[result]
+            elif before(x, z):
+                a[result], a[z] = a[z], a[result]
+            else:
+                a[result], a[x] = a[x], a[result]
+        elif before(x, z):
+            a[result], a[x] = a[x], a[result]
+        elif before(y, z):
+            a[result], a[z] = a[z], a[result]
+        else:
+            a[result], a[y] = a[y], a[result]
+
+    def unguarded_partition(first, last, pivot):
+        while True:
+            while before(first, pivot):
+                first += 1
+            last -= 1
+            while before(pivot, last):
+                last -= 1
+            if not first < last:
+                return first
+            a[first], a[last] = a[last], a[first]
+            first += 1
+
+    def push_heap(first, hole, top, value):
+        parent = (hole - 1) // 2
+        while hole > top and keys[a[first + parent]] > keys[value]:
+            a[first + hole] = a[first + parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        a[first + hole] = value
+
+    def adjust_heap(first, hole, n, value):
+        top = hole
+        child = hole
+        while child < (n - 1) // 2:
+            child = 2 * (child + 1)
+            if before(first + child, first + child - 1):
+                child -= 1
+            a[first + hole] = a[first + child]
+            hole = child
+        if n % 2 == 0 and child == (n - 2) // 2:
+            child = 2 * (child + 1)
+            a[first + hole] = a[first + child - 1]
+            hole = child - 1
+        push_heap(first, hole, top, value)
+
+    def heap_sort(first, last):
+        n = last - first
+        if n >= 2:
+            parent = (n - 2) // 2
+            while True:
+                adjust_heap(first, parent, n, a[first + parent])
+                if parent == 0:
+                    break
+                parent -= 1
+        while last - first > 1:
+            last -= 1
+            value = a[last]
+            a[last] = a[first]
+            adjust_heap(first, 0, last - first, value)
+
+    def introsort_loop(first, last, depth):
+        while last - first > _SORT_RUN:
+            if depth == 0:
+                heap_sort(first, last)
+                return
+            depth -= 1
+            mid = first + (last - first) // 2
+            move_median_to_first(first, first + 1, mid, last - 1)
+            cut = unguarded_partition(first + 1, last, first)
+            introsort_loop(cut, last, depth)
+            last = cut
+
+    n = len(a)
+    if n:
+        introsort_loop(0, n, (n.bit_length() - 1) * 2)
+        if n > _SORT_RUN:
+            insertion_sort(0, _SORT_RUN)
+            for i in range(_SORT_RUN, n):
+                linear_insert(i)
+        else:
+            insertion_sort(0, n)
+    return np.array(a, dtype=np.int64)
 
 
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
