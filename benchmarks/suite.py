@@ -1,4 +1,4 @@
-"""The benchmark suite: six workloads, each in trainkit, PyTorch and hand-written NumPy, timed in one process.
+"""The benchmark suite: seven workloads, each in trainkit, PyTorch and hand-written NumPy, timed in one process.
 
 Rounds interleave the implementations (trainkit, torch, numpy, trainkit, ...) so that drift of the machine hits
 them alike; each reports the median and the min/max of its rounds, and ratios to PyTorch and to the NumPy limit.
@@ -301,6 +301,8 @@ WORKLOADS = [
     Workload("conv_big", "W5 conv_big: Conv2d(64,128,3) fwd+bwd on 32x64x32x32", 0.8, conv_big, _check_conv),
     Workload("gpt_step", "W6 gpt_step: GPT of 4 blocks, width 128, 4 heads, 16 x 64 tokens, one AdamW step", 1.0,
              sequence_steps.gpt_step, sequence_steps.check_gpt),
+    Workload("lstm_step", "W7 lstm_step: LSTM LM 2x256, vocabulary 2000, 35 steps x 20, one clipped SGD step",
+             1.5, sequence_steps.lstm_step, sequence_steps.check_lstm),
 ]
 
 

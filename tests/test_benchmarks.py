@@ -11,13 +11,13 @@ suite = pytest.importorskip("benchmarks.suite")
 sequence_steps = pytest.importorskip("benchmarks.sequence_steps")
 
 
-@pytest.mark.parametrize("name", ["mlp_step", "tiny_ops", "regression_fit", "conv_big", "gpt_step"])
+@pytest.mark.parametrize("name", ["mlp_step", "tiny_ops", "regression_fit", "conv_big", "gpt_step", "lstm_step"])
 def test_implementations_agree(name):
     work = next(w for w in suite.WORKLOADS if w.name == name)
     work.check("cpu")
 
 
-@pytest.mark.parametrize("name", ["gpt_step"])
+@pytest.mark.parametrize("name", ["gpt_step", "lstm_step"])
 def test_sequence_workloads_build_and_step_in_every_implementation(name):
     """A full-size step of each implementation starts near the loss of a uniform guess and then lowers it."""
     work = next(w for w in suite.WORKLOADS if w.name == name)
