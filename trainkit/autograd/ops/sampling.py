@@ -104,7 +104,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     _check(input, num_samples, replacement, out)
     x = input._data
     xp = xp_of(x)
-    weights = xp.asarray(x, dtype=np.float64).reshape(-1, x.shape[-1])
+    weights = xp.asarray(x, dtype=np.float64).reshape(x.shape[0] if x.ndim == 2 else 1, x.shape[-1])
     n = int(num_samples)
     if weights.shape[0] == 0:
         picks = xp.zeros((0, n), dtype=np.int64)
