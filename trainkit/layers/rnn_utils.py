@@ -173,7 +173,7 @@ class PackRows(Op, name="PackPaddedSequenceBackward0"):
         return out
 
 
-class PadRows(Op, name="PadPackedSequenceBackward0"):
+class PadRows(Op, name="CopySlices"):
     """out = padding_value everywhere but out[i[k], j[k]] = data[k]: packed rows spread into a padded tensor.
 
     d data = g[i, j], the rows read back at the positions they were written to.
