@@ -53,7 +53,6 @@ from .autograd.creation import (  # noqa: E402
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.ops.activation import log_softmax, logsumexp, relu, sigmoid, softmax, tanh  # noqa: E402
 from .autograd.ops.copy import clone  # noqa: E402
-from .autograd.ops.sampling import multinomial  # noqa: E402
 from .autograd.ops.linalg import bmm, dot, matmul, mm, mv, trace  # noqa: E402
 from .autograd.ops.math import (  # noqa: E402
     abs,
@@ -118,6 +117,7 @@ from .autograd.ops.reduction import (  # noqa: E402
     var,
     var_mean,
 )
+from .autograd.ops.sampling import multinomial  # noqa: E402
 from .autograd.ops.shape import (  # noqa: E402
     cat,
     chunk,
