@@ -300,3 +300,22 @@ def test_batchnorm1d_on_sequences(torch, dtype):
     np.testing.assert_allclose(to_numpy(ours.weight.grad), to_numpy(theirs.weight.grad), **_tol(dtype))
     np.testing.assert_allclose(to_numpy(ours.bias.grad), to_numpy(theirs.bias.grad), **_tol(dtype))
     assert int(ours.num_batches_tracked) == int(theirs.num_batches_tracked)
+
+
+def test_on_device_as_on_cpu(device):
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((2, 4, 9)), rng.standard_normal((6, 2, 3)), rng.standard_normal(6)
+    wt = rng.standard_normal((4, 3, 3))
+    results = []
+    for dev in ("cpu", device):
+        xs = [trainkit.tensor(a.astype(np.float32), device=dev, requires_grad=True) for a in (x, w, b, wt)]
+        conv = nn.Conv1d(4, 6, 3, padding=2, groups=2, padding_mode="reflect").to(dev)
+        with trainkit.no_grad():
+            conv.weight.copy_(xs[1])
+            conv.bias.copy_(xs[2])
+        out = (F.conv1d(xs[0], xs[1], xs[2], stride=2, padding="valid", groups=2).sum()
+               + F.conv_transpose1d(xs[0], xs[3], stride=2, output_padding=1).square().sum() + conv(xs[0]).sum())
+        out.backward()
+        results.append([to_numpy(out)] + [to_numpy(t.grad) for t in xs] + [to_numpy(conv.weight.grad)])
+    for a, c in zip(*results):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)

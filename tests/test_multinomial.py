@@ -132,3 +132,14 @@ ERRORS = [
 def test_errors_as_torch(torch, case):
     fn, words = ERRORS[case]
     assert_same_error(torch, lambda lib, dev: fn(lib), *words)
+
+
+def test_on_device(device):
+    w = np.array([[1.0, 0.0, 3.0], [0.0, 2.0, 2.0]])
+    n = 20000
+    out = trainkit.tensor(w, device=device).multinomial(n, True)
+    assert out.dtype == trainkit.int64 and out.device.type == device
+    for row, weights in zip(to_numpy(out), w):
+        assert _chi_square(np.bincount(row, minlength=3), n * weights / weights.sum()) < BOUND
+    drawn = to_numpy(multinomial(trainkit.tensor(w, device=device), 2))
+    assert (np.sort(drawn, axis=1) == [[0, 2], [1, 2]]).all()

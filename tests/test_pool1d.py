@@ -173,3 +173,17 @@ def test_errors_as_torch(torch, case):
     fn, words = ERRORS[case]
     data = _data((2, 4, 10), np.float32)
     assert_same_error(torch, lambda lib, dev: fn(lib.nn.functional, lib.tensor(data)), *words)
+
+
+def test_on_device_as_on_cpu(device):
+    data = np.random.default_rng(6).permutation(54).reshape(2, 3, 9).astype(np.float32)
+    results = []
+    for dev in ("cpu", device):
+        x = trainkit.tensor(data, device=dev, requires_grad=True)
+        values, indices = F.adaptive_max_pool1d(x, 4, return_indices=True)
+        out = (F.max_pool1d(x, 3, 2, 1, ceil_mode=True).sum() + F.avg_pool1d(x, 3, 2, 1).square().sum()
+               + F.adaptive_avg_pool1d(x, 4).square().sum() + values.square().sum())
+        out.backward()
+        results.append([to_numpy(out), to_numpy(x.grad), to_numpy(indices)])
+    for a, c in zip(*results):
+        np.testing.assert_allclose(a, c, rtol=1e-5)
