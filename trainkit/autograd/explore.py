@@ -165,7 +165,9 @@ def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -
         if len(found) == 1:
             module[i] = found.pop()
             # a value made of parameters alone (a weight's transpose) belongs to their module, also for its users
-            param_side[i] = bool(kids) and len(kids) == len(node.next_functions) and all(param_side[k] for k in kids)
+            # (not a lookup by data, such as an embedding's rows: that is an activation)
+            param_side[i] = (bool(kids) and len(kids) == len(node.next_functions) and all(param_side[k] for k in kids)
+                             and not getattr(node, "selects_by_data", False))
     return module
 
 

@@ -16,10 +16,25 @@ MEMORY_NOTE = (
 )
 
 
+def first_tensor(output: Any) -> Tensor | None:
+    """The tensor a layer's output stands for: the output itself, or the first tensor of a tuple (a recurrent
+    layer's ``(output, h_n)``, attention's ``(output, weights)``) or of a ``PackedSequence`` (its ``data``).
+
+    >>> import trainkit
+    >>> out = trainkit.ones(2)
+    >>> first_tensor((out, (out, out))) is out
+    True
+    """
+    while isinstance(output, tuple) and output:
+        output = output[0]
+    return output if isinstance(output, Tensor) else None
+
+
 class ActivationGradientMonitor(Callback):
     """Records the gradient norm of the outputs of the named sub-modules (``model.get_submodule(name)``).
 
-    A forward hook on each named module calls ``retain_grad()`` on its output while training with grad enabled;
+    A forward hook on each named module calls ``retain_grad()`` on its output (the first tensor of a tuple or
+    ``PackedSequence``: a recurrent layer's output sequence, attention's output) while training with grad enabled;
     after ``loss.backward()`` (``on_after_backward``) the norm of ``output.grad`` is recorded and the outputs are
     let go. The epoch logs get ``act_grad_norm/<name>``, the mean over the epoch's recorded steps; ``last`` holds
     the latest step's norms.
@@ -77,8 +92,9 @@ class ActivationGradientMonitor(Callback):
     def _hook_for(self, name: str):
         def hook(module, args, output):
             # validation and inference run without grad: nothing to retain there
-            if self._active and module.training and is_grad_enabled() and isinstance(output, Tensor):
-                if output.requires_grad:
+            if self._active and module.training and is_grad_enabled():
+                output = first_tensor(output)
+                if output is not None and output.requires_grad:
                     output.retain_grad()
                     self.outputs[name] = output
             return None

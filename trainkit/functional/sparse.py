@@ -17,6 +17,10 @@ class Embedding(Op, name="EmbeddingBackward0"):
     """out = weight[indices] (rows of weight).   dweight[r] = the sum of g over the positions whose index is r
     (divided by their count with ``scale_grad_by_freq``); the ``padding_idx`` row gets none."""
 
+    # Its one input is the weight, yet the output is a batch of activations chosen by the indices: the graph
+    # explorer must not count it as a value made of parameters alone (as it counts a weight's transpose).
+    selects_by_data = True
+
     def forward(self, weight, indices, padding_idx, scale_grad_by_freq):
         self.extra = indices
         self.weight_shape, self.padding_idx, self.scale = weight.shape, padding_idx, scale_grad_by_freq
