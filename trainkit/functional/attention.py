@@ -221,7 +221,7 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if attn_mask is not None:
-        if is_causal:
+        if is_causal and not _fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
         md = attn_mask._data.dtype
@@ -258,6 +258,19 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
     return k_groups, v_groups
 
 
+def _fused_path(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool) -> bool:
+    """Where PyTorch's CPU takes its fused (flash) kernel, which applies ``attn_mask`` and ``is_causal`` together;
+    elsewhere its reference path refuses the pair. 4-D inputs of one batch size, heads equal (or grouped), one head
+    size for keys and values, no dropout, more than one query, and a 2-D or 4-D mask."""
+    if not (query.ndim == key.ndim == value.ndim == 4) or attn_mask.ndim not in (2, 4):
+        return False
+    if not (query.shape[0] == key.shape[0] == value.shape[0]) or query.shape[-1] != value.shape[-1]:
+        return False
+    if not enable_gqa and not (query.shape[1] == key.shape[1] == value.shape[1]):
+        return False
+    return dropout_p == 0.0 and query.shape[-2] > 1
+
+
 def _check_broadcast(shapes: list) -> None:
     """PyTorch's message for shapes that do not broadcast, naming the first dimension that fails."""
     (a, _), rest = shapes[0], shapes[1:]
@@ -280,7 +293,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     leading ones: query (..., L, E), key (..., S, E), value (..., S, Ev) give (..., L, Ev).
 
     ``attn_mask``: boolean (True = the key takes part) or float (added to the scores), broadcast to (..., L, S).
-    ``is_causal``: query i sees keys 0..i (the top-left lower triangle); not together with ``attn_mask``.
+    ``is_causal``: query i sees keys 0..i (the top-left lower triangle); together with ``attn_mask`` only where
+    PyTorch's CPU kernel accepts both (4-D inputs, Ev = E, no dropout: both apply), refused elsewhere as PyTorch does.
     ``scale`` defaults to 1 / sqrt(E). ``dropout_p`` drops attention weights (always, as PyTorch's functional
     does: pass 0.0 in evaluation). ``enable_gqa``: key and value heads (dimension -3) are shared by groups of
     query heads. One node, ``ScaledDotProductFlashAttentionForCpuBackward0``.
