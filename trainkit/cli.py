@@ -20,6 +20,7 @@ from trainkit.autograd.explore import explore
 from trainkit.autograd.graph import graph
 from trainkit.callbacks import EarlyStopping, TerminateOnNaN
 from trainkit.config import ConfigError
+from trainkit.data.text import VOCABULARY_FILE
 from trainkit.distributed import launched_size, world
 from trainkit.dry_run import BatchCheckError, one_batch
 from trainkit.process import keep_freed_memory
@@ -154,9 +155,21 @@ def _train(args) -> int:
     return 0
 
 
+def _saved_vocabulary(checkpoint: str) -> Path | None:
+    """The vocab.json of the run folder a checkpoint belongs to (RUN/checkpoints/x.npz, or beside the file)."""
+    path = Path(checkpoint).resolve()
+    folder = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+    found = folder / VOCABULARY_FILE
+    return found if found.is_file() else None
+
+
 def _evaluate(args) -> int:
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
+    if config["data"]["kind"] == "text" and config["data"]["vocabulary"] is None:
+        config["data"]["vocabulary"] = _saved_vocabulary(args.checkpoint)  # the ids the model was trained on
+        if config["data"]["vocabulary"] is not None:
+            config["data"]["vocabulary"] = str(config["data"]["vocabulary"])
     run = build(config)
     split = args.split or run.default_split()
     try:

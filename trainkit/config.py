@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from .data import regression_curve
+from .data import load_text, regression_curve
 from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError, Registry, UnknownNameError
 from .registry import resolve_class as _resolve_class
 from .strategy import STRATEGIES
@@ -128,10 +128,25 @@ class ModelSection:
 
 @dataclass(kw_only=True)
 class DataSection:
-    """``data``: a kind of ``trainkit.registry.DATA_KINDS`` and the keys its loader takes."""
+    """``data``: a kind of ``trainkit.registry.DATA_KINDS`` and the keys its loader takes.
+
+    ``kind: text`` (``trainkit.data.load_text``) is for language models: a UTF-8 file cut into characters
+    (``level: char``) or whitespace-separated words (``level: word``), samples of ``block_size`` token ids with the
+    next ids as targets (inputs ``x[i:i+block_size]``, targets ``x[i+1:i+block_size+1]``, a sample every ``stride``
+    tokens). The last ``test_split`` and, before it, ``validation_split`` share of the text are held out by
+    position, no sample reaching across. The vocabulary is built from the training part (word level: ``<unk>``
+    first, for words it lacks; a character it lacks is an error) and saved as ``vocab.json`` in the run folder, which
+    ``trainkit evaluate`` and a resumed run use. The model gets ``vocab_size`` and ``block_size`` from the data when
+    its class takes them and ``model.init_args`` leaves them out. It returns logits (N, T, V) for inputs (N, T); the
+    loss is applied to them flattened to (N*T, V) against targets (N*T,) (``trainkit.run.TokenLoss``), as one writes
+    ``F.cross_entropy(logits.view(-1, V), y.view(-1))`` in PyTorch. ``metrics: [perplexity]`` logs ``perplexity``
+    and ``val_perplexity`` (exp of the mean cross-entropy). A file that is missing, not UTF-8, empty, larger than
+    ``max_mb`` or too short for one sample is refused naming the key and the file.
+    """
 
     kind: str = setting("regression_curve", "where the samples come from", choices=DATA_KINDS)
-    path: str | None = setting(None, "the .npz or .csv file (relative to the config's folder), for kinds npz, csv")
+    path: str | None = setting(None, "the .npz, .csv or UTF-8 text file (relative to the config's folder), for kinds "
+                                     "npz, csv, text")
     inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
     targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
     task: str | None = setting(None, "npz, csv: classification (int64 class labels) or regression (float targets); "
@@ -146,11 +161,21 @@ class DataSection:
                                       "share), as Keras takes it", ge=0, lt=1)
     test_split: float = setting(0.0, "the share of samples held out for testing (the last ones), never trained or "
                                      "validated on: trainkit evaluate --split test", ge=0, lt=1)
+    level: str = setting(default_of(load_text, "level"), "text: the tokens, each character or each "
+                         "whitespace-separated word", choices=("char", "word"))
+    block_size: int = setting(default_of(load_text, "block_size"), "text: tokens per sample; the targets are the "
+                              "next token of each (the model's context length)", ge=1)
+    stride: int | None = setting(None, "text: tokens from one sample's start to the next; null: block_size (each "
+                                       "token is a target once per epoch)", ge=1)
+    vocabulary: str | None = setting(None, "text: a saved vocabulary (a run's vocab.json, relative to the config's "
+                                           "folder) instead of one built from the training part")
+    max_mb: float | None = setting(default_of(load_text, "max_mb"), "text: refuse a file larger than this many "
+                                   "megabytes (it is held in memory); null: no limit", gt=0)
     class_path: str | None = setting(None, "kind class_path: a function or class returning a Dataset")
     init_args: dict = setting({}, "kind class_path: its keyword arguments")
 
     def check(self) -> None:
-        if self.kind in ("npz", "csv") and self.path is None:
+        if self.kind in ("npz", "csv", "text") and self.path is None:
             raise SettingError("path", f"is required for data.kind {self.kind}")
         if self.kind == "class_path" and self.class_path is None:
             raise SettingError("class_path", "is required for data.kind class_path")
@@ -496,7 +521,13 @@ def reference() -> str:
     table(RunConfig, "")
     lines.extend([f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
                   "`name` and the callback's keyword arguments, or `class_path` for your own.", "",
-                  "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`).",
+                  "`TextSample` (for language models) prints a continuation sampled from the model after the progress "
+                  "line of every `every`-th epoch and appends it to the run folder's samples.txt: `{name: TextSample, "
+                  "prompt: \"ROMEO:\\n\", length: 200, temperature: 0.8, top_k: 20, every: 1, seed: 0}`. It decodes "
+                  "with the run's vocab.json, runs the model in eval mode without gradients (its training flags are "
+                  "restored after) and crops the context to the model's `block_size` attribute.", "",
+                  "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`), "
+                  "`perplexity`.",
                   ""])
     hints = typing.get_type_hints(RunConfig)
     for f in dataclasses.fields(RunConfig):

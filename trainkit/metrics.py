@@ -98,12 +98,51 @@ class TopKAccuracy(Metric):
         return float(hit.sum()), target.numel()
 
 
+class Perplexity(Metric):
+    """``exp`` of the mean cross-entropy (natural log) of the logits against class indices: the number of equally
+    likely tokens a language model is as unsure as. Logits of shape (N, V) go with targets (N,); a sequence's
+    (N, T, V) with (N, T) (classes last, as a language model returns them) or (N, V, T) (torch's K-dimensional
+    cross_entropy layout); every target counts once.
+
+    >>> import trainkit
+    >>> m = Perplexity()
+    >>> m.update(trainkit.zeros(2, 3, 4), trainkit.tensor([[0, 1, 2], [3, 0, 1]])); round(m.compute(), 4)
+    4.0
+    """
+
+    name = "perplexity"
+
+    def batch(self, output, target):
+        logits, labels = output._data, target._data
+        if logits.ndim == labels.ndim + 1 and logits.ndim > 2 and tuple(logits.shape[:-1]) == tuple(labels.shape):
+            logits = logits.reshape(-1, logits.shape[-1])
+        elif logits.ndim == labels.ndim + 1 and logits.ndim > 2 and tuple(logits.shape[:1] + logits.shape[2:]) \
+                == tuple(labels.shape):
+            logits = xp_of(logits).moveaxis(logits, 1, -1).reshape(-1, logits.shape[1])
+        elif logits.ndim != 2 or labels.shape != logits.shape[:1]:
+            raise ValueError(f"perplexity: logits of shape {tuple(output.shape)} do not fit targets of shape "
+                             f"{tuple(target.shape)}: expected (N, V) and (N,), or (N, T, V) and (N, T)")
+        xp = xp_of(logits)
+        labels = labels.reshape(-1).astype(xp.int64)
+        if labels.size and (labels.min() < 0 or labels.max() >= logits.shape[1]):
+            raise ValueError(f"perplexity: target ids must lie in [0, {logits.shape[1]}), got {labels.min()} to "
+                             f"{labels.max()}")
+        shifted = logits.astype(xp.float64) - logits.max(axis=1, keepdims=True)
+        log_norm = xp.log(xp.exp(shifted).sum(axis=1))
+        nll = log_norm - shifted[xp.arange(len(labels)), labels]
+        return float(nll.sum()), int(labels.size)
+
+    def compute(self) -> float:
+        return math.exp(super().compute()) if self.count else float("nan")
+
+
 _BY_NAME = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": Accuracy,
-            "acc": Accuracy}
+            "acc": Accuracy, "perplexity": Perplexity, "ppl": Perplexity}
 
 
 def get_metric(spec) -> Metric:
-    """A metric from its name ('mae', 'mse', 'rmse', 'accuracy', 'top5_accuracy') or a Metric instance."""
+    """A metric from its name ('mae', 'mse', 'rmse', 'accuracy', 'top5_accuracy', 'perplexity') or a Metric
+    instance."""
     if isinstance(spec, Metric):
         return spec
     if isinstance(spec, str):

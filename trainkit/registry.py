@@ -258,13 +258,23 @@ def _file_loader(loader: Callable) -> Callable[[dict, Path], _data.Dataset]:
     return load
 
 
+def _text(spec: dict, base_dir: Path) -> _data.Dataset:
+    # the vocabulary file, like the text, is relative to the config's folder; max_mb null means no limit
+    vocabulary = spec.get("vocabulary")
+    settings = by_name(spec, _data.load_text, skip=("path", "vocabulary", "max_mb"))
+    if "max_mb" in spec:
+        settings["max_mb"] = spec["max_mb"]
+    return _data.load_text(Path(base_dir) / spec["path"], **settings,
+                           vocabulary=None if vocabulary is None else Path(base_dir) / vocabulary)
+
+
 def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
     return resolve_class(spec["class_path"], base_dir, "data")(**spec["init_args"])
 
 
 # data.kind -> its dataset function; register your own to use it from configs
 DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader(_data.load_npz),
-                                    "csv": _file_loader(_data.load_csv), "class_path": _class_path})
+                                    "csv": _file_loader(_data.load_csv), "text": _text, "class_path": _class_path})
 
 __all__ = ["CALLBACKS", "CLASS_PATH_KINDS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "ClassPathError",
            "Registry", "UnknownNameError", "build", "by_name", "check_kind", "dataset_factory", "is_dataset_factory",

@@ -19,7 +19,8 @@ from pathlib import Path
 from .autograd.random import manual_seed
 from .callbacks.base import Callback
 from .config import ConfigError, class_error, dump, resolve_class
-from .data import ConcatDataset, Subset
+from .data import ConcatDataset, Subset, TextDataError, vocabulary_of
+from .data.text import VOCABULARY_FILE
 from .distributed import launched_size, world
 from .files import temporary_beside
 from .registry import (
@@ -122,6 +123,8 @@ def _dataset(config: dict):
         raise ConfigError(f"{config['_file']}: 'data.kind' names an {err}") from None
     try:
         return make_dataset(spec, Path(config["_dir"]))
+    except TextDataError as err:  # the text file or a key that does not fit it: the key to change is named
+        raise ConfigError(f"{config['_file']}: 'data.{err.key}': {err}") from None
     except ClassPathError as err:
         raise class_error(config["_file"], "data.class_path", spec["class_path"], err) from None
     except TypeError as err:  # keys that do not fit the loader (init_args for the class_path kind)
@@ -132,12 +135,65 @@ def _dataset(config: dict):
         raise _kwargs_error(config, "data", err) from None
 
 
+class TokenLoss:
+    """A loss over every token of a sequence: logits (N, T, V), as a language model returns them, and targets
+    (N, T) are flattened to (N*T, V) and (N*T,), as one writes ``F.cross_entropy(logits.view(-1, V), y.view(-1))``
+    in PyTorch; other shapes (torch's (N, V, T) layout included) go to ``loss`` as they are. ``trainkit train``
+    wraps the config's loss in it for ``data.kind: text``.
+
+    >>> import trainkit
+    >>> from trainkit import nn
+    >>> TokenLoss(nn.CrossEntropyLoss())(trainkit.zeros(2, 3, 4), trainkit.zeros(2, 3, dtype=trainkit.int64))
+    tensor(1.3863)
+    """
+
+    def __init__(self, loss) -> None:
+        self.loss = loss
+
+    def __call__(self, output, target):
+        if output.ndim == 3 and target.ndim == 2 and tuple(output.shape[:2]) == tuple(target.shape):
+            return self.loss(output.reshape(-1, output.shape[-1]), target.reshape(-1))
+        return self.loss(output, target)
+
+    def __repr__(self) -> str:
+        return f"TokenLoss({self.loss!r})"
+
+
 def _loss(config: dict):
     spec = config["loss"]
     if isinstance(spec, str):
-        return _named(config, LOSSES, spec, "loss")
-    options = {k: v for k, v in spec.items() if k != "name"}
-    return _named(config, LOSSES, spec["name"], "loss.name", **options)
+        loss = _named(config, LOSSES, spec, "loss")
+    else:
+        options = {k: v for k, v in spec.items() if k != "name"}
+        loss = _named(config, LOSSES, spec["name"], "loss.name", **options)
+    return TokenLoss(loss) if config["data"]["kind"] == "text" else loss
+
+
+# Model arguments a text dataset knows, filled in when the model's class takes them and the config leaves them out.
+_FROM_TEXT = ("vocab_size", "block_size")
+
+
+def _fill_from_data(config: dict, model_cls, dataset) -> None:
+    """Give the model's ``vocab_size`` and ``block_size`` from the text data when ``model.init_args`` omits them;
+    refuse a given ``vocab_size`` smaller than the vocabulary."""
+    vocabulary = vocabulary_of(dataset)
+    if vocabulary is None:
+        return
+    known = {"vocab_size": len(vocabulary), "block_size": dataset.block_size if hasattr(dataset, "block_size")
+             else config["data"]["block_size"]}
+    init_args = config["model"]["init_args"]
+    try:
+        params = inspect.signature(model_cls).parameters
+    except (TypeError, ValueError):
+        return
+    for key in _FROM_TEXT:
+        if key in params and key not in init_args:
+            init_args[key] = known[key]
+    given = init_args.get("vocab_size")
+    if isinstance(given, int) and given < known["vocab_size"]:
+        raise ConfigError(f"{config['_file']}: 'model.init_args.vocab_size' is {given}, but the vocabulary of "
+                          f"{config['data']['path']} holds {known['vocab_size']} tokens; leave it out to take the "
+                          "vocabulary's size")
 
 
 def _callback(config: dict, i: int, spec):
@@ -183,8 +239,10 @@ def build(config: dict, run_dir: str | Path | None = None) -> Run:
     """
     file = config["_file"]
     trainer_args, fit_args = _trainer_and_fit_settings(config["trainer"])
+    dataset = _dataset(config)  # first: a text's vocabulary gives the model its vocab_size
     manual_seed(trainer_args["seed"])  # before the model: its initial weights come from this seed
     model_cls = resolve_class(config["model"]["class_path"], config["_dir"], file, "model.class_path")
+    _fill_from_data(config, model_cls, dataset)
     try:
         model = model_cls(**config["model"]["init_args"])
     except TypeError as err:
@@ -204,7 +262,7 @@ def build(config: dict, run_dir: str | Path | None = None) -> Run:
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
     fit_args.update(by_name(config["data"], Trainer.fit))  # validation_split
-    dataset, test = _dataset(config), None
+    test = None
     n_test = int(len(dataset) * config["data"]["test_split"])
     if n_test:  # the last share, as validation_split takes its share from the end of what is left
         dataset, test = Subset(dataset, range(len(dataset) - n_test)), Subset(dataset, range(len(dataset) - n_test,
@@ -284,8 +342,9 @@ def self_contained(config: dict) -> dict:
     for section in (out["model"], out["optimizer"], out["data"]):
         if section.get("class_path") is not None:
             section["class_path"] = absolute(section["class_path"])
-    if out["data"].get("path") is not None:
-        out["data"]["path"] = str((here / out["data"]["path"]).resolve())
+    for key in ("path", "vocabulary"):
+        if out["data"].get(key) is not None:
+            out["data"][key] = str((here / out["data"][key]).resolve())
     for spec in out["callbacks"]:
         if isinstance(spec, dict) and "class_path" in spec:
             spec["class_path"] = absolute(spec["class_path"])
@@ -396,6 +455,9 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
         remove_stale_temporaries(folder)
     if launched_size() > 1:
         folder = world().broadcast_object(folder)
+    if not new and config["data"].get("kind") == "text" and config["data"].get("vocabulary") is None \
+            and (folder / VOCABULARY_FILE).is_file():  # the ids the checkpoint was trained on
+        config["data"]["vocabulary"] = str((folder / VOCABULARY_FILE).resolve())
     try:
         run = build(config, run_dir=folder)
     except BaseException:
@@ -405,6 +467,9 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
                 _remove_new_version(folder, kept)
         raise
     text = dump(self_contained(config))
+    vocabulary = vocabulary_of(run.dataset)
+    if lead and vocabulary is not None:  # beside config.yaml: evaluate and the sampling callback decode with it
+        vocabulary.save(folder / VOCABULARY_FILE)
     if lead and new:
         (folder / "config.yaml").write_text(text)
         _mark_latest(base)

@@ -12,9 +12,10 @@ from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, as_tensor, r
 from .digits import digits
 from .files import load_csv, load_npz
 from .synthetic import regression_curve
+from .text import TextDataError, TextDataset, Vocabulary, load_text, vocabulary_of
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "RandomSampler", "Sampler", "SequentialSampler",
-    "Subset", "TensorDataset", "as_tensor", "default_collate", "digits", "load_csv", "load_npz", "random_split",
-    "regression_curve",
+    "Subset", "TensorDataset", "TextDataError", "TextDataset", "Vocabulary", "as_tensor", "default_collate", "digits",
+    "load_csv", "load_npz", "load_text", "random_split", "regression_curve", "vocabulary_of",
 ]
