@@ -16,6 +16,7 @@ from .nan import TerminateOnNaN
 from .plot import PlotCallback
 from .progress import ProgressBar
 from .tensorboard import TensorBoard
+from .text_sample import TextSample
 
 __all__ = [
     "ActivationGradientMonitor",
@@ -31,4 +32,5 @@ __all__ = [
     "ProgressBar",
     "TensorBoard",
     "TerminateOnNaN",
+    "TextSample",
 ]

@@ -1,0 +1,141 @@
+"""``TextSample``: print a continuation of a prompt sampled from a language model at the end of epochs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.creation import from_numpy
+from ..autograd.random import Generator
+from ..data.text import VOCABULARY_FILE, Vocabulary
+from .base import Callback, Logs
+from .progress import ProgressBar
+
+
+def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
+    """One token id drawn from ``softmax(logits / temperature)`` over the ``top_k`` largest logits (all when None):
+    the inverse of the cumulative distribution at one uniform draw of ``rng``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> sample_next(np.array([0.0, 9.0, 1.0]), 1.0, 1, rng)
+    1
+    """
+    scores = np.asarray(logits, dtype=np.float64) / temperature
+    if top_k is not None and top_k < len(scores):
+        kth = np.partition(scores, -top_k)[-top_k]
+        scores = np.where(scores < kth, -np.inf, scores)
+    weights = np.exp(scores - scores.max())
+    cumulative = np.cumsum(weights)
+    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(weights) - 1))
+
+
+class TextSample(Callback):
+    """At the end of every ``every``-th epoch, print ``prompt`` and ``length`` tokens the model samples after it.
+
+    The model takes token ids (1, T) and returns logits (1, T, V); each next token is drawn from the last position's
+    logits divided by ``temperature`` (lower: surer, duller text), among the ``top_k`` most likely (None: all),
+    with a stream seeded by ``seed`` so that epochs are comparable. The context is cropped to the model's
+    ``block_size`` attribute, when it has one. The model runs in eval mode without building graphs, and gets its
+    training flags back. Token ids are decoded with ``vocabulary`` (a ``Vocabulary`` or a path), else the run
+    folder's ``vocab.json`` that ``trainkit train`` writes for ``data.kind: text``. The text is printed after the
+    epoch's progress line, to the progress bar's stream, and appended to the run folder's ``samples.txt``.
+
+    >>> from trainkit.data import Vocabulary
+    >>> cb = TextSample(prompt="ab", length=5, vocabulary=Vocabulary.build("abc"))
+    >>> cb.length, cb.every
+    (5, 1)
+    """
+
+    rank_zero_only = True
+    order = Callback.RECORD + 1  # after the progress bar has written the epoch's line
+
+    def __init__(self, prompt: str = "\n", length: int = 200, temperature: float = 1.0, top_k: int | None = None,
+                 every: int = 1, seed: int = 0, vocabulary: Vocabulary | str | Path | None = None,
+                 file: Any = None) -> None:
+        super().__init__()
+        if not isinstance(length, int) or length < 1:
+            raise ValueError(f"length must be a whole number of at least 1, got {length!r}")
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a whole number of at least 1, got {every!r}")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be positive, got {temperature!r}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a whole number of at least 1 or None, got {top_k!r}")
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
+        self.prompt, self.length, self.temperature, self.top_k = prompt, length, temperature, top_k
+        self.every, self.seed, self.file = every, seed, file
+        self.vocabulary = vocabulary
+        self.last: str | None = None  # the last continuation sampled
+
+    def _vocabulary(self) -> Vocabulary:
+        if isinstance(self.vocabulary, Vocabulary):
+            return self.vocabulary
+        path = self.vocabulary
+        if path is None:
+            if self.run_dir is None or not (Path(self.run_dir) / VOCABULARY_FILE).is_file():
+                raise ValueError("TextSample needs a vocabulary: pass vocabulary= (a Vocabulary or a vocab.json), "
+                                 "or train with data.kind text, which writes the run folder's vocab.json")
+            path = Path(self.run_dir) / VOCABULARY_FILE
+        self.vocabulary = Vocabulary.load(path)
+        return self.vocabulary
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        prompt = self._vocabulary().encode(self.prompt)  # an unknown character is refused now, not after an epoch
+        if not len(prompt):
+            raise ValueError(f"prompt {self.prompt!r} holds no {self._vocabulary().level} token")
+
+    def sample(self, model: Any = None) -> str:
+        """``length`` tokens sampled after the prompt, decoded (the prompt not included)."""
+        model = self.model if model is None else model
+        vocab = self._vocabulary()
+        ids = list(vocab.encode(self.prompt))
+        if not ids:
+            raise ValueError(f"prompt {self.prompt!r} holds no {vocab.level} token")
+        rng = Generator().manual_seed(self.seed).rng
+        block = getattr(model, "block_size", None)
+        device = next((p.device for p in model.parameters()), None)
+        was_training = [(m, m.training) for m in model.modules()]
+        model.eval()
+        try:
+            with grad_mode.no_grad():
+                for _ in range(self.length):
+                    context = np.asarray(ids[-block:] if block else ids, dtype=np.int64)[None]
+                    inputs = from_numpy(context)
+                    if device is not None and device.type != "cpu":
+                        inputs = inputs.to(device)
+                    logits = model(inputs)
+                    last = logits[0, -1] if logits.ndim == 3 else logits[-1]
+                    ids.append(sample_next(last.float().cpu().numpy(), self.temperature, self.top_k, rng))
+        finally:
+            for module, mode in was_training:
+                object.__setattr__(module, "training", mode)  # as it was, module by module
+        self.last = vocab.decode(ids[-self.length:])
+        return self.last
+
+    def _stream(self) -> tuple[Any, Any]:
+        """Where the progress output goes, and its open tqdm bar (or None)."""
+        if self.file is not None:
+            return self.file, None
+        bars = [cb for cb in getattr(getattr(self.trainer, "callbacks", None), "callbacks", []) or []
+                if isinstance(cb, ProgressBar)]
+        return (bars[0].stream, bars[0].bar) if bars else (sys.stdout, None)
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        if (epoch + 1) % self.every:
+            return
+        text = self.sample()
+        joint = "" if self._vocabulary().level == "char" else " "
+        shown = f"--- sample after epoch {epoch + 1}: {self.prompt!r} ->\n{self.prompt}{joint}{text}"
+        stream, bar = self._stream()
+        if bar is not None:  # a bar still open: tqdm writes above it
+            bar.write(shown, file=stream)
+        else:
+            print(shown, file=stream, flush=True)
+        if self.run_dir is not None and Path(self.run_dir).is_dir():
+            with open(Path(self.run_dir) / "samples.txt", "a", encoding="utf-8") as f:
+                f.write(f"{shown}\n\n")
