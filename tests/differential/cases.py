@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .harness import Case, D, T, describe
+from .sequence_cases import sequences
 from .surface import SKIPPED, surface_names
 
 INF, NAN = math.inf, math.nan
@@ -38,6 +39,10 @@ class Builder:
             cid = f"{op}|{text}#{n}"
         self.ids.add(cid)
         self.cases.append(Case(op, cid, fn, args, kwargs, values))
+
+    def call(self, op: str, *args, values: bool = True, **kwargs) -> None:
+        """One call of ``op`` (``F.conv1d``, ``torch.add``, ``Tensor.sum``) with these arguments."""
+        self.add(op, caller(op), *args, values=values, **kwargs)
 
     def each(self, name: str, *args, namespaces=("torch", "Tensor"), values: bool = True, **kwargs) -> None:
         """One call of ``name`` in each namespace the surface lists it in."""
@@ -1438,6 +1443,7 @@ FAMILIES = {
     "losses": losses,
     "activations": activations,
     "convolutions": convolutions,
+    "sequences": sequences,
 }
 
 
