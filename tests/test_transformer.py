@@ -202,6 +202,11 @@ def test_decoder_stack_with_a_final_norm_matches_torch(dtype, torch, rng):
 
     kwargs = {"tgt_mask": _causal(T).astype(dtype), "memory_key_padding_mask": _padding(N, S)}
     _assert_parity(torch, make, [rng.normal(size=(T, N, E)), rng.normal(size=(S, N, E))], kwargs, dtype)
+    # a boolean causal mask is recognised as causal too (tgt_is_causal=None), with and without padding
+    kwargs = {"tgt_mask": np.isinf(_causal(T)), "tgt_key_padding_mask": _padding(N, T)}
+    _assert_parity(torch, make, [rng.normal(size=(T, N, E)), rng.normal(size=(S, N, E))], kwargs, dtype)
+    kwargs = {"tgt_mask": np.isinf(_causal(T)), "memory_mask": np.isinf(_float_mask(rng, (T, S)))}
+    _assert_parity(torch, make, [rng.normal(size=(T, N, E)), rng.normal(size=(S, N, E))], kwargs, dtype)
 
 
 def _small_transformer(lib, dt, **options):
@@ -429,8 +434,52 @@ def test_errors_match_torch(torch):
         encoder = lib.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
         encoder(lib.zeros(S, N, E), src_key_padding_mask=lib.zeros(N, S, dtype=lib.int64))
 
+    def causal_without_mask(lib, dev):
+        lib.nn.TransformerEncoderLayer(E, H, FF)(lib.zeros(S, N, E), is_causal=True)
+
+    def heads_not_dividing(lib, dev):
+        lib.nn.TransformerDecoderLayer(E, 3, FF)
+
+    def wrong_width(lib, dev):
+        lib.nn.TransformerEncoderLayer(E, H, FF)(lib.zeros(S, N, E - 1))
+
+    def unbatched_src_batched_tgt(lib, dev):
+        model(lib)(lib.zeros(5, 16), lib.zeros(4, 2, 16))
+
+    assert_same_error(torch, causal_without_mask, "Need attn_mask if specifying the is_causal hint")
+    assert_same_error(torch, heads_not_dividing, "embed_dim must be divisible by num_heads")
+    assert_same_error(torch, wrong_width, "was expecting embedding dimension of 8, but got 7")
+    assert_same_error(torch, unbatched_src_batched_tgt, "expected `key` and `value` to be 3-D")
     assert_same_error(torch, int_mask, "only bool and floating types of src_mask are supported")
     assert_same_error(torch, int_padding, "only bool and floating types of src_key_padding_mask are supported")
+
+
+def _node_counts(out, names):
+    counts, seen, stack = dict.fromkeys(names, 0), set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node).__name__ in counts:
+            counts[type(node).__name__] += 1
+        stack.extend(f for f, _ in node.next_functions)
+    return counts
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_graph_takes_the_fused_attention_as_torch(norm_first, torch):
+    """need_weights=False: each attention is one fused attention node, as in torch's graph."""
+    names = ["ScaledDotProductFlashAttentionForCpuBackward0", "NativeLayerNormBackward0", "GeluBackward0",
+             "AddmmBackward0"]
+    counts = []
+    for lib in (torch, trainkit):
+        lib.manual_seed(0)
+        layer = lib.nn.TransformerDecoderLayer(E, H, FF, dropout=0.0, activation="gelu", norm_first=norm_first)
+        tgt, memory = lib.randn(T, N, E, requires_grad=True), lib.randn(S, N, E)
+        mask = lib.nn.Transformer.generate_square_subsequent_mask(T)
+        counts.append(_node_counts(layer(tgt, memory, tgt_mask=mask, tgt_is_causal=True), names))
+    assert counts[1] == counts[0] and counts[0][names[0]] == 2
 
 
 def test_encoder_layer_gradcheck_and_gradgradcheck():
