@@ -10,36 +10,37 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.creation import from_numpy
+from ..autograd.ops.sampling import multinomial
 from ..autograd.random import Generator
+from ..autograd.tensor import Tensor
 from ..data.text import VOCABULARY_FILE, Vocabulary
 from .base import Callback, Logs
 from .progress import ProgressBar
 
 
-def sample_next(logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
-    """One token id drawn from ``softmax(logits / temperature)`` over the ``top_k`` largest logits (all when None):
-    the inverse of the cumulative distribution at one uniform draw of ``rng``.
+def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                generator: Generator | None = None) -> int:
+    """One token id drawn from ``softmax(logits / temperature)`` over the ``top_k`` largest logits (all when None),
+    with ``multinomial``.
 
-    >>> rng = np.random.default_rng(0)
-    >>> sample_next(np.array([0.0, 9.0, 1.0]), 1.0, 1, rng)
+    >>> import trainkit
+    >>> sample_next(trainkit.tensor([0.0, 9.0, 1.0]), top_k=1)
     1
     """
-    scores = np.asarray(logits, dtype=np.float64) / temperature
-    if top_k is not None and top_k < len(scores):
-        kth = np.partition(scores, -top_k)[-top_k]
-        scores = np.where(scores < kth, -np.inf, scores)
-    weights = np.exp(scores - scores.max())
-    cumulative = np.cumsum(weights)
-    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(weights) - 1))
+    scores = logits.float() / temperature
+    if top_k is not None and top_k < scores.shape[-1]:
+        kth = scores.topk(top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    return int(multinomial(scores.softmax(-1), 1, generator=generator).item())
 
 
 class TextSample(Callback):
     """At the end of every ``every``-th epoch, print ``prompt`` and ``length`` tokens the model samples after it.
 
-    The model takes token ids (1, T) and returns logits (1, T, V); each next token is drawn from the last position's
-    logits divided by ``temperature`` (lower: surer, duller text), among the ``top_k`` most likely (None: all),
-    with a stream seeded by ``seed`` so that epochs are comparable. The context is cropped to the model's
-    ``block_size`` attribute, when it has one. The model runs in eval mode without building graphs, and gets its
+    The model takes token ids (1, T) and returns logits (1, T, V); each next token is drawn (``multinomial``) from the
+    last position's logits divided by ``temperature`` (lower: surer, duller text), among the ``top_k`` most likely
+    (None: all), with a generator seeded by ``seed`` so that epochs are comparable. The context is cropped to the
+    model's ``block_size`` attribute, when it has one. The model runs in eval mode without building graphs, and gets its
     training flags back. Token ids are decoded with ``vocabulary`` (a ``Vocabulary`` or a path), else the run
     folder's ``vocab.json`` that ``trainkit train`` writes for ``data.kind: text``. The text is printed after the
     epoch's progress line, to the progress bar's stream, and appended to the run folder's ``samples.txt``.
@@ -96,9 +97,9 @@ class TextSample(Callback):
         ids = list(vocab.encode(self.prompt))
         if not ids:
             raise ValueError(f"prompt {self.prompt!r} holds no {vocab.level} token")
-        rng = Generator().manual_seed(self.seed).rng
         block = getattr(model, "block_size", None)
         device = next((p.device for p in model.parameters()), None)
+        generator = Generator(device if device is not None else "cpu").manual_seed(self.seed)
         was_training = [(m, m.training) for m in model.modules()]
         model.eval()
         try:
@@ -110,7 +111,7 @@ class TextSample(Callback):
                         inputs = inputs.to(device)
                     logits = model(inputs)
                     last = logits[0, -1] if logits.ndim == 3 else logits[-1]
-                    ids.append(sample_next(last.float().cpu().numpy(), self.temperature, self.top_k, rng))
+                    ids.append(sample_next(last, self.temperature, self.top_k, generator))
         finally:
             for module, mode in was_training:
                 object.__setattr__(module, "training", mode)  # as it was, module by module
