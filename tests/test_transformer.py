@@ -304,6 +304,7 @@ def test_state_dict_keys_and_modules_as_torch(name, torch):
         np.testing.assert_array_equal(to_numpy(value), to_numpy(theirs.state_dict()[key]))
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 def test_attributes_as_torch(torch):
     for lib in (trainkit, torch):
         layer = lib.nn.TransformerEncoderLayer(E, H, activation="gelu", norm_first=True, layer_norm_eps=1e-6)
@@ -312,6 +313,11 @@ def test_attributes_as_torch(torch):
         assert layer.dropout.p == 0.1 and layer.self_attn.dropout == 0.1
         assert lib.nn.TransformerEncoderLayer(E, H).activation is lib.nn.functional.relu
         assert lib.nn.TransformerEncoderLayer(E, H, activation=lib.tanh).activation_relu_or_gelu == 0
+        assert lib.nn.TransformerEncoderLayer(E, H, activation=lib.nn.ReLU()).activation_relu_or_gelu == 1
+        assert lib.nn.TransformerDecoderLayer(E, H, activation="gelu").activation is lib.nn.functional.gelu
+        encoder = lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(E, H, batch_first=True), 2,
+                                            enable_nested_tensor=False, mask_check=False)
+        assert not encoder.enable_nested_tensor and not encoder.use_nested_tensor and not encoder.mask_check
         model = _small_transformer(lib, None, batch_first=True)
         assert (model.d_model, model.nhead, model.batch_first) == (16, 2, True)
         assert model.encoder.norm.eps == 1e-5 and model.decoder.num_layers == 2
@@ -334,6 +340,25 @@ def test_transformer_initialisation_is_xavier_uniform():
             assert (values == 0).all(), name
         else:  # the feed-forward biases keep Linear's U(-1/sqrt(in), 1/sqrt(in))
             assert np.abs(values).max() <= 1 / np.sqrt(16 if "linear1" in name else 32), name
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_custom_encoder_and_decoder_are_used_and_reinitialised(torch):
+    for lib in (trainkit, torch):
+        encoder = lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(16, 2, 32, norm_first=True), 1,
+                                            enable_nested_tensor=False)
+        decoder = lib.nn.TransformerDecoder(lib.nn.TransformerDecoderLayer(16, 2, 32), 1)
+        with lib.no_grad():
+            encoder.layers[0].linear1.weight.fill_(5.0)
+        model = lib.nn.Transformer(16, 2, custom_encoder=encoder, custom_decoder=decoder, dtype=lib.float64)
+        assert model.encoder is encoder and model.decoder is decoder
+        assert float(model.encoder.layers[0].linear1.weight.detach().abs().max()) < 1
+        assert model.encoder.norm is None and model.encoder.layers[0].norm_first
+        out = model(lib.zeros(5, 2, 16), lib.zeros(3, 2, 16))
+        assert tuple(out.shape) == (3, 2, 16) and out.dtype == lib.float32  # the custom stacks are float32
+    keys = [list(lib.nn.Transformer(16, 2, 1, 2, 32, custom_decoder=lib.nn.Linear(2, 2)).state_dict())
+            for lib in (trainkit, torch)]
+    assert keys[0] == keys[1] and keys[0][-1] == "decoder.bias"
 
 
 def test_stacks_deep_copy_the_layer_into_independent_layers():
