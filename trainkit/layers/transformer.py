@@ -338,10 +338,11 @@ class Transformer(Module):
     (T, N, E) (batch first with ``batch_first``).
 
     >>> import trainkit
-    >>> model = Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32)
+    >>> model = Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32,
+    ...                     batch_first=True)
     >>> mask = Transformer.generate_square_subsequent_mask(4)
-    >>> model(trainkit.rand(6, 2, 16), trainkit.rand(4, 2, 16), tgt_mask=mask).shape
-    trainkit.Size([4, 2, 16])
+    >>> model(trainkit.rand(2, 6, 16), trainkit.rand(2, 4, 16), tgt_mask=mask, tgt_is_causal=True).shape
+    trainkit.Size([2, 4, 16])
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
