@@ -7,6 +7,7 @@ the CPU when neither is in effect). The ``*_like`` ones take the device of their
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -218,7 +219,24 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
             dtype = "bool"
         elif isinstance(fill_value, (int, np.integer)):
             dtype = "int64"
+    if dtype is not None and not isinstance(fill_value, bool):
+        _check_fits(fill_value, to_dtype(dtype).np)
     return _make_filled(flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
+
+
+# the C type PyTorch names when a number does not fit an integer dtype
+_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t",
+            "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
+
+
+def _check_fits(value, dt: np.dtype) -> None:
+    """PyTorch's refusal of a fill value outside an integer dtype's range (inf, nan, 1e300 as int64 ...);
+    a fraction inside it is truncated, as it is there."""
+    if dt.kind not in "iu" or not isinstance(value, (int, float, np.integer, np.floating)):
+        return
+    info = np.iinfo(dt)
+    if not (math.isfinite(value) and info.min <= value <= info.max):
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without overflow")
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
