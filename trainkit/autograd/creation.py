@@ -220,7 +220,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         elif isinstance(fill_value, (int, np.integer)):
             dtype = "int64"
     if dtype is not None and not isinstance(fill_value, bool):
-        _check_fits(fill_value, to_dtype(dtype).np)
+        fill_value = _fitted(fill_value, to_dtype(dtype).np)
     return _make_filled(flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
 
 
@@ -229,14 +229,16 @@ _C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int6
             "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 
 
-def _check_fits(value, dt: np.dtype) -> None:
-    """PyTorch's refusal of a fill value outside an integer dtype's range (inf, nan, 1e300 as int64 ...);
-    a fraction inside it is truncated, as it is there."""
+def _fitted(value, dt: np.dtype):
+    """The fill value as PyTorch stores it in an integer dtype: refused outside the dtype's range (inf, nan, 1e300
+    as int64 ...), a fraction truncated, and for uint8 an integer down to -128 wrapped around (-1 is 255)."""
     if dt.kind not in "iu" or not isinstance(value, (int, float, np.integer, np.floating)):
-        return
+        return value
     info = np.iinfo(dt)
-    if not (math.isfinite(value) and info.min <= value <= info.max):
+    low = -128 if dt == np.uint8 and isinstance(value, (int, np.integer)) else info.min
+    if not (math.isfinite(value) and low <= value <= info.max):
         raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without overflow")
+    return int(value) % 256 if value < 0 and dt == np.uint8 else value
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
