@@ -778,14 +778,17 @@ def test_gpu_round_trip_keeps_values_and_grads(torch):
     assert str(back.device) == "cpu" and back.grad_fn.name() == "ToCopyBackward0"
 
 
-@pytest.mark.parametrize("value,dtype", [(v, d) for v in (float("-inf"), float("nan"), 2.0**70, -1e300)
-                                         for d in ("int64", "int32", "uint8")] + [(256, "uint8"), (-129, "uint8"), (-0.5, "uint8"), (-129, "int8")])
+_OVERFLOWS = [(v, d) for v in (float("-inf"), float("nan"), 2.0**70, -1e300) for d in ("int64", "int32", "uint8")]
+
+
+@pytest.mark.parametrize("value,dtype", _OVERFLOWS + [(256, "uint8"), (-256, "uint8"), (-0.5, "uint8"), (-129, "int8")])
 def test_full_refuses_a_value_its_integer_dtype_cannot_hold_as_torch(torch, value, dtype):
     assert_same_error(torch, lambda L, dev: L.full((2, 2), value, dtype=getattr(L, dtype)), "without overflow")
 
 
-def test_full_truncates_a_fraction_wraps_small_negatives_into_uint8_and_fills_bool_with_any_number(torch):
+def test_full_truncates_a_fraction_wraps_negative_integers_into_uint8_and_fills_bool_with_any_number(torch):
     for lib in (trainkit, torch):
         assert lib.full((2,), 3.7, dtype=lib.int64).tolist() == [3, 3]
         assert lib.full((2,), float("nan"), dtype=lib.bool).tolist() == [True, True]
         assert lib.full((2,), -1, dtype=lib.uint8).tolist() == [255, 255]
+        assert lib.full((1,), -255, dtype=lib.uint8).tolist() == [1]

@@ -231,11 +231,11 @@ _C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int6
 
 def _fitted(value, dt: np.dtype):
     """The fill value as PyTorch stores it in an integer dtype: refused outside the dtype's range (inf, nan, 1e300
-    as int64 ...), a fraction truncated, and for uint8 an integer down to -128 wrapped around (-1 is 255)."""
+    as int64 ...), a fraction truncated, and for uint8 an integer down to -255 wrapped around (-1 is 255)."""
     if dt.kind not in "iu" or not isinstance(value, (int, float, np.integer, np.floating)):
         return value
     info = np.iinfo(dt)
-    low = -128 if dt == np.uint8 and isinstance(value, (int, np.integer)) else info.min
+    low = -255 if dt == np.uint8 and isinstance(value, (int, np.integer)) else info.min
     if not (math.isfinite(value) and low <= value <= info.max):
         raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without overflow")
     return int(value) % 256 if value < 0 and dt == np.uint8 else value
