@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainkit import nn
+from trainkit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT_CONFIG = ROOT / "configs" / "charlm.yaml"
@@ -108,25 +109,32 @@ def test_lstm_config_trains_and_evaluates(short_text, tmp_path):
     check_evaluate(LSTM_CONFIG, run, short_text)
 
 
-@pytest.mark.parametrize("content, sets, key, message", [
-    (None, [], "data.path", "no such file"),
-    (b"\xff\xfe not utf-8", [], "data.path", "is not UTF-8 text: byte 0xff at offset 0"),
-    (b"", [], "data.path", "is empty"),
-    (b"too short", [], "data.block_size", "holds 9 characters, too few for one window of block_size 32"),
-    ("ok", ["data.block_size=0"], "data.block_size", "must be at least 1, got 0"),
-    ("ok", ["data.max_mb=0.000001"], "data.max_mb", "over the limit of 1e-06 MB"),
+# the first two in a subprocess, as a user meets them; the others through the same entry point in this process
+@pytest.mark.parametrize("content, sets, key, message, subprocess_run", [
+    (None, [], "data.path", "no such file", True),
+    (b"\xff\xfe not utf-8", [], "data.path", "is not UTF-8 text: byte 0xff at offset 0", True),
+    (b"", [], "data.path", "is empty", False),
+    (b"too short", [], "data.block_size", "holds 9 characters, too few for one window of block_size 32", False),
+    ("ok", ["data.block_size=0"], "data.block_size", "must be at least 1, got 0", False),
+    ("ok", ["data.max_mb=0.000001"], "data.max_mb", "over the limit of 1e-06 MB", False),
 ])
-def test_broken_inputs_exit_2_naming_the_key_and_the_file(tmp_path, short_text, content, sets, key, message):
+def test_broken_inputs_exit_2_naming_the_key_and_the_file(tmp_path, short_text, capsys, content, sets, key, message,
+                                                         subprocess_run):
     path = tmp_path / "bad.txt"
     if content == "ok":
         path.write_text(short_text.read_text(encoding="utf-8"), encoding="utf-8")
     elif content is not None:
         path.write_bytes(content)
-    args = ["--set", f"output_dir={tmp_path / 'runs'}", "--set", f"data.path={path}", "--set", "data.block_size=32"]
-    result = trainkit("train", GPT_CONFIG, *args, *[a for s in sets for a in ("--set", s)])
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith(f"trainkit: config error: {GPT_CONFIG}: '{key}'")
-    assert message in result.stderr
+    args = ["train", GPT_CONFIG, "--set", f"output_dir={tmp_path / 'runs'}", "--set", f"data.path={path}", "--set",
+            "data.block_size=32", *[a for s in sets for a in ("--set", s)]]
+    if subprocess_run:
+        result = trainkit(*args)
+        code, stderr = result.returncode, result.stderr
+    else:
+        code, stderr = main([str(a) for a in args]), capsys.readouterr().err
+    assert code == 2, stderr
+    assert stderr.startswith(f"trainkit: config error: {GPT_CONFIG}: '{key}'")
+    assert message in stderr
     if content != "ok":
-        assert str(path) in result.stderr
+        assert str(path) in stderr
     assert not (tmp_path / "runs" / "charlm" / "version_0").exists()  # nothing left behind

@@ -130,16 +130,16 @@ class ModelSection:
 class DataSection:
     """``data``: a kind of ``trainkit.registry.DATA_KINDS`` and the keys its loader takes.
 
-    ``kind: text`` (``trainkit.data.load_text``) is for language models: a UTF-8 file cut into characters
-    (``level: char``) or whitespace-separated words (``level: word``), samples of ``block_size`` token ids with the
-    next ids as targets (inputs ``x[i:i+block_size]``, targets ``x[i+1:i+block_size+1]``, a sample every ``stride``
-    tokens). The last ``test_split`` and, before it, ``validation_split`` share of the text are held out by
-    position, no sample reaching across. The vocabulary is built from the training part (word level: ``<unk>``
-    first, for words it lacks; a character it lacks is an error) and saved as ``vocab.json`` in the run folder, which
-    ``trainkit evaluate`` and a resumed run use. The model gets ``vocab_size`` and ``block_size`` from the data when
-    its class takes them and ``model.init_args`` leaves them out. It returns logits (N, T, V) for inputs (N, T); the
-    loss is applied to them flattened to (N*T, V) against targets (N*T,) (``trainkit.run.TokenLoss``), as one writes
-    ``F.cross_entropy(logits.view(-1, V), y.view(-1))`` in PyTorch. ``metrics: [perplexity]`` logs ``perplexity``
+    ``kind: text`` (``trainkit.data.load_text``) is for language models: a UTF-8 file cut into characters (``level:
+    char``) or whitespace-separated words (``level: word``), samples of ``block_size`` token ids with the next ids as
+    targets (inputs ``x[i:i+block_size]``, targets ``x[i+1:i+block_size+1]``, a sample every ``stride`` tokens). The
+    last ``test_split`` and, before it, ``validation_split`` share of the text are held out by position, no sample
+    reaching across. The vocabulary is built from the training part (word level: ``<unk>`` first, for the held-out words
+    it lacks; characters only the held-out part has are added, with a warning) and saved as ``vocab.json`` in the run
+    folder, which ``trainkit evaluate`` and a resumed run use. The model gets ``vocab_size`` and ``block_size`` from the
+    data when its class takes them and ``model.init_args`` leaves them out. It returns logits (N, T, V) for inputs (N,
+    T); the loss is applied to them flattened to (N*T, V) against targets (N*T,) (``trainkit.run.TokenLoss``), as one
+    writes ``F.cross_entropy(logits.view(-1, V), y.view(-1))`` in PyTorch. ``metrics: [perplexity]`` logs ``perplexity``
     and ``val_perplexity`` (exp of the mean cross-entropy). A file that is missing, not UTF-8, empty, larger than
     ``max_mb`` or too short for one sample is refused naming the key and the file.
     """

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..autograd.creation import from_numpy
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 from .dataset import Dataset, Subset
 
 PathLike = str | os.PathLike
@@ -55,9 +56,9 @@ def tokenize(text: str, level: str = "char") -> list[str]:
 
 
 class Vocabulary:
-    """Tokens <-> ids. Character level: every character of the training part, sorted, and an unseen character is an
-    error. Word level: ``<unk>`` first, then every word of the training part, sorted; unseen words become ``<unk>``.
-    ``decode`` joins characters as they are and words with one space.
+    """Tokens <-> ids. Character level: the characters given (``build``: every character of the text, sorted), and
+    an unseen character is an error. Word level: ``<unk>`` first, then every word of the training part, sorted;
+    unseen words become ``<unk>``. ``decode`` joins characters as they are and words with one space.
 
     >>> vocab = Vocabulary.build("abracadabra")
     >>> len(vocab), vocab.encode("cab").tolist(), vocab.decode([4, 0])
@@ -257,6 +258,18 @@ def read_text(path: PathLike, max_mb: float | None = None) -> str:
     return text
 
 
+def _with_held_out_characters(vocab: Vocabulary, held_out: str, path: PathLike) -> Vocabulary:
+    """``vocab`` and, after its own, the characters only the held-out part has, with a warning: the model never
+    sees them in training (their probability stays low), but it needs an id to score them."""
+    extra = sorted(set(held_out) - set(vocab.tokens))
+    if not extra:
+        return vocab
+    warn_user(f"{path}: the held-out part holds {len(extra)} character{'s' if len(extra) > 1 else ''} that the "
+              f"training part lacks ({', '.join(map(repr, extra[:10]))}{', ...' if len(extra) > 10 else ''}); added "
+              "to the vocabulary, never seen in training")
+    return Vocabulary(vocab.tokens + extra, "char")
+
+
 def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride: int | None = None,
               validation_split: float = 0.0, test_split: float = 0.0, vocabulary: PathLike | Vocabulary | None = None,
               max_mb: float | None = 64.0) -> TextDataset:
@@ -268,7 +281,9 @@ def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride:
     text holds the test windows and the ``validation_split`` share before it the validation windows, as
     ``Trainer.fit(validation_split=...)`` and ``trainkit train`` take them from the end, and no window reaches
     across a boundary. The vocabulary is built from the training part (or is ``vocabulary``: a saved one, as
-    ``trainkit evaluate`` uses the run's ``vocab.json``); the dataset keeps it as ``.vocabulary``.
+    ``trainkit evaluate`` uses the run's ``vocab.json``); the dataset keeps it as ``.vocabulary``. Held-out words
+    the training part lacks become ``<unk>``; held-out characters it lacks are added after its own, with a warning
+    (a model needs an id to score them).
 
     Every refusal is a ``TextDataError`` naming the key to change: no file, not UTF-8, empty, over ``max_mb``
     megabytes (None: no limit), too short for one window, or characters the given vocabulary lacks.
@@ -311,6 +326,8 @@ def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride:
             raise TextDataError("level", f"is {level!r}, but {vocabulary} is a {vocab.level}-level vocabulary")
     else:
         vocab, source = Vocabulary.build(tokens[:train_end], level), None
+        if level == "char":
+            vocab = _with_held_out_characters(vocab, text[train_end:], path)
     try:
         ids = vocab.encode(text if level == "char" else tokens)
     except ValueError as err:
