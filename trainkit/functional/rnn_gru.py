@@ -50,7 +50,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         states = xp.empty((total + n, size), dtype=x.dtype)
         states[sched.h0_at:sched.h0_at + n] = h0
         hidden_n = xp.empty((total, size), dtype=x.dtype)  # h W_hn^T + b_hn, which r multiplies
-        whT = wh.T
+        whT = xp.ascontiguousarray(wh.T)  # a transposed operand halves the small product's speed
         rec = xp.empty((n, 3 * size), dtype=x.dtype)
         tmp = xp.empty((n, size), dtype=x.dtype)
         tmp_h = xp.empty((n, size), dtype=x.dtype)

@@ -72,7 +72,8 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         cells[sched.h0_at:sched.h0_at + n] = c0
         tanh_c = xp.empty((total, size), dtype=x.dtype)
         hr = xp.empty((total, size), dtype=x.dtype) if w_hr is not None else None
-        whT, whrT = wh.T, (w_hr.T if w_hr is not None else None)
+        whT = xp.ascontiguousarray(wh.T)  # a transposed operand halves the small product's speed
+        whrT = xp.ascontiguousarray(w_hr.T) if w_hr is not None else None
         rec = xp.empty((n, 4 * size), dtype=x.dtype)
         tmp = xp.empty((n, size), dtype=x.dtype)
         tmp_h = xp.empty((n, out_size), dtype=x.dtype)
