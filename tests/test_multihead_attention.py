@@ -284,3 +284,19 @@ def test_mismatched_mask_types_warn_as_torch(torch):
 def test_functional_is_exported():
     assert F.multi_head_attention_forward.__module__ == "trainkit.functional.attention"
     assert trainkit.nn.MultiheadAttention.__module__ == "trainkit.layers.attention"
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_gradcheck_and_gradgradcheck_through_the_layer(need_weights):
+    trainkit.manual_seed(0)
+    mod = trainkit.nn.MultiheadAttention(4, 2, add_bias_kv=True, dtype=trainkit.float64)
+    rng = np.random.default_rng(6)
+    q = trainkit.tensor(rng.standard_normal((3, 2, 4)), requires_grad=True)
+    kv = trainkit.tensor(rng.standard_normal((2, 2, 4)), requires_grad=True)
+    mask = trainkit.tensor(np.array([[False, True], [False, False], [True, False]]))
+
+    def f(q, kv):
+        return mod(q, kv, kv, attn_mask=mask, need_weights=need_weights)[0]
+
+    assert trainkit.autograd.gradcheck(f, (q, kv))
+    assert trainkit.autograd.gradgradcheck(f, (q, kv))
