@@ -281,12 +281,6 @@ class RNN(RNNBase):
     def forward(self, input, hx: Tensor | None = None):
         return self._run(input, hx, None, "RNN")
 
-    def extra_repr(self) -> str:
-        s = super().extra_repr()
-        if self.nonlinearity != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
-
 
 class LSTM(RNNBase):
     """A stack of LSTM layers, as ``torch.nn.LSTM``; gates (i, f, g, o) stacked in ``weight_ih_l{k}`` and
