@@ -300,3 +300,20 @@ def test_gradcheck_and_gradgradcheck_through_the_layer(need_weights):
 
     assert trainkit.autograd.gradcheck(f, (q, kv))
     assert trainkit.autograd.gradgradcheck(f, (q, kv))
+
+
+def test_merge_masks_as_torch(torch):
+    rng = np.random.default_rng(7)
+    am2, am3, kpm = rng.standard_normal((4, 4)), rng.standard_normal((6, 4, 4)), rng.standard_normal((3, 4))
+    for attn, pad in ((None, None), (None, kpm), (am2, None), (am2, kpm), (am3, kpm)):
+        got = []
+        for lib in (trainkit, torch):
+            m = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+            a, p = (None if x is None else lib.tensor(x) for x in (attn, pad))
+            got.append(m.merge_masks(a, p, lib.zeros(3, 4, 8)))
+        (mask, kind), (ref, ref_kind) = got
+        assert kind == ref_kind
+        if ref is None:
+            assert mask is None
+        else:
+            np.testing.assert_allclose(to_numpy(mask), to_numpy(ref))

@@ -123,3 +123,22 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             return out.transpose(1, 0), weights
         return out, weights
+
+    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                    query: Tensor) -> tuple[Tensor | None, int | None]:
+        """One mask from ``attn_mask`` (L, L) or (N * H, L, L) and ``key_padding_mask`` (N, L) for a (N, L, E)
+        query, and its type: 1 for the padding mask alone, 2 for the attention mask (with the padding mask added),
+        both then of shape (N, H, L, L); (None, None) without masks."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.ndim == 3:
+                merged = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged = attn_mask.view(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+        return merged, mask_type
