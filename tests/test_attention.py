@@ -250,3 +250,27 @@ def test_float32_stays_float32_with_a_float_mask():
     out = F.scaled_dot_product_attention(q, q, q, attn_mask=m)
     out.sum().backward()
     assert out.dtype == trainkit.float32 and q.grad.dtype == trainkit.float32 and m.grad.dtype == trainkit.float32
+
+
+@pytest.mark.parametrize("kw", [{"is_causal": True}, {"mask": "bool"}, {"mask": "float"}, {"dropout_p": 0.5}],
+                         ids=str)
+def test_on_each_device(device, kw):
+    """The op on ``device`` gives the CPU's numbers (dropout: the same mean, zeros where dropped)."""
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 2, 4, 8), (2, 2, 5, 8), (2, 2, 5, 8))]
+    mask = {"bool": rng.random((4, 5)) > 0.3, "float": rng.standard_normal((4, 5)).astype(np.float32)}.get(
+        kw.get("mask"))
+    results = []
+    for dev in ("cpu", device):
+        ins = [trainkit.tensor(a).to(dev).requires_grad_(True) for a in arrays]
+        m = None if mask is None else trainkit.tensor(mask).to(dev)
+        out = F.scaled_dot_product_attention(*ins, attn_mask=m, is_causal=kw.get("is_causal", False),
+                                             dropout_p=kw.get("dropout_p", 0.0))
+        out.sum().backward()
+        assert out.device.type == trainkit.device(dev).type and out.dtype == trainkit.float32
+        results.append([to_numpy(out)] + [to_numpy(x.grad) for x in ins])
+    if "dropout_p" in kw:
+        assert all(np.isfinite(r).all() for r in results[1])
+        return
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
