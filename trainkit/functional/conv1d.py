@@ -285,8 +285,3 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         pads = (0, 1, 0, 1)
     geom = Geometry((1, kernel), (1, stride), (1, dilation), pads, (1, length))
     return ConvolutionTranspose1d.apply(input, weight, bias, geom=geom, groups=groups, out_hw=(1, out_len))
-
-
-# ``from .conv1d import *`` in the package binds the name ``conv1d`` to the function, and the package then reads
-# ``conv1d.__all__``: the function carries the module's list so that both readings agree.
-conv1d.__all__ = __all__  # type: ignore[attr-defined]
