@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd import api, grad_mode
+from ..autograd import api, grad_mode, workspace
 from ..autograd.backend import device_of, on_device, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.shape import cat
@@ -60,6 +60,19 @@ def _swap(a):
     return a.swapaxes(-1, -2)
 
 
+def _matmul(a, b, xp):
+    """a @ b into an array of the workspace pool: the score-sized arrays of every step reuse the same memory."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    return xp.matmul(a, b, out=workspace.empty(shape, a.dtype, xp))
+
+
+def _contiguous(a, xp):
+    """A contiguous copy of ``a`` from the workspace pool."""
+    out = workspace.empty(a.shape, a.dtype, xp)
+    out[...] = a
+    return out
+
+
 def _repeat_heads(a, groups: int, xp):
     """Key or value heads repeated for grouped-query attention: head h of the query reads head h // groups."""
     return a if groups == 1 else xp.repeat(a, groups, axis=-3)
@@ -92,9 +105,10 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         L, S = q.shape[-2], k.shape[-2]
         # q^T * scale made contiguous in one pass: BLAS multiplies small matrices faster by a contiguous right factor
         # than by a transposed view, and q is smaller than the scores; st is a fresh array, changed in place after
-        qt = xp.empty(q.shape[:-2] + (q.shape[-1], L), dtype=q.dtype)
+        qt = workspace.empty(q.shape[:-2] + (q.shape[-1], L), q.dtype, xp)
         xp.multiply(_swap(q), scale, out=qt)
-        st = xp.matmul(_repeat_heads(k, k_groups, xp), qt)
+        st = _matmul(_repeat_heads(k, k_groups, xp), qt, xp)
+        del qt
         if mask is not None:
             bias = _swap(_additive(mask, st.dtype, xp))
             if np.broadcast_shapes(st.shape, bias.shape) == st.shape:
@@ -132,7 +146,7 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
                 keep = xp.asarray(u < 1 - dropout_p, dtype=pt.dtype)
                 keep *= 1 / (1 - dropout_p)
         self.extra = (pt, keep, bad)
-        return xp.matmul(_swap(pt if keep is None else pt * keep), _repeat_heads(v, v_groups, xp))
+        return _matmul(_swap(pt if keep is None else pt * keep), _repeat_heads(v, v_groups, xp), xp)
 
     def backward(self, g):
         q, k, v, mask, o, _ = self.saved_tensors
@@ -144,18 +158,18 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         (fq, _), (fk, _), (fv, _), (fm, _) = self.next_functions
         dq = dk = dv = dm = None
         if fv is not None:
-            dv = _sum_heads(xp.matmul(pt if keep is None else pt * keep, g), vg)
+            dv = _sum_heads(_matmul(pt if keep is None else pt * keep, g, xp), vg)
         if fq is not None or fk is not None or fm is not None:
-            dst = xp.matmul(_repeat_heads(v, vg, xp), xp.ascontiguousarray(_swap(g)))  # dP, transposed as P is
+            dst = _matmul(_repeat_heads(v, vg, xp), _contiguous(_swap(g), xp), xp)  # dP, transposed as P is
             if keep is not None:
                 dst *= keep
             dst -= xp.einsum("...ij,...ij->...i", g, o)[..., None, :]  # rowsum(dO * O) = rowsum(dP * P)
             dst *= pt
             if fq is not None:
-                dq = xp.matmul(_swap(dst), _repeat_heads(k, kg, xp))
+                dq = _matmul(_swap(dst), _repeat_heads(k, kg, xp), xp)
                 dq *= self.scale
             if fk is not None:
-                dk = _sum_heads(xp.matmul(dst, q), kg)
+                dk = _sum_heads(_matmul(dst, q, xp), kg)
                 dk *= self.scale
             dm = _swap(dst) if fm is not None else None
         return dq, dk, dv, dm
