@@ -7,18 +7,94 @@ import math
 
 from .. import functional as F
 from ..autograd.creation import empty
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Size, Tensor
 from . import init
 from .module import Module
 from .parameter import Parameter
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _pair(value) -> tuple[int, int]:
     if isinstance(value, (tuple, list)):
         return (int(value[0]), int(value[-1]))
     return (int(value), int(value))
+
+
+def check_groups(in_channels: int, out_channels: int, groups: int) -> None:
+    """PyTorch's checks of a convolution layer's ``groups`` against its channels (ValueError)."""
+    if groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups != 0:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups != 0:
+        raise ValueError("out_channels must be divisible by groups")
+
+
+def check_padding_mode(padding_mode: str) -> None:
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {set(PADDING_MODES)}, but got padding_mode='{padding_mode}'")
+
+
+def reset_conv_parameters(module: Module) -> None:
+    """PyTorch's default for every convolution: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's
+    seeded stream (fan_in from the weight's dimension 1, so out_channels / groups * kernel for a transposed one)."""
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))  # gain sqrt(1/3) * sqrt(3 / fan_in) = 1 / sqrt(fan_in)
+    if module.bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        init.uniform_(module.bias, -bound, bound)
+
+
+def conv_extra_repr(m: Module) -> str:
+    """A convolution layer's ``extra_repr`` as PyTorch writes it: arguments left at their defaults are omitted.
+
+    >>> conv_extra_repr(Conv2d(3, 8, 3, padding=1, bias=False))
+    '3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False'
+    """
+    s = f"{m.in_channels}, {m.out_channels}, kernel_size={m.kernel_size}, stride={m.stride}"
+    if m.padding != (0,) * len(m.padding):
+        s += f", padding={m.padding}"
+    if m.dilation != (1,) * len(m.dilation):
+        s += f", dilation={m.dilation}"
+    if m.output_padding != (0,) * len(m.output_padding):
+        s += f", output_padding={m.output_padding}"
+    if m.groups != 1:
+        s += f", groups={m.groups}"
+    if m.bias is None:
+        s += ", bias=False"
+    if m.padding_mode != "zeros":
+        s += f", padding_mode={m.padding_mode}"
+    return s
+
+
+def output_padding_for(m: Module, input: Tensor, output_size) -> tuple[int, ...]:
+    """The output padding with which transposed convolution ``m`` gives ``output_size`` (the spatial sizes, or with
+    the leading dimensions), as PyTorch picks it; ``m.output_padding`` when no size is asked for."""
+    if output_size is None:
+        return m.output_padding
+    spatial = len(m.kernel_size)
+    output_size = list(output_size.tolist() if isinstance(output_size, Tensor) else output_size)
+    leading = 2 if input.ndim == spatial + 2 else 1
+    if len(output_size) == leading + spatial:
+        output_size = output_size[leading:]
+    if len(output_size) != spatial:
+        raise ValueError(
+            f"ConvTranspose{spatial}D: for {input.ndim}D input, output_size must have {spatial} or "
+            f"{leading + spatial} elements (got {len(output_size)})"
+        )
+    min_sizes = [
+        (input.shape[d + leading] - 1) * m.stride[d] - 2 * m.padding[d] + m.dilation[d] * (m.kernel_size[d] - 1) + 1
+        for d in range(spatial)
+    ]
+    max_sizes = [low + s - 1 for low, s in zip(min_sizes, m.stride)]
+    for size, low, high in zip(output_size, min_sizes, max_sizes):
+        if size < low or size > high:
+            raise ValueError(
+                f"requested an output size of {output_size}, but valid sizes range from {min_sizes} to "
+                f"{max_sizes} (for an input of {Size(input.size()[2:])})"
+            )
+    return tuple(int(size) - low for size, low in zip(output_size, min_sizes))
 
 
 class Conv2d(Module):
@@ -37,12 +113,7 @@ class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        check_groups(in_channels, out_channels, groups)
         self.kernel_size, self.stride, self.dilation = _pair(kernel_size), _pair(stride), _pair(dilation)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
@@ -52,10 +123,7 @@ class Conv2d(Module):
             self.padding = padding
         else:
             self.padding = _pair(padding)
-        if padding_mode not in _PADDING_MODES:
-            raise ValueError(
-                f"padding_mode must be one of {set(_PADDING_MODES)}, but got padding_mode='{padding_mode}'"
-            )
+        check_padding_mode(padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding_mode = padding_mode
         self.transposed, self.output_padding = False, (0, 0)
@@ -69,11 +137,7 @@ class Conv2d(Module):
 
     def reset_parameters(self) -> None:
         """PyTorch's default: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's seeded stream."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # gain sqrt(1/3) * sqrt(3 / fan_in) = 1 / sqrt(fan_in)
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        reset_conv_parameters(self)
 
     def _edge_pads(self) -> tuple[int, int, int, int]:
         """(top, bottom, left, right) for padding modes other than zeros."""
@@ -95,18 +159,7 @@ class Conv2d(Module):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+        return conv_extra_repr(self)
 
 
 class ConvTranspose2d(Module):
@@ -131,12 +184,7 @@ class ConvTranspose2d(Module):
         super().__init__()
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        check_groups(in_channels, out_channels, groups)
         self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
         self.dilation, self.output_padding = _pair(dilation), _pair(output_padding)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
@@ -151,57 +199,15 @@ class ConvTranspose2d(Module):
 
     def reset_parameters(self) -> None:
         """PyTorch's default: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's seeded stream."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # fan_in from dimension 1: out_channels / groups * KH * KW
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
-
-    def _output_padding(self, input: Tensor, output_size) -> tuple[int, ...]:
-        """The output padding that gives ``output_size`` (spatial, or with the leading dimensions), as PyTorch."""
-        if output_size is None:
-            return self.output_padding
-        spatial = 2
-        leading = 2 if input.ndim == spatial + 2 else 1
-        if len(output_size) == leading + spatial:
-            output_size = output_size[leading:]
-        if len(output_size) != spatial:
-            raise ValueError(
-                f"ConvTranspose{spatial}D: for {input.ndim}D input, output_size must have {spatial} or "
-                f"{leading + spatial} elements (got {len(output_size)})"
-            )
-        min_sizes = [
-            (input.shape[d + leading] - 1) * self.stride[d] - 2 * self.padding[d]
-            + self.dilation[d] * (self.kernel_size[d] - 1) + 1
-            for d in range(spatial)
-        ]
-        max_sizes = [m + s - 1 for m, s in zip(min_sizes, self.stride)]
-        for size, low, high in zip(output_size, min_sizes, max_sizes):
-            if size < low or size > high:
-                raise ValueError(
-                    f"requested an output size of {output_size}, but valid sizes range from {min_sizes} to "
-                    f"{max_sizes} (for an input of {input.size()[2:]})"
-                )
-        return tuple(int(size) - low for size, low in zip(output_size, min_sizes))
+        reset_conv_parameters(self)
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        output_padding = self._output_padding(input, output_size)
+        output_padding = output_padding_for(self, input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
                                   self.dilation)
 
     def extra_repr(self) -> str:
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0, 0):
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        return conv_extra_repr(self)
 
 
 class MaxPool2d(Module):

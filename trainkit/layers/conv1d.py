@@ -3,60 +3,20 @@ AdaptiveAvgPool1d and AdaptiveMaxPool1d, as in ``torch.nn``."""
 
 from __future__ import annotations
 
-import math
-
 from .. import functional as F
 from ..autograd.creation import empty
-from ..autograd.tensor import Size, Tensor
-from . import init
+from ..autograd.tensor import Tensor
+from .conv import check_groups, check_padding_mode, conv_extra_repr, output_padding_for, reset_conv_parameters
 from .module import Module
 from .parameter import Parameter
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AvgPool1d", "Conv1d", "ConvTranspose1d", "MaxPool1d"]
-
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
 
 def _single(value) -> tuple[int]:
     """PyTorch's ``_single``: an int as a 1-tuple, a sequence as a tuple."""
     if isinstance(value, (tuple, list)):
         return tuple(int(v) for v in value)  # type: ignore[return-value]
     return (int(value),)
-
-
-def _check_groups(in_channels: int, out_channels: int, groups: int) -> None:
-    if groups <= 0:
-        raise ValueError("groups must be a positive integer")
-    if in_channels % groups != 0:
-        raise ValueError("in_channels must be divisible by groups")
-    if out_channels % groups != 0:
-        raise ValueError("out_channels must be divisible by groups")
-
-
-def _reset(module: Module) -> None:
-    """PyTorch's default: weight and bias uniform in +-1/sqrt(fan_in), drawn from trainkit's seeded stream."""
-    init.kaiming_uniform_(module.weight, a=math.sqrt(5))  # gain sqrt(1/3) * sqrt(3 / fan_in) = 1 / sqrt(fan_in)
-    if module.bias is not None:
-        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
-        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-        init.uniform_(module.bias, -bound, bound)
-
-
-def _conv_repr(m: Module) -> str:
-    s = f"{m.in_channels}, {m.out_channels}, kernel_size={m.kernel_size}, stride={m.stride}"
-    if m.padding != (0,) * len(m.padding):
-        s += f", padding={m.padding}"
-    if m.dilation != (1,) * len(m.dilation):
-        s += f", dilation={m.dilation}"
-    if m.output_padding != (0,) * len(m.output_padding):
-        s += f", output_padding={m.output_padding}"
-    if m.groups != 1:
-        s += f", groups={m.groups}"
-    if m.bias is None:
-        s += ", bias=False"
-    if m.padding_mode != "zeros":
-        s += f", padding_mode={m.padding_mode}"
-    return s
 
 
 class Conv1d(Module):
@@ -77,7 +37,7 @@ class Conv1d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__()
-        _check_groups(in_channels, out_channels, groups)
+        check_groups(in_channels, out_channels, groups)
         self.kernel_size, self.stride, self.dilation = _single(kernel_size), _single(stride), _single(dilation)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
@@ -87,10 +47,7 @@ class Conv1d(Module):
             self.padding = padding
         else:
             self.padding = _single(padding)
-        if padding_mode not in _PADDING_MODES:
-            raise ValueError(
-                f"padding_mode must be one of {set(_PADDING_MODES)}, but got padding_mode='{padding_mode}'"
-            )
+        check_padding_mode(padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding_mode = padding_mode
         self.transposed, self.output_padding = False, (0,)
@@ -109,7 +66,7 @@ class Conv1d(Module):
 
     def reset_parameters(self) -> None:
         """Weight and bias uniform in +-1/sqrt(fan_in), as PyTorch initialises them."""
-        _reset(self)
+        reset_conv_parameters(self)
 
     def forward(self, input: Tensor) -> Tensor:
         if self.padding_mode != "zeros":
@@ -118,7 +75,7 @@ class Conv1d(Module):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
-        return _conv_repr(self)
+        return conv_extra_repr(self)
 
 
 class ConvTranspose1d(Module):
@@ -141,7 +98,7 @@ class ConvTranspose1d(Module):
         super().__init__()
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        _check_groups(in_channels, out_channels, groups)
+        check_groups(in_channels, out_channels, groups)
         self.kernel_size, self.stride = _single(kernel_size), _single(stride)
         self.padding = padding if isinstance(padding, str) else _single(padding)
         self.dilation, self.output_padding = _single(dilation), _single(output_padding)
@@ -157,38 +114,15 @@ class ConvTranspose1d(Module):
 
     def reset_parameters(self) -> None:
         """Weight and bias uniform in +-1/sqrt(fan_in), as PyTorch initialises them."""
-        _reset(self)
-
-    def _output_padding(self, input: Tensor, output_size) -> tuple[int, ...]:
-        """The output padding that gives ``output_size`` (the length, or with the leading dimensions), as PyTorch."""
-        if output_size is None:
-            return self.output_padding
-        output_size = list(output_size.tolist() if isinstance(output_size, Tensor) else output_size)
-        leading = 2 if input.ndim == 3 else 1
-        if len(output_size) == leading + 1:
-            output_size = output_size[leading:]
-        if len(output_size) != 1:
-            raise ValueError(
-                f"ConvTranspose1D: for {input.ndim}D input, output_size must have 1 or {leading + 1} elements "
-                f"(got {len(output_size)})"
-            )
-        low = ((input.shape[leading] - 1) * self.stride[0] - 2 * self.padding[0]
-               + self.dilation[0] * (self.kernel_size[0] - 1) + 1)
-        high = low + self.stride[0] - 1
-        if not low <= output_size[0] <= high:
-            raise ValueError(
-                f"requested an output size of {output_size}, but valid sizes range from {[low]} to {[high]} (for an "
-                f"input of {Size(input.size()[2:])})"
-            )
-        return (int(output_size[0]) - low,)
+        reset_conv_parameters(self)
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        output_padding = self._output_padding(input, output_size)
+        output_padding = output_padding_for(self, input, output_size)
         return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
                                   self.groups, self.dilation)
 
     def extra_repr(self) -> str:
-        return _conv_repr(self)
+        return conv_extra_repr(self)
 
 
 class MaxPool1d(Module):
