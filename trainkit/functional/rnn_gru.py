@@ -97,41 +97,36 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         # recurrent side the first three (in the order n, r, z of the rows of wh)
         wh = xp.concatenate((w_hh[2 * size:], w_hh[:2 * size]))
         d_gates = xp.empty((total, 4 * size), dtype=dt)
+        # what does not depend on the gradient flowing back is computed for all steps at once, before the loop:
+        # [da_z, da_n] = dh * zn_factors and [da_n r, da_r] = da_n * r_factors
+        r, z, nn = gates[:, :size], gates[:, size:2 * size], gates[:, 2 * size:]
+        subtract, multiply = xp.subtract, xp.multiply
+        zn_factors = xp.empty((total, 2, size), dtype=dt)
+        p_z, p_n = zn_factors[:, 0], zn_factors[:, 1]
+        subtract(states[sched.prev], nn, out=p_z)
+        p_z *= z
+        u = subtract(1, z)
+        p_z *= u
+        multiply(nn, nn, out=p_n)
+        subtract(1, p_n, out=p_n)
+        p_n *= u
+        r_factors = xp.empty((total, 2, size), dtype=dt)
+        r_factors[:, 0] = r
+        subtract(1, r, out=r_factors[:, 1])
+        r_factors[:, 1] *= r
+        r_factors[:, 1] *= hidden_n
         t1 = xp.empty((n, size), dtype=dt)
-        t2 = xp.empty((n, size), dtype=dt)
-        t_h = xp.empty((n, size), dtype=dt)
         d_prev = xp.empty((n, size), dtype=dt)
-        multiply, subtract = xp.multiply, xp.subtract
         for row, b, segments in reversed(sched.steps):
             dh = d_states[out_at + row:out_at + row + b]
-            a = gates[row:row + b]
-            r, z, nn = a[:, :size], a[:, size:2 * size], a[:, 2 * size:]
-            hn = hidden_n[row:row + b]
             d = d_gates[row:row + b]
-            da_hn, da_r, da_z, da_n = d[:, :size], d[:, size:2 * size], d[:, 2 * size:3 * size], d[:, 3 * size:]
-            h_prev = read_prev(states, segments, b, t_h)
-            u, v = t1[:b], t2[:b]
-            # da_z = dh (h - n) z (1 - z)
-            subtract(1, z, out=v)
-            v *= z
-            subtract(h_prev, nn, out=u)
-            u *= dh
-            multiply(u, v, out=da_z)
-            # da_n = dh (1 - z) (1 - n^2)
-            subtract(1, z, out=u)
-            u *= dh
-            multiply(nn, nn, out=v)
-            subtract(1, v, out=v)
-            multiply(u, v, out=da_n)
-            multiply(da_n, r, out=da_hn)
-            # da_r = da_n hn r (1 - r)
-            subtract(1, r, out=v)
-            v *= r
-            v *= hn
-            multiply(da_n, v, out=da_r)
+            d3 = d.reshape(b, 4, size)
+            multiply(dh[:, None, :], zn_factors[row:row + b], out=d3[:, 2:])
+            multiply(d3[:, 3:], r_factors[row:row + b], out=d3[:, :2])
             dp = d_prev[:b]
             xp.matmul(d[:, :3 * size], wh, out=dp)
-            multiply(dh, z, out=u)
+            u = t1[:b]
+            multiply(dh, z[row:row + b], out=u)
             dp += u
             add_prev(d_states, segments, dp)
         d_in = d_gates[:, size:]  # (r, z, n), PyTorch's order

@@ -129,50 +129,44 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         d_cells = xp.zeros((total + n, size), dtype=dt)
         d_cells[sched.last] += g_cn
         d_gates = xp.empty((total, 4 * size), dtype=dt)
+        # what does not depend on the gradient flowing back is computed for all steps at once, before the loop:
+        # da = dc * factors for i, f, g, da_o = dh_r * factors_o, and dc gains dh_r * keep_c
+        i, f, o, g = (gates[:, k * size:(k + 1) * size] for k in range(4))
+        factors = xp.empty((total, 4 * size), dtype=dt)
+        p_i, p_f, p_o, p_g = (factors[:, k * size:(k + 1) * size] for k in range(4))
+        subtract, multiply = xp.subtract, xp.multiply
+        subtract(1, i, out=p_i)
+        p_i *= i
+        p_i *= g
+        subtract(1, f, out=p_f)
+        p_f *= f
+        p_f *= cells[sched.prev]
+        subtract(1, o, out=p_o)
+        p_o *= o
+        p_o *= tanh_c
+        multiply(g, g, out=p_g)
+        subtract(1, p_g, out=p_g)
+        p_g *= i
+        keep_c = multiply(tanh_c, tanh_c)
+        subtract(1, keep_c, out=keep_c)
+        keep_c *= o
+        factors3 = factors.reshape(total, 4, size)
         t1 = xp.empty((n, size), dtype=dt)
-        t2 = xp.empty((n, size), dtype=dt)
-        t_c = xp.empty((n, size), dtype=dt)
+        t_r = xp.empty((n, size), dtype=dt)
         d_prev = xp.empty((n, out_size), dtype=dt)
-        multiply, subtract = xp.multiply, xp.subtract
         for row, b, segments in reversed(sched.steps):
             dh = d_states[out_at + row:out_at + row + b]
             if w_hr is not None:
-                dh = xp.matmul(dh, w_hr)
-            a = gates[row:row + b]
-            i, f, o, g = a[:, :size], a[:, size:2 * size], a[:, 2 * size:3 * size], a[:, 3 * size:]
-            tc = tanh_c[row:row + b]
-            da = d_gates[row:row + b]
-            da_i, da_f, da_o, da_g = da[:, :size], da[:, size:2 * size], da[:, 2 * size:3 * size], da[:, 3 * size:]
-            u, v = t1[:b], t2[:b]
-            # da_o = dh tanh(c) o (1 - o)
-            subtract(1, o, out=u)
-            u *= o
-            u *= tc
-            multiply(dh, u, out=da_o)
-            # dc = dc' + dh o (1 - tanh(c)^2)
-            multiply(tc, tc, out=u)
-            subtract(1, u, out=u)
-            u *= o
-            u *= dh
+                dh = xp.matmul(dh, w_hr, out=t_r[:b])
+            u = t1[:b]
+            multiply(dh, keep_c[row:row + b], out=u)
             dc = d_cells[out_at + row:out_at + row + b]
             dc += u
-            # da_g = dc i (1 - g^2);  da_i = dc g i (1 - i)
-            multiply(g, g, out=u)
-            subtract(1, u, out=u)
-            u *= i
-            multiply(dc, u, out=da_g)
-            subtract(1, i, out=u)
-            u *= i
-            u *= g
-            multiply(dc, u, out=da_i)
-            # da_f = dc c_prev f (1 - f)
-            c_prev = read_prev(cells, segments, b, t_c)
-            subtract(1, f, out=u)
-            u *= f
-            u *= c_prev
-            multiply(dc, u, out=da_f)
-            multiply(dc, f, out=v)
-            add_prev(d_cells, segments, v)
+            da = d_gates[row:row + b]
+            multiply(factors3[row:row + b], dc[:, None, :], out=da.reshape(b, 4, size))
+            multiply(dh, p_o[row:row + b], out=da[:, 2 * size:3 * size])
+            multiply(dc, f[row:row + b], out=u)
+            add_prev(d_cells, segments, u)
             dp = d_prev[:b]
             xp.matmul(da, wh, out=dp)
             add_prev(d_states, segments, dp)
