@@ -86,6 +86,48 @@ def _sum_heads(g, groups: int):
     return g.reshape(shape[:-3] + (shape[-3] // groups, groups) + shape[-2:]).sum(axis=-3)
 
 
+# Scores no larger than this in magnitude need no shift before exp: exp stays within (1e-26, 1e26), so neither
+# overflows nor underflows to 0 in float32 and sums of up to 1e12 keys stay finite.
+_NO_SHIFT_BOUND = 60.0
+
+
+def _small_scores(q, k, scale: float, xp) -> bool:
+    """Is |score| <= scale * max |q_i| * max |k_j| within ``_NO_SHIFT_BOUND``? (Cauchy-Schwarz: two passes over q
+    and k, cheaper than the max over the scores that it spares.)"""
+    qq = xp.einsum("...i,...i->...", q, q).max() if q.size else 0.0
+    kk = xp.einsum("...i,...i->...", k, k).max() if k.size else 0.0
+    return bool(abs(scale) * math.sqrt(float(qq) * float(kk)) <= _NO_SHIFT_BOUND)
+
+
+def _softmax_columns(st, xp, small: bool):
+    """softmax over axis -2 of the (..., S, L) scores, in place; returns the (..., 1, L) flags of the queries that
+    see no key (left as zeros, as PyTorch's safe softmax gives), or None. Masked scores are -inf. With ``small``
+    scores (see ``_small_scores``) the row maximum is not subtracted first: softmax does not change under a
+    shift, and exp cannot overflow there."""
+    S = st.shape[-2]
+    if not small:
+        m = st.max(axis=-2, keepdims=True)
+        bad = ~xp.isfinite(m)
+        if bad.any():
+            m[bad] = 0
+        else:
+            bad = None
+        st -= m
+    xp.exp(st, out=st)
+    z = xp.matmul(xp.ones((1, S), dtype=st.dtype), st)  # the column sums, as one product
+    if small:
+        bad = z == 0  # only where every key was masked: the others add at least exp(-bound) > 0
+        bad = bad if bad.any() else None
+    if bad is None:
+        xp.reciprocal(z, out=z)
+    else:
+        with np.errstate(divide="ignore"):
+            xp.reciprocal(z, out=z)
+        z[bad] = 0
+    st *= z
+    return bad
+
+
 class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBackward0"):
     """O = dropout(softmax(q k^T * scale + mask)) v over the last two dimensions, batched over the rest.
 
@@ -119,20 +161,8 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
             st += causal_bias_t(L, S, st.dtype, xp)
         bad = None
         if S:
-            m = st.max(axis=-2, keepdims=True)
-            bad = ~xp.isfinite(m)  # queries with every key masked: zeros, as PyTorch's safe softmax gives
-            if bad.any():
-                m[bad] = 0
-            else:
-                bad = None
-            st -= m
-            xp.exp(st, out=st)
-            z = xp.matmul(xp.ones((1, S), dtype=st.dtype), st)  # the column sums, as one product
-            with np.errstate(divide="ignore"):
-                xp.reciprocal(z, out=z)
-            if bad is not None:
-                z[bad] = 0
-            st *= z
+            small = (mask is None or mask.dtype == np.bool_) and _small_scores(q, k, scale, xp)
+            bad = _softmax_columns(st, xp, small)
         pt = st
         keep = None
         if dropout_p > 0.0:
