@@ -60,9 +60,14 @@ def _swap(a):
     return a.swapaxes(-1, -2)
 
 
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    # equal shapes, the common case, without NumPy's general (and slower) rule
+    return a if a == b else np.broadcast_shapes(a, b)
+
+
 def _matmul(a, b, xp):
     """a @ b into an array of the workspace pool: the score-sized arrays of every step reuse the same memory."""
-    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    shape = _broadcast(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
     return xp.matmul(a, b, out=workspace.empty(shape, a.dtype, xp))
 
 
@@ -153,7 +158,7 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         del qt
         if mask is not None:
             bias = _swap(_additive(mask, st.dtype, xp))
-            if np.broadcast_shapes(st.shape, bias.shape) == st.shape:
+            if _broadcast(st.shape, bias.shape) == st.shape:
                 st += bias
             else:  # a mask with more batch dimensions than q and k: the scores grow to its shape
                 st = st + bias
@@ -300,7 +305,7 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
     _check_broadcast(batch)
     if attn_mask is not None:
         L, S = query.shape[-2], key.shape[-2]
-        scores = np.broadcast_shapes(*(b for b, _ in batch)) + (L, S)
+        scores = _broadcast(_broadcast(batch[0][0], batch[1][0]), batch[2][0]) + (L, S)
         _check_broadcast([(scores, "scores"), (tuple(attn_mask.shape), "attn_mask")])
     return k_groups, v_groups
 
@@ -322,6 +327,8 @@ def _check_broadcast(shapes: list) -> None:
     """PyTorch's message for shapes that do not broadcast, naming the first dimension that fails."""
     (a, _), rest = shapes[0], shapes[1:]
     for b, _ in rest:
+        if a == b:
+            continue
         n = max(len(a), len(b))
         for offset in range(1, n + 1):
             sa = a[-offset] if offset <= len(a) else 1
@@ -330,7 +337,7 @@ def _check_broadcast(shapes: list) -> None:
                 raise RuntimeError(
                     f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
                     f"dimension {n - offset}")
-        a = np.broadcast_shapes(a, b)
+        a = _broadcast(a, b)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
