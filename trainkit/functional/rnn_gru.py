@@ -136,7 +136,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         if self.wants(0):
             dx = xp.matmul(d_in, w_ih).reshape(x.shape)
         if self.wants(1):
-            dh0 = d_states[sched.h0_at:sched.h0_at + n]
+            dh0 = d_states[sched.h0_at:sched.h0_at + n].copy()  # not a view that would keep d_states alive
         if self.wants(3):
             dwi = xp.matmul(d_in.T, x2)
         if self.wants(4):

@@ -176,9 +176,9 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         if self.wants(0):
             dx = xp.matmul(d_gates, w_ih[order]).reshape(x.shape)
         if self.wants(1):
-            dh0 = d_states[sched.h0_at:sched.h0_at + n]
+            dh0 = d_states[sched.h0_at:sched.h0_at + n].copy()  # not a view that would keep d_states alive
         if self.wants(2):
-            dc0 = d_cells[sched.h0_at:sched.h0_at + n]
+            dc0 = d_cells[sched.h0_at:sched.h0_at + n].copy()
         if self.wants(3):
             dwi = from_gate_order(xp.matmul(d_gates.T, x2), order, xp)
         if self.wants(4):
