@@ -319,3 +319,16 @@ def test_no_grad_records_nothing():
     with trainkit.no_grad():
         out, (h, c) = layer(trainkit.randn(5, 2, 3))
     assert out.grad_fn is None and h.grad_fn is None and not out.requires_grad
+
+
+def test_empty_sequence_and_state_dtype_errors_match_torch(torch):
+    assert_same_error(torch, lambda lib, dev: lib.nn.LSTM(3, 4)(lib.zeros(0, 2, 3)),
+                      "Expected sequence length to be larger than 0")
+    assert_same_error(torch, lambda lib, dev: lib.nn.GRU(3, 4)(lib.zeros(2, 1, 3),
+                                                               lib.zeros(1, 1, 4, dtype=lib.float64)))
+
+
+def test_empty_batch_gives_empty_outputs_as_torch(torch):
+    out, (h, c) = trainkit.nn.LSTM(3, 4)(trainkit.zeros(2, 0, 3, requires_grad=True))
+    out_t, (h_t, c_t) = torch.nn.LSTM(3, 4)(torch.zeros(2, 0, 3))
+    assert tuple(out.shape) == tuple(out_t.shape) and tuple(h.shape) == tuple(h_t.shape)

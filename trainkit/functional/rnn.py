@@ -151,6 +151,12 @@ def recurrent(mode: str, input: Tensor, hx: Tensor, cx, weights: list, num_layer
     """
     op = LAYER_OPS[mode]
     directions = 2 if bidirectional else 1
+    if batch_sizes is None and input.shape[0] == 0:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+    for state in (hx, cx):
+        if state is not None and state.dtype != input.dtype:
+            raise RuntimeError(f"Input and hidden tensors are not the same dtype: input is {input.dtype}, hidden "
+                               f"state {state.dtype}")
     if batch_sizes is None:
         batch_sizes = (int(input.shape[1]),) * int(input.shape[0])
     layer_input = input
