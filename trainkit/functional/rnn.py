@@ -35,6 +35,7 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
     def forward(self, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, sched):
         self.sched = sched
         xp = xp_of(x)
+        last, prev = sched.indices(xp)
         size = w_hh.shape[0]
         total, n, out_at = sched.total, sched.n, sched.out_at
         x2 = x.reshape(total, x.shape[-1])
@@ -60,19 +61,20 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
                 xp.tanh(a, out=h)
         self.keep = {"states": states}
         output = states[out_at:out_at + total].reshape(*x.shape[:-1], size)
-        return output, states[sched.last]
+        return output, states[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn):
         x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
         sched = self.sched
         xp = xp_of(g_out)
+        last, prev = sched.indices(xp)
         states = kept["states"]
         size = w_hh.shape[0]
         total, n, out_at = sched.total, sched.n, sched.out_at
         dt = states.dtype
         d_states = xp.zeros((total + n, size), dtype=dt)
         d_states[out_at:out_at + total] = g_out.reshape(total, size)
-        d_states[sched.last] += g_hn
+        d_states[last] += g_hn
         d_gates = xp.empty((total, size), dtype=dt)
         u_buf = xp.empty((n, size), dtype=dt)
         mask_buf = xp.empty((n, size), dtype=bool)
@@ -103,7 +105,7 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
         if self.wants(3):
             dwi = xp.matmul(d_gates.T, x2)
         if self.wants(4):
-            dwh = xp.matmul(d_gates.T, states[sched.prev])
+            dwh = xp.matmul(d_gates.T, states[prev])
         if b_ih is not None and (self.wants(5) or self.wants(6)):
             db = d_gates.sum(axis=0)
             dbi = db if self.wants(5) else None

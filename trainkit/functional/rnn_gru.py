@@ -31,6 +31,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
     def forward(self, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, sched):
         self.sched = sched
         xp = xp_of(x)
+        last, prev = sched.indices(xp)
         size = w_hh.shape[0] // 3
         total, n, out_at = sched.total, sched.n, sched.out_at
         rz = slice(0, 2 * size)
@@ -80,19 +81,20 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
             xp.add(nn, t, out=states[out_at + row:out_at + row + b])
         self.keep = {"states": states, "gates": gates, "hidden_n": hidden_n}
         output = states[out_at:out_at + total].reshape(*x.shape[:-1], size)
-        return output, states[sched.last]
+        return output, states[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn):
         x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
         sched = self.sched
         xp = xp_of(g_out)
+        last, prev = sched.indices(xp)
         states, gates, hidden_n = kept["states"], kept["gates"], kept["hidden_n"]
         size = w_hh.shape[0] // 3
         total, n, out_at = sched.total, sched.n, sched.out_at
         dt = states.dtype
         d_states = xp.zeros((total + n, size), dtype=dt)
         d_states[out_at:out_at + total] = g_out.reshape(total, size)
-        d_states[sched.last] += g_hn
+        d_states[last] += g_hn
         # columns [da_n r | da_r | da_z | da_n]: the input side reads the last three (PyTorch's order r, z, n), the
         # recurrent side the first three (in the order n, r, z of the rows of wh)
         wh = xp.concatenate((w_hh[2 * size:], w_hh[:2 * size]))
@@ -103,7 +105,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         subtract, multiply = xp.subtract, xp.multiply
         zn_factors = xp.empty((total, 2, size), dtype=dt)
         p_z, p_n = zn_factors[:, 0], zn_factors[:, 1]
-        subtract(states[sched.prev], nn, out=p_z)
+        subtract(states[prev], nn, out=p_z)
         p_z *= z
         u = subtract(1, z)
         p_z *= u
@@ -140,7 +142,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         if self.wants(3):
             dwi = xp.matmul(d_in.T, x2)
         if self.wants(4):
-            d = xp.matmul(d_rec.T, states[sched.prev])
+            d = xp.matmul(d_rec.T, states[prev])
             dwh = xp.concatenate((d[size:], d[:size]))
         if b_ih is not None:
             if self.wants(5):

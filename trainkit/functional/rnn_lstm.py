@@ -31,9 +31,9 @@ from .rnn_steps import FusedLayer, add_prev, read_prev
 __all__: list[str] = []
 
 
-def gate_order(size: int):
+def gate_order(size: int, xp=np):
     """Row indices taking PyTorch's (i, f, g, o) gate blocks of ``size`` rows to (i, f, o, g)."""
-    return np.concatenate((np.arange(0, 2 * size), np.arange(3 * size, 4 * size), np.arange(2 * size, 3 * size)))
+    return xp.concatenate((xp.arange(0, 2 * size), xp.arange(3 * size, 4 * size), xp.arange(2 * size, 3 * size)))
 
 
 def from_gate_order(grad, order, xp):
@@ -51,10 +51,11 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
     def forward(self, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, sched):
         self.sched = sched
         xp = xp_of(x)
+        last, prev = sched.indices(xp)
         size = w_hh.shape[0] // 4
         out_size = w_hh.shape[1]
         total, n = sched.total, sched.n
-        order = gate_order(size)
+        order = gate_order(size, xp)
         half = slice(0, 3 * size)
         wi = w_ih[order]
         wi[half] *= 0.5
@@ -109,25 +110,26 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         if hr is not None:
             self.keep["proj_input"] = hr
         output = states[out_at:out_at + total].reshape(*x.shape[:-1], out_size)
-        return output, states[sched.last], cells[sched.last]
+        return output, states[last], cells[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn, g_cn):
         x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
         sched = self.sched
         xp = xp_of(g_out)
+        last, prev = sched.indices(xp)
         states, cells, gates, tanh_c = kept["states"], kept["cells"], kept["gates"], kept["tanh_c"]
         hr = kept.get("proj_input")
         size = w_hh.shape[0] // 4
         out_size = w_hh.shape[1]
         total, n, out_at = sched.total, sched.n, sched.out_at
         dt = states.dtype
-        order = gate_order(size)
+        order = gate_order(size, xp)
         wh = w_hh[order]
         d_states = xp.zeros((total + n, out_size), dtype=dt)
         d_states[out_at:out_at + total] = g_out.reshape(total, out_size)
-        d_states[sched.last] += g_hn
+        d_states[last] += g_hn
         d_cells = xp.zeros((total + n, size), dtype=dt)
-        d_cells[sched.last] += g_cn
+        d_cells[last] += g_cn
         d_gates = xp.empty((total, 4 * size), dtype=dt)
         # what does not depend on the gradient flowing back is computed for all steps at once, before the loop:
         # da = dc * factors for i, f, g, da_o = dh_r * factors_o, and dc gains dh_r * keep_c
@@ -140,7 +142,7 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         p_i *= g
         subtract(1, f, out=p_f)
         p_f *= f
-        p_f *= cells[sched.prev]
+        p_f *= cells[prev]
         subtract(1, o, out=p_o)
         p_o *= o
         p_o *= tanh_c
@@ -170,7 +172,7 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
             dp = d_prev[:b]
             xp.matmul(da, wh, out=dp)
             add_prev(d_states, segments, dp)
-        prev = states[sched.prev]
+        prev = states[prev]
         x2 = x.reshape(total, x.shape[-1])
         dx = dh0 = dc0 = dwi = dwh = dbi = dbh = dwr = None
         if self.wants(0):

@@ -79,6 +79,17 @@ class Schedule:
                 b_next = sizes[t + 1] if t + 1 < len(sizes) else 0
                 last[b_next:sizes[t]] = out_at + int(offsets[t]) + np.arange(b_next, sizes[t])
         self.last = last
+        self._on_device: dict = {}
+
+    def indices(self, xp) -> tuple:
+        """``(last, prev)`` as indices for arrays of the module ``xp`` (CuPy gets its own copies, made once)."""
+        if xp is np:
+            return self.last, self.prev
+        key = id(xp)
+        if key not in self._on_device:
+            prev = self.prev if isinstance(self.prev, slice) else xp.asarray(self.prev)
+            self._on_device[key] = (xp.asarray(self.last), prev)
+        return self._on_device[key]
 
 
 def read_prev(E, segments, b: int, tmp):
