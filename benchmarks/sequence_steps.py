@@ -118,9 +118,9 @@ def _model(make, impl: str, device: str, dtype: str):
     return model.to(device=device, dtype=getattr(lib, dtype))
 
 
-def gpt_data(batch: int = GPT_BATCH):
+def gpt_data(batch: int = GPT_BATCH, context: int = GPT_CONTEXT):
     """Tokens (batch, context) and their next tokens."""
-    tokens = np.random.default_rng(0).integers(0, GPT_VOCAB, (batch, GPT_CONTEXT + 1))
+    tokens = np.random.default_rng(0).integers(0, GPT_VOCAB, (batch, context + 1))
     return tokens[:, :-1].copy(), tokens[:, 1:].copy()
 
 
@@ -131,9 +131,10 @@ def lstm_data(steps: int = LSTM_STEPS, batch: int = LSTM_BATCH):
 
 
 # ------------------------------------------------------------------------------------------------------- steps
-def gpt_training(impl: str, device: str, batch: int = GPT_BATCH, dtype: str = "float32"):
+def gpt_training(impl: str, device: str, batch: int = GPT_BATCH, context: int = GPT_CONTEXT,
+                 dtype: str = "float32"):
     """A callable doing one AdamW step of W6 in ``impl``, and the model (or the NumPy step object)."""
-    x, y = gpt_data(batch)
+    x, y = gpt_data(batch, context)
     if impl == "numpy":
         xp = _xp(device)
         model = numpy_sequence.GPTStep({k: xp.asarray(v, dtype=dtype) for k, v in weights(gpt).items()},
@@ -239,8 +240,8 @@ def _compare(training, steps: int = 3) -> float:
 
 
 def check_gpt(device: str) -> float:
-    """Three AdamW steps of W6 on a batch of 4 agree with PyTorch's."""
-    return _compare(lambda impl, dtype: gpt_training(impl, device, batch=4, dtype=dtype))
+    """Three AdamW steps of W6 on 4 sequences of 16 tokens agree with PyTorch's."""
+    return _compare(lambda impl, dtype: gpt_training(impl, device, batch=4, context=16, dtype=dtype))
 
 
 def check_lstm(device: str) -> float:
