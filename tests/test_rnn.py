@@ -332,3 +332,15 @@ def test_empty_batch_gives_empty_outputs_as_torch(torch):
     out, (h, c) = trainkit.nn.LSTM(3, 4)(trainkit.zeros(2, 0, 3, requires_grad=True))
     out_t, (h_t, c_t) = torch.nn.LSTM(3, 4)(torch.zeros(2, 0, 3))
     assert tuple(out.shape) == tuple(out_t.shape) and tuple(h.shape) == tuple(h_t.shape)
+
+
+def test_training_dropout_draws_from_trainkit_seeded_stream():
+    layer = trainkit.nn.GRU(3, 4, num_layers=2, dropout=0.5)
+    x = trainkit.randn(5, 2, 3)
+    outs = []
+    for _ in range(2):
+        trainkit.manual_seed(7)
+        outs.append(to_numpy(layer(x)[0]))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    layer.eval()
+    assert not np.allclose(to_numpy(layer(x)[0]), outs[0])
