@@ -203,7 +203,8 @@ def _params(model) -> dict:
     return {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in model.params.items()}
 
 
-def _value(loss) -> float:
+def value(loss) -> float:
+    """A step's loss as a float, from a Tensor or a number."""
     return float(loss.detach()) if hasattr(loss, "detach") else float(loss)
 
 
@@ -211,7 +212,7 @@ def _run(training, steps: int, dtype: str) -> tuple[dict, dict]:
     losses, finals = {}, {}
     for impl in ("trainkit", "torch", "numpy"):
         step, model = training(impl, dtype)
-        losses[impl] = [_value(step()) for _ in range(steps)]
+        losses[impl] = [value(step()) for _ in range(steps)]
         finals[impl] = _params(model)
     return losses, finals
 

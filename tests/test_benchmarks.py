@@ -19,13 +19,13 @@ def test_implementations_agree(name):
 
 @pytest.mark.parametrize("name", ["gpt_step", "lstm_step"])
 def test_sequence_workloads_build_and_step_in_every_implementation(name):
-    """A full-size step of each implementation starts near the loss of a uniform guess and then lowers it."""
+    """The full-size workload builds in each implementation, and its first step starts near the loss of a uniform
+    guess (the check compares the steps that follow with torch's)."""
     work = next(w for w in suite.WORKLOADS if w.name == name)
     vocabulary = {"gpt_step": sequence_steps.GPT_VOCAB, "lstm_step": sequence_steps.LSTM_VOCAB}[name]
     for impl in suite.IMPLS:
-        step = work.build(impl, "cpu")
-        first, second = (sequence_steps._value(step()) for _ in range(2))
-        assert abs(first - math.log(vocabulary)) < 0.5 and second < first, (impl, first, second)
+        loss = sequence_steps.value(work.build(impl, "cpu")())
+        assert abs(loss - math.log(vocabulary)) < 0.5, (impl, loss)
 
 
 def test_timing_reports_every_implementation():
