@@ -263,9 +263,10 @@ class LSTMStep:
         z += p[f"rnn.bias_ih_l{layer}"] + p[f"rnn.bias_hh_l{layer}"]
         hs = xp.empty((steps, n, hidden), dtype=x.dtype)
         cs, tcs = xp.empty_like(hs), xp.empty_like(hs)
+        w_hh_t = xp.ascontiguousarray(w_hh.T)  # a transposed operand slows the small per-step product
         for t in range(steps):
             zt = z[t]  # becomes the gates (i, f, g, o), kept for the backward
-            zt += h @ w_hh.T
+            zt += h @ w_hh_t
             _sigmoid(zt[:, : 2 * hidden], xp)
             xp.tanh(zt[:, 2 * hidden : 3 * hidden], out=zt[:, 2 * hidden : 3 * hidden])
             _sigmoid(zt[:, 3 * hidden :], xp)
