@@ -317,3 +317,18 @@ def test_merge_masks_as_torch(torch):
             assert mask is None
         else:
             np.testing.assert_allclose(to_numpy(mask), to_numpy(ref))
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_float_masks_get_gradients_as_torch(torch, need_weights):
+    rng = np.random.default_rng(8)
+    mod, ref = _modules(torch, "float64")
+    arrays = [rng.standard_normal((5, 3, 8)), rng.standard_normal((5, 5)), rng.standard_normal((3, 5))]
+    results = []
+    for lib, m in ((trainkit, mod), (torch, ref)):
+        x, am, kpm = (lib.tensor(a, requires_grad=True) for a in arrays)
+        out, _ = m(x, x, x, attn_mask=am, key_padding_mask=kpm, need_weights=need_weights)
+        out.sum().backward()
+        results.append([out, x.grad, am.grad, kpm.grad])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), **TOL["float64"])
