@@ -18,7 +18,7 @@ from conftest import assert_same_error, require_reference, to_numpy
 import trainkit
 from trainkit import functional as tkF
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops.special import erf
+from trainkit.autograd.ops.special import erf, erf_rational
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -493,6 +493,30 @@ def test_gelu_double_backward_node_name_is_torchs(torch):
         (g,) = lib.autograd.grad(Lib(lib).F.gelu(x).sum(), x, create_graph=True)
         names.append(g.grad_fn.name())
     assert names[0] == names[1] == "GeluBackwardBackward0"
+
+
+def test_erf_rational_is_within_half_a_micro_of_erf_in_float32():
+    # GELU's float32 kernel adds it to 1: an absolute error of a few float32 ulps of 1 is what it may have
+    x = np.concatenate([np.linspace(-7, 7, 200_001), np.logspace(-30, 0, 1_000), -np.logspace(-30, 0, 1_000)])
+    x = x.astype(np.float32)
+    got = erf_rational(x)
+    assert got.dtype == np.float32
+    want = erf(x.astype(np.float64))
+    assert np.abs(got - want).max() < 4.5e-7
+    assert np.array_equal(erf_rational(np.float32([np.inf, -np.inf, 0.0])), [1.0, -1.0, 0.0])
+    assert np.isnan(erf_rational(np.float32([np.nan]))).all()
+
+
+def test_gelu_float32_values_and_gradients_match_torch_over_a_wide_range(torch):
+    x = np.linspace(-12, 12, 4001, dtype=np.float32)
+    got, want = [], []
+    for lib, out in ((trainkit, got), (torch, want)):
+        t = lib.tensor(x, requires_grad=True)
+        y = Lib(lib).F.gelu(t)
+        y.backward(lib.ones_like(y))
+        out += [to_numpy(y), to_numpy(t.grad)]
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=2e-6, atol=1e-6)
 
 
 def test_cross_entropy_is_stable_for_huge_logits(device):

@@ -14,7 +14,7 @@ from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
 from ..autograd.ops.inplace import apply_inplace
-from ..autograd.ops.special import erf
+from ..autograd.ops.special import erf, erf_rational
 from ..autograd.tensor import Tensor
 
 __all__ = ["gelu", "leaky_relu", "log_softmax", "logsumexp", "relu", "sigmoid", "softmax", "softplus", "tanh"]
@@ -181,15 +181,30 @@ class Gelu(Op, name="GeluBackward0"):
         if x.dtype != xp.float32 or x.size < 2:
             return 0.5 * x * (1 + erf(x * _SQRT_HALF))
         # PyTorch's vectorised float32 kernel (any tensor of two or more elements) halves last, so x (1 + erf)
-        # overflows beyond half the largest float, and its erf is nan at +-inf
+        # overflows beyond half the largest float, and its erf is nan at +-inf. Its erf is a rational function too:
+        # erf_rational, once; 1 + erf is kept for the backward (2 Phi(x)), which then needs no erf of its own.
+        twice_cdf = erf_rational(x * _SQRT_HALF)
+        twice_cdf += 1
         with np.errstate(over="ignore", invalid="ignore"):
-            out = x * (1 + erf(x * _SQRT_HALF))
+            out = x * twice_cdf
         out *= 0.5
         out[xp.isinf(x)] = xp.nan
+        self.extra = twice_cdf
         return out
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if self.extra is not None and not isinstance(g, Tensor):
+            # g (Phi(x) + x phi(x)), in place on one new array
+            with np.errstate(over="ignore", invalid="ignore"):
+                slope = x * x
+                slope *= -0.5
+                xp_of(x).exp(slope, out=slope)
+                slope *= x
+                slope *= _INV_SQRT_2PI
+                slope += 0.5 * self.extra
+                slope *= g
+            return slope
         return _gelu_grad(g, x, self.approximate)
 
 
