@@ -4,7 +4,8 @@ As in benchmarks/numpy_limit.py: no autograd and no graph, only the array operat
 layer's gradient written out. Each class takes its initial weights under the names of PyTorch's ``state_dict`` of
 the model in benchmarks/sequence_steps.py, copied, and keeps the current weights there; every array keeps the
 weights' dtype (float32 in the suite, float64 for a check). ``xp`` is ``numpy`` or ``cupy``. NumPy has no erf,
-which the exact GELU needs: it is trainkit's, written in NumPy (CuPy has one).
+which the exact GELU needs: it is trainkit's, written in NumPy (CuPy has one): for float32 its single rational
+function (``erf_rational``), computed once in the forward, as trainkit's GELU does.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import math
 import numpy
 
 from trainkit.autograd.ops.special import erf as numpy_erf
+from trainkit.autograd.ops.special import erf_rational
 
 
 def _erf(x, xp):
     if xp is numpy:
-        return numpy_erf(x)
+        return erf_rational(x) if x.dtype == numpy.float32 else numpy_erf(x)
     import cupyx.scipy.special
 
     return cupyx.scipy.special.erf(x)
