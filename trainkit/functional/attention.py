@@ -27,6 +27,7 @@ from .activation import softmax
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
+from .parallel import MIN_BYTES, split
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
@@ -65,17 +66,26 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
     return a if a == b else np.broadcast_shapes(a, b)
 
 
-def _matmul(a, b, xp):
-    """a @ b into an array of the workspace pool: the score-sized arrays of every step reuse the same memory."""
-    shape = _broadcast(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    return xp.matmul(a, b, out=workspace.empty(shape, a.dtype, xp))
+def _run_parts(part, n: int, nbytes: int, xp) -> list:
+    """``part(slice)`` over the first batch dimension: on both cores for NumPy arrays of some size (each thread
+    with a single-threaded BLAS, so that its products and its passes over memory run side by side)."""
+    if xp is np and n > 1 and nbytes >= MIN_BYTES:
+        return split(part, n, single_blas=True)
+    return [part(slice(0, n))]
 
 
-def _contiguous(a, xp):
-    """A contiguous copy of ``a`` from the workspace pool."""
-    out = workspace.empty(a.shape, a.dtype, xp)
-    out[...] = a
-    return out
+def _dropout_keep(shape: tuple, p: float, like):
+    """The dropout mask, kept weights scaled by 1 / (1 - p), drawn from the default generator of ``like``'s
+    device."""
+    xp = xp_of(like)
+    if p >= 1.0:
+        return xp.zeros(shape, dtype=like.dtype)
+    dev = device_of(like)
+    with on_device(dev):
+        u = generator_for(dev).rng.random(shape, dtype=np.float64 if like.dtype == np.float64 else np.float32)
+    keep = xp.asarray(u < 1 - p, dtype=like.dtype)
+    keep *= 1 / (1 - p)
+    return keep
 
 
 def _repeat_heads(a, groups: int, xp):
@@ -85,7 +95,7 @@ def _repeat_heads(a, groups: int, xp):
 
 def _sum_heads(g, groups: int):
     """The gradient of repeated heads summed back onto each head."""
-    if groups == 1:
+    if g is None or groups == 1:
         return g
     shape = g.shape
     return g.reshape(shape[:-3] + (shape[-3] // groups, groups) + shape[-2:]).sum(axis=-3)
@@ -150,38 +160,47 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         xp = xp_of(q)
         self.scale, self.groups, self.causal = scale, (k_groups, v_groups), is_causal
         L, S = q.shape[-2], k.shape[-2]
-        # q^T * scale made contiguous in one pass: BLAS multiplies small matrices faster by a contiguous right factor
-        # than by a transposed view, and q is smaller than the scores; st is a fresh array, changed in place after
-        qt = workspace.empty(q.shape[:-2] + (q.shape[-1], L), q.dtype, xp)
-        xp.multiply(_swap(q), scale, out=qt)
-        st = _matmul(_repeat_heads(k, k_groups, xp), qt, xp)
-        del qt
-        if mask is not None:
-            bias = _swap(_additive(mask, st.dtype, xp))
-            if _broadcast(st.shape, bias.shape) == st.shape:
-                st += bias
-            else:  # a mask with more batch dimensions than q and k: the scores grow to its shape
-                st = st + bias
-        if is_causal:
-            st += causal_bias_t(L, S, st.dtype, xp)
+        k, v = _repeat_heads(k, k_groups, xp), _repeat_heads(v, v_groups, xp)
+        bias = None if mask is None else _swap(_additive(mask, q.dtype, xp))
+        full = _broadcast(_broadcast(q.shape[:-2], k.shape[:-2]), v.shape[:-2])
+        if bias is not None:  # a mask with more batch dimensions than q and k: the scores grow to its shape
+            full = _broadcast(full, bias.shape[:-2])
+        # every operand viewed at the whole batch shape (one dimension at least): a share of its first dimension
+        # is then a share of the work
+        batch = full or (1,)
+        qb, kb, vb = (xp.broadcast_to(x, batch + x.shape[-2:]) for x in (q, k, v))
+        bias = None if bias is None else xp.broadcast_to(bias, batch + (S, L))
+        st = workspace.empty(batch + (S, L), q.dtype, xp)
+        out = workspace.empty(batch + (L, v.shape[-1]), q.dtype, xp)
+        causal = causal_bias_t(L, S, q.dtype, xp) if is_causal else None
+        small = S > 0 and (mask is None or mask.dtype == np.bool_) and _small_scores(q, k, scale, xp)
+        keep = _dropout_keep(st.shape, dropout_p, q) if dropout_p > 0.0 else None
+
+        def part(p):
+            qp = qb[p]
+            # q^T * scale made contiguous in one pass: BLAS multiplies small matrices faster by a contiguous right
+            # factor than by a transposed view, and q is smaller than the scores
+            qt = xp.empty(qp.shape[:-2] + (qp.shape[-1], L), qp.dtype)
+            xp.multiply(_swap(qp), scale, out=qt)
+            sp = st[p]
+            xp.matmul(kb[p], qt, out=sp)
+            if bias is not None:
+                sp += bias[p]
+            if causal is not None:
+                sp += causal
+            bad = _softmax_columns(sp, xp, small) if S else None
+            xp.matmul(_swap(sp if keep is None else sp * keep[p]), vb[p], out=out[p])
+            return p, bad
+
+        flags = [f for f in _run_parts(part, batch[0], st.nbytes, xp) if f[1] is not None]
         bad = None
-        if S:
-            small = (mask is None or mask.dtype == np.bool_) and _small_scores(q, k, scale, xp)
-            bad = _softmax_columns(st, xp, small)
-        pt = st
-        keep = None
-        if dropout_p > 0.0:
-            if dropout_p >= 1.0:
-                keep = xp.zeros(pt.shape, dtype=pt.dtype)
-            else:
-                draw = np.float64 if pt.dtype == np.float64 else np.float32
-                dev = device_of(q)
-                with on_device(dev):
-                    u = generator_for(dev).rng.random(pt.shape, dtype=draw)
-                keep = xp.asarray(u < 1 - dropout_p, dtype=pt.dtype)
-                keep *= 1 / (1 - dropout_p)
-        self.extra = (pt, keep, bad)
-        return _matmul(_swap(pt if keep is None else pt * keep), _repeat_heads(v, v_groups, xp), xp)
+        if flags:
+            bad = xp.zeros(batch + (1, L), dtype=bool)
+            for p, b in flags:
+                bad[p] = b
+            bad = bad.reshape(full + (1, L))
+        self.extra = (st.reshape(full + (S, L)), None if keep is None else keep.reshape(full + (S, L)), bad)
+        return out.reshape(full + out.shape[-2:])
 
     def backward(self, g):
         q, k, v, mask, o, _ = self.saved_tensors
@@ -190,24 +209,40 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         pt, keep, _ = self.extra
         xp = xp_of(g)
         kg, vg = self.groups
+        k, v = _repeat_heads(k, kg, xp), _repeat_heads(v, vg, xp)
         (fq, _), (fk, _), (fv, _), (fm, _) = self.next_functions
-        dq = dk = dv = dm = None
-        if fv is not None:
-            dv = _sum_heads(_matmul(pt if keep is None else pt * keep, g, xp), vg)
-        if fq is not None or fk is not None or fm is not None:
-            dst = _matmul(_repeat_heads(v, vg, xp), _contiguous(_swap(g), xp), xp)  # dP, transposed as P is
+        full = pt.shape[:-2]
+        batch = full or (1,)
+        S, L = pt.shape[-2:]
+        pt, gb, ob = pt.reshape(batch + (S, L)), g.reshape(batch + g.shape[-2:]), o.reshape(batch + o.shape[-2:])
+        keep = None if keep is None else keep.reshape(batch + (S, L))
+        qb, kb, vb = (xp.broadcast_to(x, batch + x.shape[-2:]) for x in (q, k, v))
+        dq, dk, dv, dm = (None if f is None else workspace.empty(batch + shape, q.dtype, xp) for f, shape in
+                          ((fq, q.shape[-2:]), (fk, k.shape[-2:]), (fv, v.shape[-2:]), (fm, (S, L))))
+        scale = self.scale
+
+        def part(p):
+            ptp, gp = pt[p], gb[p]
+            if dv is not None:
+                xp.matmul(ptp if keep is None else ptp * keep[p], gp, out=dv[p])
+            if dq is None and dk is None and dm is None:
+                return
+            gt = xp.empty(gp.shape[:-2] + (gp.shape[-1], L), gp.dtype)
+            gt[...] = _swap(gp)
+            dst = xp.matmul(vb[p], gt) if dm is None else xp.matmul(vb[p], gt, out=dm[p])  # dP, transposed as P
             if keep is not None:
-                dst *= keep
-            dst -= xp.einsum("...ij,...ij->...i", g, o)[..., None, :]  # rowsum(dO * O) = rowsum(dP * P)
-            dst *= pt
-            if fq is not None:
-                dq = _matmul(_swap(dst), _repeat_heads(k, kg, xp), xp)
-                dq *= self.scale
-            if fk is not None:
-                dk = _sum_heads(_matmul(dst, q, xp), kg)
-                dk *= self.scale
-            dm = _swap(dst) if fm is not None else None
-        return dq, dk, dv, dm
+                dst *= keep[p]
+            dst -= xp.einsum("...ij,...ij->...i", gp, ob[p])[..., None, :]  # rowsum(dO * O) = rowsum(dP * P)
+            dst *= ptp
+            for grad, other in ((dq, kb), (dk, qb)):
+                if grad is not None:
+                    gpart = grad[p]
+                    xp.matmul(_swap(dst) if grad is dq else dst, other[p], out=gpart)
+                    gpart *= scale
+
+        _run_parts(part, batch[0], pt.nbytes, xp)
+        dq, dk, dv, dm = (None if a is None else a.reshape(full + a.shape[-2:]) for a in (dq, dk, dv, dm))
+        return dq, _sum_heads(dk, kg), _sum_heads(dv, vg), None if dm is None else _swap(dm)
 
     def _recompute_backward(self, g, q, k, v, mask):
         """The backward of a ``create_graph`` pass: attention recomputed with differentiable ops from the saved
@@ -252,9 +287,8 @@ def _attention_with_ops(q, k, v, mask, scale, keep, bad, k_groups, v_groups, cau
 def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, is_causal: bool,
            enable_gqa: bool) -> tuple:
     """PyTorch's checks of the arguments; returns how many query heads share each key and each value head."""
-    for x in (query, key, value):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"scaled_dot_product_attention(): argument must be Tensor, not {type(x).__name__}")
+    if not all(isinstance(x, Tensor) for x in (query, key, value)):
+        raise TypeError("scaled_dot_product_attention(): query, key and value must be Tensors")
     qd, kd, vd = query._data.dtype, key._data.dtype, value._data.dtype
     if not (qd == kd == vd):
         raise RuntimeError(
@@ -281,15 +315,9 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
             raise RuntimeError(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: "
                 f"{scalar_name(md)} and  query.dtype: {scalar_name(qd)} instead.")
-    E, Ek = query.shape[-1], key.shape[-1]
-    if E != Ek:
-        raise RuntimeError(
-            f"Expected the last dimension of query and key to be the same, but got query of shape "
-            f"{list(query.shape)} and key of shape {list(key.shape)}")
-    if key.shape[-2] != value.shape[-2]:
-        raise RuntimeError(
-            f"Expected key and value to have the same sequence length, but got key of shape {list(key.shape)} and "
-            f"value of shape {list(value.shape)}")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"Expected query (L, E), key (S, E) and value (S, Ev) in their last two dimensions, but "
+                           f"got {list(query.shape)}, {list(key.shape)} and {list(value.shape)}")
     k_groups = v_groups = 1
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
@@ -298,15 +326,12 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
                 "Number of heads in key and value must divide the number of heads in query, but got "
                 f"query heads {hq}, key heads {hk} and value heads {hv}")
         k_groups, v_groups = hq // hk, hq // hv
-    batch = [(tuple(query.shape[:-2]), "query"), (tuple(key.shape[:-3 if k_groups > 1 else -2]), "key"),
-             (tuple(value.shape[:-3 if v_groups > 1 else -2]), "value")]
-    if k_groups > 1 or v_groups > 1:
-        batch[0] = (tuple(query.shape[:-3]), "query")
+    lead = -3 if k_groups > 1 or v_groups > 1 else -2  # grouped heads are matched above, not broadcast
+    batch = [tuple(x.shape[:lead]) for x in (query, key, value)]
     _check_broadcast(batch)
     if attn_mask is not None:
-        L, S = query.shape[-2], key.shape[-2]
-        scores = _broadcast(_broadcast(batch[0][0], batch[1][0]), batch[2][0]) + (L, S)
-        _check_broadcast([(scores, "scores"), (tuple(attn_mask.shape), "attn_mask")])
+        scores = _broadcast(_broadcast(*batch[:2]), batch[2]) + query.shape[lead:-2] + (query.shape[-2], key.shape[-2])
+        _check_broadcast([scores, tuple(attn_mask.shape)])
     return k_groups, v_groups
 
 
@@ -314,29 +339,22 @@ def _fused_path(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool
     """Where PyTorch's CPU takes its fused (flash) kernel, which applies ``attn_mask`` and ``is_causal`` together;
     elsewhere its reference path refuses the pair. 4-D inputs of one batch size, heads equal (or grouped), one head
     size for keys and values, no dropout, more than one query, and a 2-D or 4-D mask."""
-    if not (query.ndim == key.ndim == value.ndim == 4) or attn_mask.ndim not in (2, 4):
-        return False
-    if not (query.shape[0] == key.shape[0] == value.shape[0]) or query.shape[-1] != value.shape[-1]:
-        return False
-    if not enable_gqa and not (query.shape[1] == key.shape[1] == value.shape[1]):
-        return False
-    return dropout_p == 0.0 and query.shape[-2] > 1
+    heads = enable_gqa or query.shape[1] == key.shape[1] == value.shape[1] if query.ndim == 4 else False
+    return (query.ndim == key.ndim == value.ndim == 4 and attn_mask.ndim in (2, 4) and heads and dropout_p == 0.0
+            and query.shape[0] == key.shape[0] == value.shape[0] and query.shape[-1] == value.shape[-1]
+            and query.shape[-2] > 1)
 
 
 def _check_broadcast(shapes: list) -> None:
     """PyTorch's message for shapes that do not broadcast, naming the first dimension that fails."""
-    (a, _), rest = shapes[0], shapes[1:]
-    for b, _ in rest:
-        if a == b:
-            continue
+    a = shapes[0]
+    for b in shapes[1:]:
         n = max(len(a), len(b))
-        for offset in range(1, n + 1):
-            sa = a[-offset] if offset <= len(a) else 1
-            sb = b[-offset] if offset <= len(b) else 1
+        for i in range(1, n + 1) if a != b else ():
+            sa, sb = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
             if sa != sb and sa != 1 and sb != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
-                    f"dimension {n - offset}")
+                raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                                   f"non-singleton dimension {n - i}")
         a = _broadcast(a, b)
 
 
@@ -375,33 +393,23 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 # --------------------------------------------------------------------------------------------- multi-head attention
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
     """PyTorch's checks of the dimensions; True for a batched (3-D) query."""
-    if query.ndim == 3:
-        if key.ndim != 3 or value.ndim != 3:
-            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
-                                 f"{key.ndim}-D and {value.ndim}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.ndim != 2:
-            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
-                                 f"found {key_padding_mask.ndim}-D tensor instead")
-        if attn_mask is not None and attn_mask.ndim not in (2, 3):
-            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
-                                 f"found {attn_mask.ndim}-D tensor instead")
-        return True
-    if query.ndim == 2:
-        if key.ndim != 2 or value.ndim != 2:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
-                                 f"{key.ndim}-D and {value.ndim}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.ndim != 1:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
-                                 f"found {key_padding_mask.ndim}-D tensor instead")
-        if attn_mask is not None:
-            if attn_mask.ndim not in (2, 3):
-                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
-                                     f"but found {attn_mask.ndim}-D tensor instead")
-            expected = (num_heads, query.shape[0], key.shape[0])
-            if attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
-                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
-        return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query tensor")
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
+                             "tensor")
+    kind = "batched (3-D)" if query.ndim == 3 else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
+                             f"but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                             f"{attn_mask.ndim}-D tensor instead")
+    expected = (num_heads, query.shape[0], key.shape[0])
+    if query.ndim == 2 and attn_mask is not None and attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+        raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+    return query.ndim == 3
 
 
 def canonical_mask(mask: Tensor | None, mask_name: str, other_type, other_name: str, target_type,
