@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trainkit import nn
@@ -138,3 +139,44 @@ def test_broken_inputs_exit_2_naming_the_key_and_the_file(tmp_path, short_text, 
     if content != "ok":
         assert str(path) in stderr
     assert not (tmp_path / "runs" / "charlm" / "version_0").exists()  # nothing left behind
+
+
+# ------------------------------------------------------------------------------ the example models under PyTorch
+def example_models(library: str):
+    """examples/charlm/model.py run with ``library`` as ``torch``: the file is PyTorch code but for its imports."""
+    source = (ROOT / "examples" / "charlm" / "model.py").read_text()
+    if library == "torch":
+        source = source.replace("import trainkit as torch\nimport trainkit.nn.functional as F\nfrom trainkit import nn",
+                                "import torch\nimport torch.nn.functional as F\nfrom torch import nn")
+    namespace: dict = {"__name__": f"charlm_models_{library}"}
+    exec(compile(source, f"model.py ({library})", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("GPT", {"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "n_embd": 16}),
+    pytest.param("LSTMLanguageModel", {"vocab_size": 11, "block_size": 8, "embedding_dim": 6, "hidden_size": 10},
+                 marks=pytest.mark.skipif(not has_lstm, reason="nn.LSTM is not there yet")),
+])
+@pytest.mark.skipif(not has_attention, reason="F.scaled_dot_product_attention is not there yet")
+def test_the_example_models_match_pytorch(torch, name, kwargs):
+    import trainkit
+
+    ours = example_models("trainkit")[name](**kwargs).double()
+    theirs = example_models("torch")[name](**kwargs).double()
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    if name == "GPT":  # the head shares the token embedding's weight, in both
+        assert ours.head.weight is ours.tok_emb.weight and theirs.head.weight is theirs.tok_emb.weight
+    ids = [[1, 4, 2, 9, 0, 3, 3, 7], [10, 5, 6, 2, 8, 1, 0, 4]]
+    targets = [row[1:] + [5] for row in ids]
+    logits = ours(trainkit.tensor(ids))
+    expected = theirs(torch.tensor(ids))
+    assert tuple(logits.shape) == (2, 8, 11)
+    np.testing.assert_allclose(logits.detach().numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+    loss = trainkit.nn.functional.cross_entropy(logits.reshape(-1, 11), trainkit.tensor(targets).reshape(-1))
+    torch.nn.functional.cross_entropy(expected.reshape(-1, 11), torch.tensor(targets).reshape(-1)).backward()
+    loss.backward()
+    grads = dict(theirs.named_parameters())
+    for key, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), grads[key].grad.numpy(), rtol=1e-8, atol=1e-12, err_msg=key)
