@@ -193,7 +193,12 @@ class TextDataset(Dataset):
 
 
 def vocabulary_of(dataset: Dataset) -> Vocabulary | None:
-    """The vocabulary behind ``dataset`` (a TextDataset, or Subsets of one), or None."""
+    """The vocabulary behind ``dataset`` (a TextDataset, or Subsets of one), or None.
+
+    >>> ds = TextDataset(np.arange(3), block_size=1, starts=[0, 1], vocabulary=Vocabulary.build("abc"))
+    >>> vocabulary_of(Subset(ds, [1])), vocabulary_of(Subset([7, 8], [0]))
+    (Vocabulary(3 char tokens), None)
+    """
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
     return getattr(dataset, "vocabulary", None)
@@ -236,7 +241,16 @@ def layout(length: int, block_size: int, stride: int, validation_split: float = 
 
 
 def read_text(path: PathLike, max_mb: float | None = None) -> str:
-    """The text of a UTF-8 file; ``TextDataError`` (key ``path``, or ``max_mb`` for a file over that many MB)."""
+    """The text of a UTF-8 file; ``TextDataError`` (key ``path``, or ``max_mb`` for a file over that many MB).
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = path.write_bytes(bytes([99, 97, 102, 233]))  # "café" in Latin-1
+    >>> read_text(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trainkit.data.text.TextDataError: .../t.txt is not UTF-8 text: byte 0xe9 at offset 3 (unexpected end of data)...
+    """
     path = Path(path)
     if not path.is_file():
         raise TextDataError("path", f"no such file: {path}" + (" (a folder)" if path.is_dir() else ""))
