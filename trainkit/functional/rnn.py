@@ -124,7 +124,11 @@ _schedules: dict = {}
 
 
 def schedule(batch_sizes: tuple, reverse: bool) -> Schedule:
-    """The ``Schedule`` of a layer over ``batch_sizes``, made once per distinct shape (a small cache)."""
+    """The ``Schedule`` of a layer over ``batch_sizes``, made once per distinct shape (a small cache).
+
+    >>> schedule((3, 1), reverse=True) is schedule((3, 1), reverse=True)
+    True
+    """
     key = (batch_sizes, reverse)
     sched = _schedules.get(key)
     if sched is None:

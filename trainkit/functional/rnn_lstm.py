@@ -7,8 +7,8 @@ Per step, with gates in PyTorch's order (i, f, g, o) in the stacked weights::
     c' = f * c + i * g;  h' = o * tanh(c')       (with proj_size: h' = (o * tanh(c')) W_hr^T)
 
 Inside, the gates are kept in the order (i, f, o, g), and the rows of the sigmoid gates in the weights are halved,
-so that one ``tanh`` over all four gates gives sigmoid(a) = (1 + tanh(a / 2)) / 2 for three of them with one
-multiply-add. The input projection of all steps is one product before the loop; per step only the recurrent
+so that one ``tanh`` over all four gates, then a multiply and an add, give sigmoid(a) = (1 + tanh(a / 2)) / 2 for
+three of them. The input projection of all steps is one product before the loop; per step only the recurrent
 product and the gate arithmetic run, on preallocated arrays.
 
 Backward, per step in reverse, with dh the step's whole hidden-state gradient (from the output and the next step)::
@@ -17,8 +17,8 @@ Backward, per step in reverse, with dh the step's whole hidden-state gradient (f
     da_i = dc g i (1 - i)   da_f = dc c f (1 - f)            da_g = dc i (1 - g^2)
     dc_prev = dc f          dh_prev += da W_hh
 
-and after the loop, over all steps at once: dW_hh = da^T h_prev, dW_ih = da^T x, dx = da W_ih, db = sum da,
-dW_hr = dh^T (o tanh(c')).
+where the factors multiplying dc and dh_r are formed for all steps at once before the loop; and after the loop,
+over all steps at once: dW_hh = da^T h_prev, dW_ih = da^T x, dx = da W_ih, db = sum da, dW_hr = dh^T (o tanh(c')).
 """
 
 from __future__ import annotations
@@ -32,12 +32,20 @@ __all__: list[str] = []
 
 
 def gate_order(size: int, xp=np):
-    """Row indices taking PyTorch's (i, f, g, o) gate blocks of ``size`` rows to (i, f, o, g)."""
+    """Row indices taking PyTorch's (i, f, g, o) gate blocks of ``size`` rows to (i, f, o, g).
+
+    >>> gate_order(1).tolist()
+    [0, 1, 3, 2]
+    """
     return xp.concatenate((xp.arange(0, 2 * size), xp.arange(3 * size, 4 * size), xp.arange(2 * size, 3 * size)))
 
 
 def from_gate_order(grad, order, xp):
-    """A gradient computed in (i, f, o, g) row order, put back into PyTorch's (i, f, g, o)."""
+    """A gradient computed in (i, f, o, g) row order, put back into PyTorch's (i, f, g, o).
+
+    >>> from_gate_order(np.array([0, 1, 3, 2]), gate_order(1), np).tolist()
+    [0, 1, 2, 3]
+    """
     out = xp.empty_like(grad)
     out[order] = grad
     return out

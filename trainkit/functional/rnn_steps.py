@@ -94,7 +94,12 @@ class Schedule:
 
 def read_prev(E, segments, b: int, tmp):
     """The previous state of a step's ``b`` rows: a view of ``E`` when one segment covers them, else gathered into
-    ``tmp[:b]``."""
+    ``tmp[:b]``.
+
+    >>> E = np.arange(5.0)[:, None]
+    >>> read_prev(E, [(0, 1, 2), (1, 3, 3)], 3, np.empty((3, 1))).ravel().tolist()
+    [2.0, 3.0, 4.0]
+    """
     if len(segments) == 1:
         e = segments[0][2]
         return E[e:e + b]
@@ -105,14 +110,15 @@ def read_prev(E, segments, b: int, tmp):
 
 
 def add_prev(dE, segments, grad) -> None:
-    """Add a step's gradient for its previous state into the rows of ``dE`` that state came from."""
+    """Add a step's gradient for its previous state into the rows of ``dE`` that state came from.
+
+    >>> dE = np.zeros((4, 1))
+    >>> add_prev(dE, [(0, 2, 1)], np.ones((2, 1)))
+    >>> dE.ravel().tolist()
+    [0.0, 1.0, 1.0, 0.0]
+    """
     for lo, hi, e in segments:
         dE[e:e + hi - lo] += grad[lo:hi]
-
-
-def uniform_sizes(steps: int, batch: int) -> list[int]:
-    """The batch sizes of a padded batch: ``batch`` rows at each of ``steps`` steps."""
-    return [batch] * steps
 
 
 # ------------------------------------------------------------------------------------------- composite form
@@ -181,7 +187,15 @@ def composite_layer(mode: str, sched: Schedule, x: Tensor, h0: Tensor, c0, w_ih,
 
 def composite_backward(node, mode: str, inputs: tuple, grads: tuple) -> tuple:
     """The gradients of a fused layer's inputs as a differentiable graph (``create_graph=True``): the layer is
-    recomputed with ordinary ops from its saved inputs and differentiated by the engine itself."""
+    recomputed with ordinary ops from its saved inputs and differentiated by the engine itself.
+
+    >>> import trainkit
+    >>> gru = trainkit.nn.GRU(1, 1).double()
+    >>> out, _ = gru(trainkit.ones(2, 1, 1, dtype=trainkit.float64))
+    >>> (g,) = trainkit.autograd.grad(out.sum(), gru.weight_hh_l0, create_graph=True)
+    >>> g.grad_fn is not None
+    True
+    """
     wanted = [i for i, (fn, _) in enumerate(node.next_functions) if fn is not None and isinstance(inputs[i], Tensor)]
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     x2 = x.reshape(-1, x.shape[-1])
@@ -229,7 +243,16 @@ class FusedLayer(Op):
 
 
 def run_layer(op: type, x: Tensor, h0: Tensor, c0, w_ih, w_hh, b_ih, b_hh, w_hr, sched: Schedule) -> tuple:
-    """Apply the fused op ``op`` and attach its intermediate arrays to its node."""
+    """Apply the fused op ``op`` and attach its intermediate arrays to its node.
+
+    >>> import trainkit
+    >>> from trainkit.functional.rnn import RnnTanhLayer
+    >>> w = trainkit.ones(2, 2, requires_grad=True)
+    >>> out, h_n = run_layer(RnnTanhLayer, trainkit.ones(3, 1, 2), trainkit.zeros(1, 2), None, w, w, None, None, None,
+    ...                      Schedule([1, 1, 1], reverse=False))
+    >>> out.grad_fn.name(), [tuple(a.shape) for a in out.grad_fn.saved_tensors[8:]]
+    ('RnnTanhLayerBackward0', [(4, 2)])
+    """
     outs = op.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, sched=sched)
     node = outs[0]._grad_fn
     if node is not None:
