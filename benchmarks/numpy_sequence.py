@@ -14,8 +14,8 @@ import math
 
 import numpy
 
-from trainkit.autograd.ops.special import erf as numpy_erf
-from trainkit.autograd.ops.special import erf_rational
+from trainkit.autograd.ops.erf import erf as numpy_erf
+from trainkit.autograd.ops.erf import erf_rational
 
 
 def _erf(x, xp):

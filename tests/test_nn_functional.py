@@ -18,7 +18,7 @@ from conftest import assert_same_error, require_reference, to_numpy
 import trainkit
 from trainkit import functional as tkF
 from trainkit.autograd import gradcheck, gradgradcheck
-from trainkit.autograd.ops.special import erf, erf_rational
+from trainkit.autograd.ops.erf import erf, erf_rational
 
 REDUCTIONS = ("mean", "sum", "none")
 

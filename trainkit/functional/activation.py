@@ -13,8 +13,8 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
+from ..autograd.ops.erf import erf, erf_rational
 from ..autograd.ops.inplace import apply_inplace
-from ..autograd.ops.special import erf, erf_rational
 from ..autograd.tensor import Tensor
 
 __all__ = ["gelu", "leaky_relu", "log_softmax", "logsumexp", "relu", "sigmoid", "softmax", "softplus", "tanh"]

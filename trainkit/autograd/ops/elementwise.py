@@ -15,6 +15,7 @@ from ..function import Op
 from ..tensor import Tensor
 from . import dual, special
 from . import math as _m
+from .erf import erf as _erf
 from .math import as_floating
 from .special import (
     bitwise_and,
@@ -26,7 +27,6 @@ from .special import (
     check_int_divisor,
     not_implemented,
 )
-from .special import erf as _erf
 
 __all__ = [
     "addcdiv", "addcmul", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or",
