@@ -274,3 +274,19 @@ def test_on_each_device(device, kw):
         return
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{"is_causal": True}, {"mask": True}, {"enable_gqa": True}], ids=str)
+def test_large_enough_to_split_between_threads(torch, kw):
+    """Scores of 1 MiB or more are shared between threads: the same numbers as torch (fully masked rows too)."""
+    rng = np.random.default_rng(10)
+    shapes = ((4, 4, 128, 16), (4, 2 if kw.get("enable_gqa") else 4, 128, 16), (4, 2 if kw.get("enable_gqa") else 4,
+                                                                              128, 8))
+    mask = None
+    if kw.pop("mask", False):
+        mask = rng.random((4, 1, 128, 128)) > 0.5
+        mask[1, :, 3] = False
+    (out, grads), (ref, ref_grads) = _pair(torch, rng, shapes, np.float32, mask=mask, **kw)
+    np.testing.assert_allclose(to_numpy(out), to_numpy(ref), **TOL[np.float32])
+    for a, b in zip(grads, ref_grads):
+        np.testing.assert_allclose(a, b, **TOL[np.float32])
