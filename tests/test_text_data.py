@@ -295,3 +295,17 @@ def test_text_sample_refusals():
         cb.on_train_begin()
     with pytest.raises(ValueError, match="TextSample needs a vocabulary"):
         TextSample().on_train_begin()
+
+
+@pytest.mark.skipif(not hasattr(nn, "LSTM"), reason="nn.LSTM is not there yet")
+def test_train_validation_and_test_windows_do_not_overlap_in_a_run(tmp_path, text_file):
+    run = build(load_config(write_config(tmp_path, text_file), ["data.test_split=0.2", "data.stride=3"]))
+    spans = {}
+    for name in ("train", "val", "test"):
+        part = run.split(name)
+        windows = [int(part.dataset.starts[i]) if isinstance(part.dataset, TextDataset)
+                   else int(part.dataset.dataset.starts[part.dataset.indices[i]]) for i in part.indices]
+        assert windows, name
+        spans[name] = (min(windows), max(windows) + 8 + 1)  # the last window's targets included
+    assert spans["train"][1] <= spans["val"][0] and spans["val"][1] <= spans["test"][0]
+    assert spans["test"][1] <= len(TEXT)
