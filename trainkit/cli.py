@@ -167,9 +167,8 @@ def _evaluate(args) -> int:
     config = cfg.load(args.config, args.set)
     config["trainer"]["verbose"] = False
     if config["data"]["kind"] == "text" and config["data"]["vocabulary"] is None:
-        config["data"]["vocabulary"] = _saved_vocabulary(args.checkpoint)  # the ids the model was trained on
-        if config["data"]["vocabulary"] is not None:
-            config["data"]["vocabulary"] = str(config["data"]["vocabulary"])
+        saved = _saved_vocabulary(args.checkpoint)  # the ids the model was trained on
+        config["data"]["vocabulary"] = None if saved is None else str(saved)
     run = build(config)
     split = args.split or run.default_split()
     try:

@@ -179,8 +179,7 @@ def _fill_from_data(config: dict, model_cls, dataset) -> None:
     vocabulary = vocabulary_of(dataset)
     if vocabulary is None:
         return
-    known = {"vocab_size": len(vocabulary), "block_size": dataset.block_size if hasattr(dataset, "block_size")
-             else config["data"]["block_size"]}
+    known = {"vocab_size": len(vocabulary), "block_size": getattr(dataset, "block_size", config["data"]["block_size"])}
     init_args = config["model"]["init_args"]
     try:
         params = inspect.signature(model_cls).parameters
