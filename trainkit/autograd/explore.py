@@ -75,12 +75,16 @@ def _params(params) -> dict:
 
 
 def _saved_entries(node) -> list:
-    """``(tensor or SavedOutput, shape, dtype, nbytes, version, counter)`` per saved tensor of ``node``."""
+    """``(tensor or SavedOutput or label, shape, dtype, nbytes, version, counter, array id)`` per saved tensor of
+    ``node``; an array the op keeps for itself is named by the op's ``saved_labels`` (saved position -> name)."""
     out = []
-    for entry in getattr(node, "_saved", None) or ():
+    labels = getattr(node, "saved_labels", None) or {}
+    for k, entry in enumerate(getattr(node, "_saved", None) or ()):
         if entry is None or not hasattr(entry[1], "nbytes"):
             continue  # a value no wanted gradient needs, or a Python number kept for backward
         tensor, array, version, counter = entry
+        if k in labels and tensor is array:
+            tensor = labels[k]
         out.append((tensor, tuple(int(s) for s in array.shape), str(array.dtype), int(array.nbytes), version,
                     counter, id(array)))
     return out
@@ -227,6 +231,8 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
                                                                  else f"output of {_name(tensor._grad_fn)}")
             elif tensor is None:
                 item["what"] = "an input, since freed"
+            elif isinstance(tensor, str):
+                item["what"] = f"{tensor}, kept by this node"
             else:
                 item["what"] = "a constant array"
             if len(counter) > 1:  # the line that changed it, noted under detect_anomaly

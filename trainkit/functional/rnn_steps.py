@@ -259,6 +259,7 @@ def run_layer(op: type, x: Tensor, h0: Tensor, c0, w_ih, w_hh, b_ih, b_hh, w_hr,
         keep = node.keep
         node.keep = None
         node.keep_names = tuple(keep)
+        node.saved_labels = {len(node._saved) + k: name for k, name in enumerate(keep)}  # for the explorer
         counter = outs[0]._version_counter
         # the output rows are part of the kept state array: checked against in-place changes of the output
         node._saved.extend((SavedOutput(0), a, counter[0], counter) if name == "states" else (a, a, 0, _NO_COUNTER)
