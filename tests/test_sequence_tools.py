@@ -80,6 +80,7 @@ def test_attention_is_one_node_with_its_saved_tensors():
     attention = [n for n in data["nodes"] if "Attention" in n["name"]]
     assert len(attention) == 2  # one per encoder layer
     assert all(n["saved"] and sum(s["bytes"] for s in n["saved"]) > 0 for n in attention)
+    assert all("the attention weights P, kept by this node" in [s["what"] for s in n["saved"]] for n in attention)
     projections = [n for n in data["nodes"] if n["module"] == "encoder.layers.0.self_attn"]
     assert projections  # the in-projection feeding it belongs to the attention module
 

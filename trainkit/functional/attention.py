@@ -386,6 +386,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     node = out._grad_fn
     if node is not None and type(node) is ScaledDotProductAttention:
         p = _swap(node.extra[0])
+        node.saved_labels = {len(node._saved): "the attention weights P"}  # the explorer's name for it
         node._saved.append((p, p, 0, _NO_COUNTER))  # P, for backward: listed, with its bytes, by the graph views
     return out
 
