@@ -282,7 +282,7 @@ def test_mismatched_mask_types_warn_as_torch(torch):
 
 
 def test_functional_is_exported():
-    assert F.multi_head_attention_forward.__module__ == "trainkit.functional.attention"
+    assert F.multi_head_attention_forward.__module__ == "trainkit.functional.multi_head_attention"
     assert trainkit.nn.MultiheadAttention.__module__ == "trainkit.layers.attention"
 
 

@@ -4,7 +4,7 @@ functions (``activation`` adds ``inplace`` and the legacy implicit ``dim``).
 """
 
 from .activation import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, softplus, tanh
-from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .attention import scaled_dot_product_attention
 from .conv import conv2d, fold, unfold
 from .conv1d import conv1d, conv_transpose1d
 from .conv_transpose import conv_transpose2d
@@ -21,6 +21,7 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
+from .multi_head_attention import multi_head_attention_forward
 from .normalization import batch_norm, group_norm, layer_norm
 from .padding import pad
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d

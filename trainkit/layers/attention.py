@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..autograd.creation import empty
 from ..autograd.tensor import Tensor
-from ..functional.attention import canonical_mask, multi_head_attention_forward
+from ..functional.multi_head_attention import canonical_mask, multi_head_attention_forward
 from . import init
 from .linear import Linear
 from .module import Module
