@@ -168,7 +168,7 @@ def test_a_registered_name_is_accepted_without_touching_the_config_module(minima
                                  "mean 'ddp'?"),
         ("data.validation_split=1.5", "'data.validation_split' must be in [0, 1), got 1.5"),
         ("data.kind=regresion_curve", "'data.kind' names an unknown data kind 'regresion_curve'; did you mean "
-                                      "'regression_curve'? (known: class_path, csv, npz, regression_curve)"),
+                                      "'regression_curve'? (known: class_path, csv, npz, regression_curve, text)"),
         ("data.kind=csv", "'data.path' is required for data.kind csv"),
         ("optimizer.lr=fast", "'optimizer.lr' must be a number or null, got 'fast'"),
         ("optimizer.options=3", "'optimizer.options' must be a mapping or null, got 3"),
@@ -220,7 +220,7 @@ def test_build_makes_the_named_parts(minimal):
 
 def test_data_kinds_come_from_one_registry():
     assert cfg.DataSection.__dataclass_fields__["kind"].metadata["choices"] is DATA_KINDS
-    assert set(DATA_KINDS.names()) == {"regression_curve", "npz", "csv", "class_path"}
+    assert set(DATA_KINDS.names()) == {"regression_curve", "npz", "csv", "class_path", "text"}
 
 
 def test_an_optimizer_section_without_lr_uses_that_optimizers_default(minimal, tmp_path):
