@@ -309,3 +309,18 @@ def test_train_validation_and_test_windows_do_not_overlap_in_a_run(tmp_path, tex
         spans[name] = (min(windows), max(windows) + 8 + 1)  # the last window's targets included
     assert spans["train"][1] <= spans["val"][0] and spans["val"][1] <= spans["test"][0]
     assert spans["test"][1] <= len(TEXT)
+
+
+@pytest.mark.parametrize("name", ["accuracy", "top2_accuracy"])
+def test_accuracy_of_token_logits_counts_every_position_in_either_layout(name):
+    logits = np.random.default_rng(3).standard_normal((3, 5, 7)).astype(np.float32)
+    targets = np.random.default_rng(4).integers(0, 7, (3, 5))
+    k = 2 if name == "top2_accuracy" else 1
+    top = np.argsort(-logits, axis=-1)[..., :k]
+    want = float((top == targets[..., None]).any(-1).mean())
+    for scores in (logits, logits.transpose(0, 2, 1)):  # (N, T, V) as a language model returns, or torch's (N, V, T)
+        metric = get_metric(name)
+        metric.update(trainkit.tensor(np.ascontiguousarray(scores)), trainkit.tensor(targets))
+        assert metric.compute() == pytest.approx(want)
+    with pytest.raises(ValueError, match=f"{name}: logits of shape"):
+        get_metric(name).update(trainkit.zeros(3, 5, 7), trainkit.zeros(3, dtype=trainkit.int64))

@@ -69,21 +69,45 @@ class RootMeanSquaredError(MeanSquaredError):
         return math.sqrt(super().compute())
 
 
+def class_scores(output, target, name: str) -> tuple:
+    """Scores as a (samples, classes) array and the target classes as int64 (samples,), from (N, C) and (N,), a
+    sequence's (N, T, C) and (N, T) (classes last, as a language model returns them), or torch's K-dimensional
+    cross_entropy layout (N, C, d1, ...) and (N, d1, ...). ``name`` is the metric's, for the error.
+
+    >>> import trainkit
+    >>> scores, labels = class_scores(trainkit.zeros(2, 3, 4), trainkit.zeros(2, 3), "accuracy")
+    >>> scores.shape, labels.shape
+    ((6, 4), (6,))
+    """
+    scores, labels = output._data, target._data
+    xp = xp_of(scores)
+    deeper = scores.ndim == labels.ndim + 1 and scores.ndim > 2
+    if deeper and tuple(scores.shape[:-1]) == tuple(labels.shape):
+        scores = scores.reshape(-1, scores.shape[-1])
+    elif deeper and tuple(scores.shape[:1] + scores.shape[2:]) == tuple(labels.shape):
+        scores = xp.moveaxis(scores, 1, -1).reshape(-1, scores.shape[1])
+    elif scores.ndim != 2 or labels.shape != scores.shape[:1]:
+        raise ValueError(f"{name}: logits of shape {tuple(output.shape)} do not fit targets of shape "
+                         f"{tuple(target.shape)}: expected (N, C) and (N,), or (N, T, C) and (N, T)")
+    return scores, labels.reshape(-1).astype(xp.int64)
+
+
 class Accuracy(Metric):
-    """Share of samples whose top class (argmax over dim 1; for one output column, output > 0) is the target."""
+    """Share of samples whose top class is the target (scores laid out as ``class_scores`` takes them; for one
+    output column, output > 0)."""
 
     name = "accuracy"
 
     def batch(self, output, target):
-        if output.ndim >= 2 and output.shape[1] > 1:
-            predicted = output.argmax(dim=1)
-        else:
-            predicted = (output.reshape(target.shape) > 0).long()
+        if output.ndim >= 2 and output.shape[1] > 1 or output.ndim > 2:
+            scores, labels = class_scores(output, target, self.name)
+            return int((scores.argmax(axis=1) == labels).sum()), int(labels.size)
+        predicted = (output.reshape(target.shape) > 0).long()
         return (predicted == target.long()).sum().item(), target.numel()
 
 
 class TopKAccuracy(Metric):
-    """Share of samples whose target is among the ``k`` highest scores (over dim 1)."""
+    """Share of samples whose target is among the ``k`` highest scores (laid out as ``class_scores`` takes them)."""
 
     def __init__(self, k: int = 5):
         super().__init__()
@@ -91,11 +115,11 @@ class TopKAccuracy(Metric):
         self.name = f"top{k}_accuracy"
 
     def batch(self, output, target):
-        k = min(self.k, output.shape[1])
-        data = output._data
+        data, labels = class_scores(output, target, self.name)
+        k = min(self.k, data.shape[1])
         top = xp_of(data).argpartition(-data, k - 1, axis=1)[:, :k]
-        hit = (top == target._data.reshape(-1, 1)).any(axis=1)
-        return float(hit.sum()), target.numel()
+        hit = (top == labels.reshape(-1, 1)).any(axis=1)
+        return float(hit.sum()), int(labels.size)
 
 
 class Perplexity(Metric):
@@ -113,17 +137,8 @@ class Perplexity(Metric):
     name = "perplexity"
 
     def batch(self, output, target):
-        logits, labels = output._data, target._data
-        if logits.ndim == labels.ndim + 1 and logits.ndim > 2 and tuple(logits.shape[:-1]) == tuple(labels.shape):
-            logits = logits.reshape(-1, logits.shape[-1])
-        elif logits.ndim == labels.ndim + 1 and logits.ndim > 2 and tuple(logits.shape[:1] + logits.shape[2:]) \
-                == tuple(labels.shape):
-            logits = xp_of(logits).moveaxis(logits, 1, -1).reshape(-1, logits.shape[1])
-        elif logits.ndim != 2 or labels.shape != logits.shape[:1]:
-            raise ValueError(f"perplexity: logits of shape {tuple(output.shape)} do not fit targets of shape "
-                             f"{tuple(target.shape)}: expected (N, V) and (N,), or (N, T, V) and (N, T)")
+        logits, labels = class_scores(output, target, self.name)
         xp = xp_of(logits)
-        labels = labels.reshape(-1).astype(xp.int64)
         if labels.size and (labels.min() < 0 or labels.max() >= logits.shape[1]):
             raise ValueError(f"perplexity: target ids must lie in [0, {logits.shape[1]}), got {labels.min()} to "
                              f"{labels.max()}")
