@@ -13,7 +13,7 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
-from ..autograd.ops.erf import erf, erf_rational
+from ..autograd.ops.erf import CHUNK, erf, erf_rational_
 from ..autograd.ops.inplace import apply_inplace
 from ..autograd.tensor import Tensor
 
@@ -183,29 +183,57 @@ class Gelu(Op, name="GeluBackward0"):
         # PyTorch's vectorised float32 kernel (any tensor of two or more elements) halves last, so x (1 + erf)
         # overflows beyond half the largest float, and its erf is nan at +-inf. Its erf is a rational function too:
         # erf_rational, once; 1 + erf is kept for the backward (2 Phi(x)), which then needs no erf of its own.
-        twice_cdf = erf_rational(x * _SQRT_HALF)
-        twice_cdf += 1
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = x * twice_cdf
-        out *= 0.5
+        out, self.extra = _chunked(_gelu_chunk, 2, x, x)
         out[xp.isinf(x)] = xp.nan
-        self.extra = twice_cdf
         return out
 
     def backward(self, g):
         (x,) = self.saved_tensors
         if self.extra is not None and not isinstance(g, Tensor):
-            # g (Phi(x) + x phi(x)), in place on one new array
-            with np.errstate(over="ignore", invalid="ignore"):
-                slope = x * x
-                slope *= -0.5
-                xp_of(x).exp(slope, out=slope)
-                slope *= x
-                slope *= _INV_SQRT_2PI
-                slope += 0.5 * self.extra
-                slope *= g
-            return slope
+            return _chunked(_gelu_grad_chunk, 1, x, x, g, self.extra)[0]
         return _gelu_grad(g, x, self.approximate)
+
+
+def _chunked(kernel, outputs: int, like, *arrays) -> tuple:
+    """Run ``kernel(outputs, inputs, scratch)`` over matching chunks of flat views of ``arrays`` (NumPy: ``CHUNK``
+    elements at a time, so that a dozen passes over each chunk stay in cache; CuPy: all at once). It fills
+    ``outputs`` new arrays of ``like``'s shape, returned."""
+    xp = xp_of(like)
+    flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
+    outs = tuple(xp.empty(like.shape, like.dtype) for _ in range(outputs))
+    flat_outs = [o.reshape(-1) for o in outs]
+    size = like.size
+    step = CHUNK if xp is np else max(size, 1)
+    scratch = xp.empty((3, min(step, size)), like.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lo in range(0, size, step):
+            n = min(step, size - lo)
+            kernel([o[lo:lo + n] for o in flat_outs], [a[lo:lo + n] for a in flat], scratch[:, :n])
+    return outs
+
+
+def _gelu_chunk(outs, ins, scratch) -> None:
+    """out = x (1 + erf(x / sqrt 2)) / 2, and 1 + erf(x / sqrt 2) kept."""
+    (out, twice_cdf), (x,) = outs, ins
+    np.multiply(x, _SQRT_HALF, out=twice_cdf)
+    erf_rational_(twice_cdf, *scratch)
+    twice_cdf += 1
+    np.multiply(x, twice_cdf, out=out)
+    out *= 0.5
+
+
+def _gelu_grad_chunk(outs, ins, scratch) -> None:
+    """dx = g (Phi(x) + x phi(x)), with Phi(x) from the kept 1 + erf."""
+    (dx,), (x, g, twice_cdf) = outs, ins
+    slope, half = scratch[0], scratch[1]
+    np.multiply(x, x, out=slope)
+    slope *= -0.5
+    np.exp(slope, out=slope)
+    slope *= x
+    slope *= _INV_SQRT_2PI
+    np.multiply(twice_cdf, 0.5, out=half)
+    slope += half
+    np.multiply(slope, g, out=dx)
 
 
 class GeluBackward(Op, name="GeluBackwardBackward0"):

@@ -3,9 +3,11 @@ interval), and ``erf_rational``, one rational function for float32 kernels that 
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import xp_of
 
-__all__ = ["erf", "erf_rational"]
+__all__ = ["CHUNK", "erf", "erf_rational", "erf_rational_"]
 
 
 def erf(x):
@@ -34,20 +36,41 @@ def erf(x):
 def erf_rational(x, out=None):
     """erf of a float32 array by one rational function, x P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf is 1 in
     float32 beyond), fitted here for relative error under 7e-8 in exact arithmetic; evaluated in float32 its error
-    stays under 4.5e-7 (a few ulps near +-1) and nan stays nan. About 2.5x faster than ``erf``, which gathers each
-    of fdlibm's intervals apart; meant for kernels that add erf to 1 (GELU), where its error is that of float32.
+    stays under 4.5e-7 (a few ulps near +-1) and nan stays nan. Several times faster than ``erf``, which gathers
+    each of fdlibm's intervals apart; meant for kernels that add erf to 1 (GELU), where its error is that of float32.
+    On NumPy arrays it runs chunk by chunk (``erf_rational_``), so that its twenty passes stay in cache.
 
     >>> import numpy as np
     >>> float(erf_rational(np.array([0.5], np.float32))[0])
     0.5204998850822449
     """
     xp = xp_of(x)
-    z = xp.clip(x, -4.0, 4.0, out=out)
-    t = z * z
-    p, q = _poly(t, _RATIONAL_P), _poly(t, _RATIONAL_Q)
+    if out is None:
+        out = xp.empty(x.shape, x.dtype)
+    out[...] = x
+    flat = out.reshape(-1)
+    step = CHUNK if xp is np else max(flat.size, 1)
+    t, p, q = xp.empty((3, min(step, flat.size)), x.dtype)
+    for lo in range(0, flat.size, step):
+        n = min(step, flat.size - lo)
+        erf_rational_(flat[lo:lo + n], t[:n], p[:n], q[:n])
+    return out
+
+
+def erf_rational_(z, t, p, q):
+    """``erf_rational`` of z in place; t, p and q are scratch arrays of z's shape (their contents are lost)."""
+    xp = xp_of(z)
+    xp.clip(z, -4.0, 4.0, out=z)
+    xp.multiply(z, z, out=t)
+    _poly(t, _RATIONAL_P, p)
+    _poly(t, _RATIONAL_Q, q)
     p *= z
     return xp.divide(p, q, out=z)
 
+
+# float32 elements a chunked kernel takes at a time: a chunk and three scratch arrays (512 KiB) stay in a core's L2
+# cache, where a pass costs a third of one over memory; more Python calls per element below that size
+CHUNK = 32768
 
 
 # erf(x) / x ~ P(x^2) / Q(x^2) on [0, 4]: a least-squares fit of the relative error, reweighted towards its maximum
@@ -74,9 +97,9 @@ def _erf_tail(r: tuple, q: tuple):
     return formula
 
 
-def _poly(z, coeffs: tuple):
-    """sum_k coeffs[k] z^k by Horner's rule, in place."""
-    out = z * coeffs[-1]
+def _poly(z, coeffs: tuple, out=None):
+    """sum_k coeffs[k] z^k by Horner's rule, in place (in ``out`` when given)."""
+    out = xp_of(z).multiply(z, coeffs[-1], out=out)
     out += coeffs[-2]
     for c in coeffs[-3::-1]:
         out *= z
