@@ -34,13 +34,19 @@ def _moments(x, axes: tuple, inv_n: float, eps: float):
     """Mean and 1 / sqrt(biased var + eps) of the array ``x`` over ``axes`` (kept as size-1 dimensions).
 
     Sums times 1/n rather than ``mean``, so that an empty group gives no warning (its output is empty anyway)."""
-    xp = xp_of(x)
     mean = x.sum(axis=axes, keepdims=True) * inv_n
     d = x - mean
     with np.errstate(over="ignore", invalid="ignore"):
         var = (d * d).sum(axis=axes, keepdims=True) * inv_n
-        # PyTorch's one-pass (Welford) statistics turn nan where the mean's square overflows, or where the values
-        # are so far apart that a step between them overflows; two passes would give a finite answer there
+    return mean, _rstd(x, mean, var, axes, eps)
+
+
+def _rstd(x, mean, var, axes: tuple, eps: float):
+    """1 / sqrt(var + eps), nan where PyTorch's one-pass (Welford) statistics turn nan: where the mean's square
+    overflows, or where the values are so far apart that a step between them overflows (two passes would give a
+    finite answer there)."""
+    xp = xp_of(x)
+    with np.errstate(over="ignore", invalid="ignore"):
         lost = ~xp.isfinite(mean * mean)
         wide = ~xp.isfinite(var)
         if wide.any():
@@ -49,7 +55,7 @@ def _moments(x, axes: tuple, inv_n: float, eps: float):
         rstd = 1 / xp.sqrt(var + eps)
     if lost.any():
         rstd = xp.where(lost, xp.nan, rstd)
-    return mean, rstd.astype(x.dtype, copy=False)
+    return rstd.astype(x.dtype, copy=False)
 
 
 def _tensor_moments(x: Tensor, axes: tuple, inv_n: float, eps: float):
@@ -105,9 +111,21 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
         n = math.prod(x.shape[x.ndim - ndim:])
         self.inv_n, self.eps = (1 / n if n else 0.0), eps
         xc = _compute_dtype(x)
-        mean, rstd = _moments(xc, self.axes, self.inv_n, eps)
+        if xp_of(x) is np and n and x.flags.c_contiguous:
+            # rows of n values: the centred rows become the output in place, their squares summed by einsum (no
+            # temporary), so one array is made where the general path makes three
+            rows = xc.reshape(-1, n)
+            mean = rows.sum(axis=1, keepdims=True) * self.inv_n
+            out = rows - mean
+            with np.errstate(over="ignore", invalid="ignore"):
+                var = np.einsum("ij,ij->i", out, out)[:, None] * self.inv_n
+            rstd = _rstd(rows, mean, var, (1,), eps)
+            shape = x.shape[:x.ndim - ndim] + (1,) * ndim
+            mean, rstd, out = mean.reshape(shape), rstd.reshape(shape), out.reshape(x.shape)
+        else:
+            mean, rstd = _moments(xc, self.axes, self.inv_n, eps)
+            out = xc - mean  # a fresh array: finish it in place
         self.extra = (mean, rstd)
-        out = xc - mean  # a fresh array: finish it in place
         with np.errstate(invalid="ignore"):
             out *= rstd
         if weight is not None:
@@ -123,6 +141,9 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
             mean, rstd = _tensor_moments(x, self.axes, self.inv_n, self.eps)
         else:
             mean, rstd = self.extra
+            if xp_of(x) is np and x.flags.c_contiguous and self.inv_n and x.dtype != np.float16:
+                return _layer_norm_rows_backward(g, x, weight, mean, rstd, x.shape[len(self.lead):], fx is not None,
+                                                 fw is not None, fb is not None)
         xhat = (x - mean) * rstd if fx is not None or fw is not None else None
         dx = dw = db = None
         if fx is not None:
@@ -132,6 +153,35 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
         if fb is not None:
             db = _sum_over(g, self.lead)
         return dx, dw, db
+
+
+def _layer_norm_rows_backward(g, x, weight, mean, rstd, shape: tuple, want_x: bool, want_w: bool, want_b: bool):
+    """LayerNorm's backward on NumPy rows of n values, with two new arrays where the general formulas make seven:
+    the row sums of products by einsum (no temporary), the other steps in place."""
+    n = math.prod(shape)
+    inv_n = 1 / n
+    rows, g2 = x.reshape(-1, n), np.ascontiguousarray(g).reshape(-1, n)
+    mean, rstd = mean.reshape(-1, 1), rstd.reshape(-1, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        xhat = rows - mean
+        xhat *= rstd
+        dx = dw = db = None
+        if want_w:
+            dw = np.einsum("ij,ij->j", g2, xhat).reshape(shape)
+        if want_b:
+            db = g2.sum(axis=0).reshape(shape)
+        if want_x:
+            gw = g2 * weight.reshape(-1) if weight is not None else g2.copy()
+            proj = np.einsum("ij,ij->i", gw, xhat)[:, None]
+            proj *= inv_n
+            gsum = gw.sum(axis=1, keepdims=True)
+            gsum *= inv_n
+            xhat *= proj  # xhat is not needed any more: it becomes xhat * mean(gw * xhat)
+            gw -= gsum
+            gw -= xhat
+            gw *= rstd
+            dx = gw.reshape(x.shape)
+    return dx, dw, db
 
 
 def _sum_over(v, axes: tuple):
