@@ -290,3 +290,11 @@ def test_large_enough_to_split_between_threads(torch, kw):
     np.testing.assert_allclose(to_numpy(out), to_numpy(ref), **TOL[np.float32])
     for a, b in zip(grads, ref_grads):
         np.testing.assert_allclose(a, b, **TOL[np.float32])
+
+
+def test_a_mask_with_more_dimensions_than_the_scores_is_refused_as_torch(torch):
+    def fn(L, dev):
+        q = L.randn(2, 2, 3, 4)
+        return L.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=L.zeros(1, 1, 1, 3, 3))
+
+    assert_same_error(torch, fn, "doesn't match the broadcast shape [1, 2, 2, 3, 3]")

@@ -327,6 +327,9 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
     if attn_mask is not None:
         scores = _broadcast(_broadcast(*batch[:2]), batch[2]) + query.shape[lead:-2] + (query.shape[-2], key.shape[-2])
         _check_broadcast([scores, tuple(attn_mask.shape)])
+        if attn_mask.ndim > len(scores):  # the mask is added to the scores in place: it may not add dimensions
+            wide = list(_broadcast(scores, tuple(attn_mask.shape)))
+            raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {wide}")
     return k_groups, v_groups
 
 
