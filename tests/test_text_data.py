@@ -251,8 +251,11 @@ def test_text_sample_prints_a_continuation_and_restores_the_mode(tmp_path):
     cb.set_run_dir(tmp_path)
     cb.on_train_begin()
     cb.on_epoch_end(0, {})
+    cb.on_epoch_begin(1, {})
     assert out.getvalue() == ""  # every=2: not after the first epoch
     cb.on_epoch_end(1, {})
+    assert out.getvalue() == ""  # shown once the epoch is recorded: as the next begins, or as training ends
+    cb.on_train_end({})
     shown = out.getvalue()
     assert shown.startswith("--- sample after epoch 2: 'abc' ->\nabc") and len(cb.last) == 12
     assert set(cb.last) <= set("abcdefgh ") and shown.rstrip("\n").endswith(cb.last)
@@ -324,3 +327,30 @@ def test_accuracy_of_token_logits_counts_every_position_in_either_layout(name):
         assert metric.compute() == pytest.approx(want)
     with pytest.raises(ValueError, match=f"{name}: logits of shape"):
         get_metric(name).update(trainkit.zeros(3, 5, 7), trainkit.zeros(3, dtype=trainkit.int64))
+
+
+def test_text_sample_shows_after_the_epoch_is_saved_and_a_failed_sample_is_a_warning(tmp_path):
+    vocab = Vocabulary.build("abcd")
+    vocab.save(tmp_path / "vocab.json")
+    model = Bigram(len(vocab), check_eval=False)
+    seen = []
+
+    class Broken(TextSample):
+        def sample(self, model=None):
+            seen.append((tmp_path / "history.jsonl").read_text().count("\n"))  # epochs saved when it samples
+            raise IndexError("index out of range in self")
+
+    trainer = trainkit.trainer.Trainer(model, loss=TokenLoss(nn.CrossEntropyLoss()), verbose=False,
+                                       callbacks=[Broken(prompt="ab", length=5)], run_dir=tmp_path)
+    ids = trainkit.tensor(vocab.encode("abcdabcdabcd")).reshape(3, 4)
+    with pytest.warns(RuntimeWarning, match=r"could not sample after epoch \d: IndexError"):
+        trainer.fit(trainkit.data.TensorDataset(ids, ids), epochs=2, batch_size=3)
+    assert seen == [1, 2]  # each epoch was in history.jsonl before its sample ran
+    assert (tmp_path / "checkpoints" / "last.npz").is_file()
+
+
+@pytest.mark.parametrize("kwargs,word", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
+                                         ({"file": "out.txt"}, "file")])
+def test_text_sample_refuses_bad_settings_when_built(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        TextSample(**kwargs)

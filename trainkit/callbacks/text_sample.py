@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +36,16 @@ def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = No
 
 
 class TextSample(Callback):
-    """At the end of every ``every``-th epoch, print ``prompt`` and ``length`` tokens the model samples after it.
+    """After every ``every``-th epoch, print ``prompt`` and ``length`` tokens the model samples after it.
 
     The model takes token ids (1, T) and returns logits (1, T, V); each next token is drawn (``multinomial``) from the
     last position's logits divided by ``temperature`` (lower: surer, duller text), among the ``top_k`` most likely
     (None: all), with a generator seeded by ``seed`` so that epochs are comparable. The context is cropped to the
     model's ``block_size`` attribute, when it has one. The model runs in eval mode without building graphs, and gets its
     training flags back. Token ids are decoded with ``vocabulary`` (a ``Vocabulary`` or a path), else the run
-    folder's ``vocab.json`` that ``trainkit train`` writes for ``data.kind: text``. The text is printed after the
-    epoch's progress line, to the progress bar's stream, and appended to the run folder's ``samples.txt``.
+    folder's ``vocab.json`` that ``trainkit train`` writes for ``data.kind: text``. The text is printed once the epoch
+    is recorded and checkpointed (as the next epoch begins, or as training ends), to the progress bar's stream, and
+    appended to the run folder's ``samples.txt``; a sample that fails is a warning, never the end of training.
 
     >>> from trainkit.data import Vocabulary
     >>> cb = TextSample(prompt="ab", length=5, vocabulary=Vocabulary.build("abc"))
@@ -68,10 +70,16 @@ class TextSample(Callback):
             raise ValueError(f"top_k must be a whole number of at least 1 or None, got {top_k!r}")
         if not isinstance(prompt, str) or not prompt:
             raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
+        if file is not None and not callable(getattr(file, "write", None)):
+            raise ValueError(f"file must be a stream to print to (an object with a write method), got {file!r}; "
+                             "the samples are also written to the run folder's samples.txt")
         self.prompt, self.length, self.temperature, self.top_k = prompt, length, temperature, top_k
         self.every, self.seed, self.file = every, seed, file
         self.vocabulary = vocabulary
         self.last: str | None = None  # the last continuation sampled
+        self._due: int | None = None  # the epoch whose sample is still to be shown
 
     def _vocabulary(self) -> Vocabulary:
         if isinstance(self.vocabulary, Vocabulary):
@@ -127,11 +135,30 @@ class TextSample(Callback):
         return (bars[0].stream, bars[0].bar) if bars else (sys.stdout, None)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        if (epoch + 1) % self.every:
+        # The epoch is recorded and checkpointed after on_epoch_end: the sample waits until then (the next epoch's
+        # beginning, or the end of training; the weights are the same), so that neither a failed sample nor a
+        # Ctrl-C while sampling can cost the epoch.
+        if (epoch + 1) % self.every == 0:
+            self._due = epoch + 1
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        self._show_due()
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        self._show_due()
+
+    def _show_due(self) -> None:
+        epoch, self._due = self._due, None
+        if epoch is None:
             return
-        text = self.sample()
+        try:
+            text = self.sample()
+        except Exception as err:  # noqa: BLE001  (a sample only shows progress: training goes on without it)
+            warnings.warn(f"TextSample could not sample after epoch {epoch}: {type(err).__name__}: {err}",
+                          RuntimeWarning, stacklevel=2)
+            return
         joint = "" if self._vocabulary().level == "char" else " "
-        shown = f"--- sample after epoch {epoch + 1}: {self.prompt!r} ->\n{self.prompt}{joint}{text}"
+        shown = f"--- sample after epoch {epoch}: {self.prompt!r} ->\n{self.prompt}{joint}{text}"
         stream, bar = self._stream()
         if bar is not None:  # a bar still open: tqdm writes above it
             bar.write(shown, file=stream)
