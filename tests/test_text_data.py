@@ -354,3 +354,12 @@ def test_text_sample_shows_after_the_epoch_is_saved_and_a_failed_sample_is_a_war
 def test_text_sample_refuses_bad_settings_when_built(kwargs, word):
     with pytest.raises(ValueError, match=word):
         TextSample(**kwargs)
+
+
+@pytest.mark.parametrize("key", ["validation_split", "test_split"])
+def test_a_held_out_share_with_no_window_is_refused_naming_its_key(tmp_path, key):
+    path = tmp_path / "t.txt"
+    path.write_text("abcdefghij" * 30)  # 300 characters: one window of 250
+    with pytest.raises(TextDataError, match="a share of 0.1 holds none of them") as err:
+        load_text(path, block_size=250, **{key: 0.1})
+    assert err.value.key == key

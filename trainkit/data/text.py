@@ -264,7 +264,8 @@ def read_text(path: PathLike, max_mb: float | None = None) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise TextDataError("path", f"{path} is not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} "
-                                    f"({err.reason}); convert it, e.g. iconv -f latin1 -t utf-8") from None
+                                    f"({err.reason}); convert it to UTF-8, e.g. iconv -f latin1 -t utf-8 "
+                                    "(-f utf-16 for UTF-16)") from None
     if text.startswith("\ufeff"):  # a byte-order mark is no character of the text
         text = text[1:]
     if not text.strip():
@@ -328,6 +329,13 @@ def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride:
         raise TextDataError("validation_split", f"{path} holds {len(tokens)} {what}: too few for a training window "
                                                 f"of block_size {block_size} beside the held-out share "
                                                 f"(validation_split {validation_split}, test_split {test_split})")
+    n_test = int(len(starts) * test_split)  # the held-out counts, by the rule layout() splits by
+    n_val = int((len(starts) - n_test) * validation_split)
+    for key, share, count in (("validation_split", validation_split, n_val), ("test_split", test_split, n_test)):
+        if share > 0 and count == 0:
+            raise TextDataError(key, f"{path} makes {len(starts)} window(s) of block_size {block_size}: a share of "
+                                     f"{share} holds none of them, so its loss would be nan; lower data.block_size "
+                                     f"or data.stride, raise data.{key}, or set it to 0")
     if isinstance(vocabulary, Vocabulary):
         vocab, source = vocabulary, "the vocabulary given"
     elif vocabulary is not None:
