@@ -11,15 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainkit import nn
 from trainkit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT_CONFIG = ROOT / "configs" / "charlm.yaml"
 LSTM_CONFIG = ROOT / "configs" / "charlm_lstm.yaml"
 TEXT = ROOT / "examples" / "charlm" / "shakespeare.txt"
-has_attention = hasattr(nn.functional, "scaled_dot_product_attention")
-has_lstm = hasattr(nn, "LSTM")
 
 
 def trainkit(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -48,8 +45,6 @@ def train_small(config: Path, text: Path, out: Path, *extra: str) -> subprocess.
 
 @pytest.fixture(scope="module")
 def gpt_run(short_text, tmp_path_factory):
-    if not has_attention:
-        pytest.skip("F.scaled_dot_product_attention is not there yet")
     out = tmp_path_factory.mktemp("runs")
     return train_small(GPT_CONFIG, short_text, out), out / "charlm" / "version_0"
 
@@ -102,7 +97,6 @@ def test_evaluate_refuses_characters_the_run_never_saw(gpt_run, short_text, tmp_
     assert str(gpt_run[1] / "vocab.json") in result.stderr
 
 
-@pytest.mark.skipif(not has_lstm, reason="nn.LSTM is not there yet")
 def test_lstm_config_trains_and_evaluates(short_text, tmp_path):
     result = train_small(LSTM_CONFIG, short_text, tmp_path)
     run = tmp_path / "charlm_lstm" / "version_0"
@@ -118,6 +112,7 @@ def test_lstm_config_trains_and_evaluates(short_text, tmp_path):
     (b"too short", [], "data.block_size", "holds 9 characters, too few for one window of block_size 32", False),
     ("ok", ["data.block_size=0"], "data.block_size", "must be at least 1, got 0", False),
     ("ok", ["data.max_mb=0.000001"], "data.max_mb", "over the limit of 1e-06 MB", False),
+    ("ok", ["loss=mse"], "loss", "is 'mse', but data.kind text gives next-token class ids", False),
 ])
 def test_broken_inputs_exit_2_naming_the_key_and_the_file(tmp_path, short_text, capsys, content, sets, key, message,
                                                          subprocess_run):
@@ -155,10 +150,8 @@ def example_models(library: str):
 
 @pytest.mark.parametrize("name, kwargs", [
     ("GPT", {"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "n_embd": 16}),
-    pytest.param("LSTMLanguageModel", {"vocab_size": 11, "block_size": 8, "embedding_dim": 6, "hidden_size": 10},
-                 marks=pytest.mark.skipif(not has_lstm, reason="nn.LSTM is not there yet")),
+    ("LSTMLanguageModel", {"vocab_size": 11, "block_size": 8, "embedding_dim": 6, "hidden_size": 10}),
 ])
-@pytest.mark.skipif(not has_attention, reason="F.scaled_dot_product_attention is not there yet")
 def test_the_example_models_match_pytorch(torch, name, kwargs):
     import trainkit
 

@@ -181,7 +181,6 @@ def test_the_text_kind_from_a_config(tmp_path, text_file):
         load_config(write_config(tmp_path, text_file), ["data.path=null"])
 
 
-@pytest.mark.skipif(not hasattr(nn, "LSTM"), reason="nn.LSTM is not there yet")
 def test_build_fills_the_models_vocabulary_and_block_size(tmp_path, text_file):
     run = build(load_config(write_config(tmp_path, text_file)))
     assert run.trainer.model.block_size == 8
@@ -300,7 +299,6 @@ def test_text_sample_refusals():
         TextSample().on_train_begin()
 
 
-@pytest.mark.skipif(not hasattr(nn, "LSTM"), reason="nn.LSTM is not there yet")
 def test_train_validation_and_test_windows_do_not_overlap_in_a_run(tmp_path, text_file):
     run = build(load_config(write_config(tmp_path, text_file), ["data.test_split=0.2", "data.stride=3"]))
     spans = {}

@@ -23,6 +23,7 @@ from .data import ConcatDataset, Subset, TextDataError, vocabulary_of
 from .data.text import VOCABULARY_FILE
 from .distributed import launched_size, world
 from .files import temporary_beside
+from .layers.loss import CrossEntropyLoss, NLLLoss
 from .registry import (
     CALLBACKS,
     DATA_KINDS,
@@ -166,7 +167,13 @@ def _loss(config: dict):
     else:
         options = {k: v for k, v in spec.items() if k != "name"}
         loss = _named(config, LOSSES, spec["name"], "loss.name", **options)
-    return TokenLoss(loss) if config["data"]["kind"] == "text" else loss
+    if config["data"]["kind"] != "text":
+        return loss
+    if not isinstance(loss, (CrossEntropyLoss, NLLLoss)):  # token ids are classes: a regression loss cannot fit
+        name = spec if isinstance(spec, str) else spec["name"]
+        raise ConfigError(f"'loss' is {name!r}, but data.kind text gives next-token class ids: "
+                          "use loss: cross_entropy (or nll with a model that returns log-probabilities)")
+    return TokenLoss(loss)
 
 
 # Model arguments a text dataset knows, filled in when the model's class takes them and the config leaves them out.
