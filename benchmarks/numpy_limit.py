@@ -42,7 +42,7 @@ def _sgd(params: dict, grads: dict, bufs: dict, lr: float, momentum: float, xp) 
         params[name] -= grad
 
 
-def _cross_entropy(logits, y, xp):
+def cross_entropy(logits, y, xp):
     """Mean cross-entropy of (N, K) logits against integer targets, and its gradient (softmax - onehot) / N."""
     n = logits.shape[0]
     shifted = logits - logits.max(axis=1, keepdims=True)
@@ -160,7 +160,7 @@ class MLPStep:
         xp.maximum(h2, 0, out=h2)
         logits = h2 @ p["4.weight"].T
         logits += p["4.bias"]
-        loss, g = _cross_entropy(logits, y, xp)
+        loss, g = cross_entropy(logits, y, xp)
 
         grads: dict = {}
         g = _linear_backward(g, h2, p["4.weight"], "4", grads)
@@ -196,7 +196,7 @@ class CNNStep:
         flat = p2.reshape(n, -1)
         logits = flat @ p["7.weight"].T
         logits += p["7.bias"]
-        loss, g = _cross_entropy(logits, y, xp)
+        loss, g = cross_entropy(logits, y, xp)
 
         grads: dict = {}
         g = _linear_backward(g, flat, p["7.weight"], "7", grads).reshape(p2.shape)
