@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     if args.keep_freed_memory:
-        from trainkit.process import keep_freed_memory
+        from trainkit.cli.process import keep_freed_memory
 
         keep_freed_memory()
     wanted = {w.strip() for w in args.only.split(",") if w.strip()}

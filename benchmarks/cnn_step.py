@@ -6,7 +6,7 @@ backward and the optimizer update. Reports the median step time of each and thei
 
     python benchmarks/cnn_step.py [--steps 20] [--batch 64] [--keep-freed-memory]
 
-``--keep-freed-memory`` applies ``trainkit.process.keep_freed_memory()`` first (glibc keeps freed blocks for
+``--keep-freed-memory`` applies ``trainkit.cli.process.keep_freed_memory()`` first (glibc keeps freed blocks for
 reuse; it applies to PyTorch's allocations too), as the ``trainkit`` command does for its own process.
 """
 
@@ -59,7 +59,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     import trainkit
-    from trainkit.process import keep_freed_memory
+    from trainkit.cli.process import keep_freed_memory
 
     if args.keep_freed_memory and not keep_freed_memory():
         print("note: no glibc here; --keep-freed-memory changed nothing")

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainkit import config as cfg
 from trainkit.callbacks.base import Callback
-from trainkit.run import build
+from trainkit.cli import config as cfg
+from trainkit.cli.run import build
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "regression.yaml"
 

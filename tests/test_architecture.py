@@ -22,13 +22,12 @@ LAYERS = [
     ("trainkit.autograd",),
     ("trainkit.functional",),
     ("trainkit.layers", "trainkit.nn", "trainkit.optim", "trainkit.data", "trainkit.utils", "trainkit.metrics",
-     "trainkit.serialization", "trainkit.torch_pickle", "trainkit.torch_writer", "trainkit.distributed",
-     "trainkit.cuda", "trainkit.process", "trainkit.files",
-     "trainkit.datasets", "trainkit.transforms"),
-    ("trainkit.checkpoint", "trainkit.callbacks"),
-    ("trainkit.registry", "trainkit.strategy"),
+     "trainkit.serialization", "trainkit.torch_pickle", "trainkit.distributed", "trainkit.cuda",
+     "trainkit.datasets", "trainkit.transforms", "trainkit.training", "trainkit.training.run_folder"),
+    ("trainkit.training.checkpoint", "trainkit.callbacks"),
+    ("trainkit.registry", "trainkit.training.strategy"),
     ("trainkit.trainer",),
-    ("trainkit.config", "trainkit.run", "trainkit.cli", "trainkit"),  # the package root gathers everything
+    ("trainkit.cli", "trainkit"),  # the command, and the package root that gathers everything
 ]
 MAX_LINES = {"autograd/engine.py": 300, "trainer.py": 400}
 # private in PyTorch too (torch.nn.init._calculate_fan_in_and_fan_out, torch.nn.modules.loss._Loss), so kept so

@@ -12,7 +12,7 @@ import pytest
 
 import trainkit
 from trainkit import nn
-from trainkit.dry_run import BatchCheckError, one_batch
+from trainkit.cli.dry_run import BatchCheckError, one_batch
 from trainkit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -105,7 +105,7 @@ def test_resume_from_a_broken_checkpoint_names_it(tmp_path):
 
 
 def test_a_checkpoint_of_another_model_is_refused_before_its_data_is_read(tmp_path, monkeypatch):
-    from trainkit import serialization
+    from trainkit.serialization import save_load as serialization
     from trainkit.trainer import Trainer
 
     Trainer(trainkit.nn.Linear(1, 10), verbose=False).save_checkpoint(tmp_path / "ten.npz")

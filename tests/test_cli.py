@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainkit import checkpoint
+from trainkit.training import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "regression.yaml"

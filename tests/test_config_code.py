@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainkit import config as cfg
+from trainkit.cli import config as cfg
 from trainkit.registry import ClassPathError, check_kind, dataset_factory
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trainkit import config as cfg
+from trainkit.cli import config as cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "model: {class_path: trainkit.nn.Linear, init_args: {in_features: 1, out_features: 1}}\n"

@@ -1,4 +1,5 @@
-"""The config schema: each key declared once in trainkit.config's section dataclasses, and everything follows from it.
+"""The config schema: each key declared once in trainkit.cli.config's section dataclasses, and everything follows
+from it.
 
 A key added to a section's declaration is loaded, defaulted, checked and printed; every default appears in
 ``--print-config`` and what it prints loads again; names of optimizers, schedulers, losses and callbacks come from
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainkit import config as cfg
-from trainkit import run as run_module
+from trainkit.cli import config as cfg
+from trainkit.cli import run as run_module
 from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
 from trainkit.trainer import DEFAULT_OPTIMIZER, Trainer
 
@@ -271,7 +272,7 @@ def test_what_a_dataset_itself_raises_is_not_taken_for_a_config_error(tmp_path, 
 
 def test_the_config_reference_page_is_in_sync_with_the_declarations():
     page = ROOT / "docs" / "config.md"
-    assert page.read_text() == cfg.reference() + "\n", "regenerate it: python -m trainkit.config > docs/config.md"
+    assert page.read_text() == cfg.reference() + "\n", "regenerate it: python -m trainkit.cli.config > docs/config.md"
     for section in _sections().values():
         for f in dataclasses.fields(section):
             assert f.name in page.read_text()

@@ -15,9 +15,10 @@ from conftest import assert_same_error
 
 import trainkit
 import trainkit.distributed as dist
+import trainkit.training.checkpoint
 from trainkit import Trainer, nn, optim
-from trainkit.config import ConfigError
-from trainkit.config import load as load_config
+from trainkit.cli.config import ConfigError
+from trainkit.cli.config import load as load_config
 from trainkit.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
 from trainkit.distributed import GradientReducer, ShardedBatchSampler, World, shard_bounds
 
@@ -170,9 +171,9 @@ def test_ddp_wrapper_reports_parameters_left_out_of_the_loss():
 def test_checkpoint_of_another_world_size_is_refused(tmp_path):
     trainer = Trainer(nn.Linear(1, 1), verbose=False)
     path = trainer.save_checkpoint(tmp_path / "c.npz")
-    state = trainkit.checkpoint.load(path)
+    state = trainkit.training.checkpoint.load(path)
     state["world_size"] = 2
-    trainkit.checkpoint.save(state, path)
+    trainkit.training.checkpoint.save(state, path)
     with pytest.raises(RuntimeError, match=r"written by a run of 2 process\(es\); resume it with the same number"):
         trainer.load_checkpoint(path, resume=True)
     assert trainer.load_checkpoint(path) == 0  # for evaluation, any number of processes will do
@@ -272,8 +273,8 @@ def test_command_under_mpiexec_writes_once_and_resumes(tmp_path):
     resumed = _run(trainkit_cmd + common + ["--set", "trainer.epochs=4", "--set", "name=split", "--resume",
                                             str(tmp_path / "runs" / "split")], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    whole = trainkit.checkpoint.load(tmp_path / "runs" / "whole" / "version_0" / "checkpoints" / "last.npz")
-    split = trainkit.checkpoint.load(tmp_path / "runs" / "split" / "version_0" / "checkpoints" / "last.npz")
+    whole = trainkit.training.checkpoint.load(tmp_path / "runs" / "whole" / "version_0" / "checkpoints" / "last.npz")
+    split = trainkit.training.checkpoint.load(tmp_path / "runs" / "split" / "version_0" / "checkpoints" / "last.npz")
     assert whole["world_size"] == 2 and len(whole["rng"]["ranks"]) == 2
     for name, value in whole["model"].items():
         np.testing.assert_array_equal(value.numpy(), split["model"][name].numpy(), err_msg=name)

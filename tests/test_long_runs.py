@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import trainkit
+import trainkit.training.checkpoint
 from trainkit import nn, optim
 from trainkit.data import regression_curve
 from trainkit.trainer import Trainer
@@ -30,7 +31,7 @@ def test_the_checkpoint_does_not_grow_with_the_epochs(tmp_path):
     make(tmp_path / "long").fit(data, epochs=60, batch_size=8)
     short, long = (tmp_path / name / "checkpoints" / "last.npz" for name in ("short", "long"))
     assert abs(long.stat().st_size - short.stat().st_size) < 64, "last.npz grew with the epoch count"
-    state = trainkit.checkpoint.load(long)
+    state = trainkit.training.checkpoint.load(long)
     assert state["history"]["epochs"] == 60 and "rows" not in state["history"]
     lines = (tmp_path / "long" / "history.jsonl").read_text().splitlines()
     assert len(lines) == 60 and json.loads(lines[-1])["epoch"] == 59

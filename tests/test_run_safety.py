@@ -86,7 +86,7 @@ def test_runs_started_together_take_their_own_versions(tmp_path):
 
 def test_latest_never_goes_back_to_an_older_version(tmp_path, monkeypatch):
     """A run that listed the versions before another run made a newer one looks again after writing ``latest``."""
-    from trainkit import run as run_module
+    from trainkit.cli import run as run_module
 
     base = tmp_path / "runs"
     (base / "version_0").mkdir(parents=True)
@@ -106,7 +106,7 @@ def test_threads_of_one_process_mark_latest_together(tmp_path):
     """Each thread writes ``latest`` through a temporary file of its own: none takes another's away."""
     import threading
 
-    from trainkit import run as run_module
+    from trainkit.cli import run as run_module
 
     base = tmp_path / "runs"
     for n in range(3):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import trainkit
-from trainkit import checkpoint, nn
+from trainkit import nn
 from trainkit.serialization import load, save
+from trainkit.training import checkpoint
 
 
 def _model():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trainkit import config as cfg
-from trainkit import run as run_module
+from trainkit.cli import config as cfg
+from trainkit.cli import run as run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "regression.yaml"

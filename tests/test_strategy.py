@@ -1,4 +1,4 @@
-"""The Trainer's strategies (trainkit.strategy) and the small public pieces of trainkit.trainer: eval_mode,
+"""The Trainer's strategies (trainkit.training.strategy) and the small public pieces of trainkit.trainer: eval_mode,
 make_loader, unpack_batch, DEFAULT_OPTIMIZER and loss names from the registry."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import trainkit
 from trainkit import nn, optim
 from trainkit.data import regression_curve
-from trainkit.strategy import DDPStrategy, Strategy, resolve
 from trainkit.trainer import DEFAULT_OPTIMIZER, Trainer, eval_mode
+from trainkit.training.strategy import DDPStrategy, Strategy, resolve
 
 
 def test_resolve_names_and_instances():

@@ -13,13 +13,13 @@ import pytest
 import trainkit
 from trainkit import nn
 from trainkit.callbacks import ProgressBar, TextSample
-from trainkit.config import ConfigError
-from trainkit.config import load as load_config
+from trainkit.cli.config import ConfigError
+from trainkit.cli.config import load as load_config
+from trainkit.cli.run import TokenLoss, build
 from trainkit.data import DataLoader, Subset, TextDataError, TextDataset, Vocabulary, load_text, vocabulary_of
 from trainkit.data.text import layout, tokenize
 from trainkit.metrics import Perplexity, get_metric
 from trainkit.registry import DATA_KINDS
-from trainkit.run import TokenLoss, build
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 6

@@ -1,4 +1,4 @@
-"""PyTorch's .pt / .pth files read by ``trainkit.torch_pickle.load_torch_file``, without torch and without running
+"""PyTorch's .pt / .pth files read by ``trainkit.serialization.load_torch_file``, without torch and without running
 code: torch 2 writes the files, the values must come back exactly and give the same outputs in trainkit models;
 files naming anything but tensors and plain containers, legacy files and damaged files are refused by name."""
 
@@ -17,7 +17,7 @@ from conftest import doc_blocks
 
 import trainkit
 from trainkit import nn
-from trainkit.torch_pickle import TorchFileError, UnsafeGlobalError, load_torch_file
+from trainkit.serialization.torch_pickle import TorchFileError, UnsafeGlobalError, load_torch_file
 
 
 def _np(t) -> np.ndarray:

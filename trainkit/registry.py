@@ -21,7 +21,7 @@ trainkit.registry.UnknownNameError: unknown loss 'mes'; did you mean 'mse'? (kno
 
 ``DATA_KINDS`` maps a config's ``data.kind`` to a function making the dataset, and ``resolve_class`` turns a
 ``class_path`` (``package.module.Class`` or ``file.py:Class``) into the class it names. Both raise plain exceptions;
-``trainkit.config`` and ``trainkit.run`` add the config file and the key to the message.
+``trainkit.cli.config`` and ``trainkit.cli.run`` add the config file and the key to the message.
 """
 
 from __future__ import annotations

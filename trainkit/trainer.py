@@ -1,7 +1,7 @@
 """Trainer: Keras-like ``fit`` / ``evaluate`` / ``predict`` for a Module, with callbacks, checkpoints and resume.
 
-``fit`` calls the callbacks (``trainkit.callbacks.base`` states their contract) and its strategy (``trainkit.strategy``
-lists its hooks) in this order::
+``fit`` calls the callbacks (``trainkit.callbacks.base`` states their contract) and its strategy
+(``trainkit.training.strategy`` lists its hooks) in this order::
 
     set_model(model), set_run_dir(run_dir), set_params({'epochs', 'steps_per_epoch', 'verbose'}); on_train_begin
     each epoch: on_epoch_begin
@@ -15,7 +15,7 @@ lists its hooks) in this order::
 Evaluation and prediction run under ``no_grad`` with the model in eval mode (``eval_mode``), and put it back as it
 was. With ``strategy="ddp"`` (which ``"auto"`` picks when an MPI launcher started several processes) each rank trains
 on its share of every batch, gradients, losses and metrics are reduced over the ranks, and only rank 0 prints,
-writes checkpoints and runs the ``rank_zero_only`` callbacks (``trainkit.strategy.DDPStrategy``).
+writes checkpoints and runs the ``rank_zero_only`` callbacks (``trainkit.training.strategy.DDPStrategy``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from . import checkpoint as ckpt
 from .autograd import grad_mode
 from .autograd.ops.shape import cat
 from .autograd.random import Generator, manual_seed
@@ -44,7 +43,8 @@ from .layers.module import Module
 from .metrics import Metric, get_metric
 from .optim.lr_scheduler import ReduceLROnPlateau
 from .registry import LOSSES, OPTIMIZERS, UnknownNameError, build
-from .strategy import Strategy, resolve
+from .training import checkpoint as ckpt
+from .training.strategy import Strategy, resolve
 
 # The optimizer a Trainer makes when given none, as a config would name it.
 DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "SGD", "lr": 0.01}
@@ -89,8 +89,8 @@ class Trainer:
 
     ``optimizer=None`` makes ``DEFAULT_OPTIMIZER``; ``loss`` is a loss module, a callable or a name of
     ``trainkit.registry.LOSSES``; ``strategy`` is ``"auto"``, ``"ddp"``, ``"single_device"`` or a
-    ``trainkit.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``, its name
-    as ``strategy``.
+    ``trainkit.training.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``,
+    its name as ``strategy``.
 
     >>> import trainkit
     >>> from trainkit import nn, optim
@@ -373,7 +373,7 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
-        """Everything a resume needs (``trainkit.checkpoint.trainer_state``): model, optimizer, scheduler, random
+        """Everything a resume needs (``training.checkpoint.trainer_state``): model, optimizer, scheduler, random
         streams, callbacks, progress, and where the epochs' history is (not the history itself)."""
         return ckpt.trainer_state(self)
 

@@ -10,7 +10,7 @@ the ~150 lines here give exactly those messages and a contributor needs only the
 
 Adding a key is one edit, a field in its section: ``warmup: int = setting(0, "warm-up epochs", ge=0)`` in
 ``TrainerSection`` is then read, defaulted, checked, printed and passed by name to ``Trainer`` (or ``fit``) by
-``trainkit.run.build``; a rule that ties keys together goes in the section's ``check`` (raise ``SettingError``).
+``trainkit.cli.run.build``; a rule that ties keys together goes in the section's ``check`` (raise ``SettingError``).
 
 ``load`` returns the complete config as plain dicts: every section and every key, defaults filled in. ``dump``
 writes it as YAML with each key's help as a comment (``trainkit train --print-config``); what it writes loads again.
@@ -34,11 +34,11 @@ from typing import Any
 
 import yaml
 
-from .data import load_text, regression_curve
-from .registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError, Registry, UnknownNameError
-from .registry import resolve_class as _resolve_class
-from .strategy import STRATEGIES
-from .trainer import DEFAULT_OPTIMIZER, Trainer
+from ..data import load_text, regression_curve
+from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError, Registry, UnknownNameError
+from ..registry import resolve_class as _resolve_class
+from ..trainer import DEFAULT_OPTIMIZER, Trainer
+from ..training.strategy import STRATEGIES
 
 
 class _Loader(yaml.SafeLoader):
@@ -138,10 +138,10 @@ class DataSection:
     it lacks; characters only the held-out part has are added, with a warning) and saved as ``vocab.json`` in the run
     folder, which ``trainkit evaluate`` and a resumed run use. The model gets ``vocab_size`` and ``block_size`` from the
     data when its class takes them and ``model.init_args`` leaves them out. It returns logits (N, T, V) for inputs (N,
-    T); the loss is applied to them flattened to (N*T, V) against targets (N*T,) (``trainkit.run.TokenLoss``), as one
-    writes ``F.cross_entropy(logits.view(-1, V), y.view(-1))`` in PyTorch. ``metrics: [perplexity]`` logs ``perplexity``
-    and ``val_perplexity`` (exp of the mean cross-entropy). A file that is missing, not UTF-8, empty, larger than
-    ``max_mb`` or too short for one sample is refused naming the key and the file.
+    T); the loss is applied to them flattened to (N*T, V) against targets (N*T,) (``trainkit.cli.run.TokenLoss``), as
+    one writes ``F.cross_entropy(logits.view(-1, V), y.view(-1))`` in PyTorch. ``metrics: [perplexity]`` logs
+    ``perplexity`` and ``val_perplexity`` (exp of the mean cross-entropy). A file that is missing, not UTF-8, empty,
+    larger than ``max_mb`` or too short for one sample is refused naming the key and the file.
     """
 
     kind: str = setting("regression_curve", "where the samples come from", choices=DATA_KINDS)
@@ -491,15 +491,15 @@ def _allowed_text(meta: dict) -> str:
 
 def reference() -> str:
     """docs/config.md: every key of every section, with its type, default, allowed values and help, read off the
-    declarations above (``python -m trainkit.config`` prints it; a test keeps the page in sync).
+    declarations above (``python -m trainkit.cli.config`` prints it; a test keeps the page in sync).
 
     >>> print(reference().splitlines()[0])
     # Config reference
     """
     lines = ["# Config reference", "",
-             "Every key a run config may hold, read off the declarations in `trainkit/config.py` (regenerate this "
-             "page with `python -m trainkit.config > docs/config.md`). `trainkit train CONFIG --print-config` shows "
-             "a config with every default filled in. Numbers may be written as `1e-3`.", "",
+             "Every key a run config may hold, read off the declarations in `trainkit/cli/config.py` (regenerate "
+             "this page with `python -m trainkit.cli.config > docs/config.md`). `trainkit train CONFIG --print-config` "
+             "shows a config with every default filled in. Numbers may be written as `1e-3`.", "",
              "A config names code: `class_path` keys import a module or run a Python file, so trust a config as "
              "you would trust that code. Each `class_path` may name only code of the kind its key is for: a "
              "`Module` subclass for `model`, a `Dataset` subclass or a function marked with "
@@ -560,7 +560,7 @@ def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
     >>> resolve_class("trainkit.nn.Linaer", ".", "c.yaml", "model.class_path")
     Traceback (most recent call last):
     ...
-    trainkit.config.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
+    trainkit.cli.config.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
     """
     try:
         return _resolve_class(spec, base_dir, key.partition(".")[0].partition("[")[0])

@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import cuda
-from .autograd.backend import load_cupy
-from .autograd.random import default_generator, manual_seed
-from .autograd.tensor import Tensor
-from .data import DataLoader
-from .data.dataloader import default_collate
-from .distributed import (
+from .. import cuda
+from ..autograd.backend import load_cupy
+from ..autograd.random import default_generator, manual_seed
+from ..autograd.tensor import Tensor
+from ..data import DataLoader
+from ..data.dataloader import default_collate
+from ..distributed import (
     DistributedDataParallel,
     GradientReducer,
     ReduceOp,
@@ -63,8 +63,8 @@ from .distributed import (
 )
 
 if TYPE_CHECKING:
-    from .metrics import Metric
-    from .trainer import Trainer
+    from ..metrics import Metric
+    from ..trainer import Trainer
 
 STRATEGIES = ("auto", "ddp", "single_device")
 

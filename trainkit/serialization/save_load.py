@@ -2,7 +2,7 @@
 
 What can be saved: tensors, NumPy arrays, numbers, strings, ``None`` and bools, in dicts (string or int keys),
 lists and tuples nested to any depth: state dicts of models, optimizers and schedulers, and your own bundles of
-them. The file is an archive (also used by :mod:`trainkit.checkpoint`): arrays in a ``.npz`` plus one JSON
+them. The file is an archive (also used by :mod:`trainkit.training.checkpoint`): arrays in a ``.npz`` plus one JSON
 document for the structure, written atomically. Loading reads only arrays and JSON, so a file can never run code.
 
 Anything else (a whole ``Module``, an arbitrary object) raises ``TypeError``: save ``model.state_dict()`` and load
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .autograd.backend import CPU, device, to_device
-from .autograd.tensor import Tensor
+from ..autograd.backend import CPU, device, to_device
+from ..autograd.tensor import Tensor
+from ..layers.parameter import Parameter
 from .files import temporary_beside
-from .layers.parameter import Parameter
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
 
@@ -133,7 +133,7 @@ def save(obj, f) -> None:
     """Save ``obj`` (a state dict, or nested dicts/lists/tuples of tensors, arrays, numbers and strings) to ``f``.
 
     ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object. A path
-    ending in ``.pt`` or ``.pth`` gets PyTorch's format (``trainkit.torch_writer``), which ``torch.load(path,
+    ending in ``.pt`` or ``.pth`` gets PyTorch's format (``serialization.torch_writer``), which ``torch.load(path,
     weights_only=True)`` reads; ``.safetensors`` the safetensors format (a flat state dict; needs the
     ``safetensors`` package); other names get trainkit's own archive, which also holds NumPy arrays.
     Tensors are saved with their values and dtype (from any device), and whether a leaf requires grad.
@@ -234,7 +234,7 @@ def load(f, weights_only: bool = True, map_location=None, *, _expect: dict | Non
 
     Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
     ``"cpu"`` or ``"cuda:0"``) when given. A ``.pt`` / ``.pth`` file that ``torch.save`` wrote is read too, without
-    PyTorch and without running anything it holds (``trainkit.torch_pickle``). Nothing is unpickled, so
+    PyTorch and without running anything it holds (``trainkit.serialization.torch_pickle``). Nothing is unpickled, so
     ``weights_only=True`` is the only mode: ``weights_only=False`` raises ``ValueError``.
 
     >>> import io, trainkit

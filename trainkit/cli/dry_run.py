@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .autograd.tensor import Tensor
-from .layers.module import Module
-from .trainer import Trainer, eval_mode
+from ..autograd.tensor import Tensor
+from ..layers.module import Module
+from ..trainer import Trainer, eval_mode
 
 
 class BatchCheckError(RuntimeError):
@@ -56,7 +56,7 @@ def one_batch(trainer: Trainer, dataset: Any, batch_size: int) -> str:
     >>> one_batch(trainer, trainkit.utils.data.TensorDataset(trainkit.ones(4, 1), trainkit.ones(4, 2)), 4)
     Traceback (most recent call last):
     ...
-    trainkit.dry_run.BatchCheckError: forward (train mode) failed in layer '0' (Linear), given (4, 1) float32: ...
+    trainkit.cli.dry_run.BatchCheckError: forward (train mode) failed in layer '0' (Linear), given (4, 1) float32: ...
     """
     model = trainer.model
     x, y = trainer.unpack_batch(next(iter(trainer.make_loader(dataset, batch_size=batch_size, shard=False))))

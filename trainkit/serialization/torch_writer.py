@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .autograd.tensor import Tensor
+from ..autograd.tensor import Tensor
+from ..layers.parameter import Parameter
 from .files import temporary_beside
-from .layers.parameter import Parameter
 
 __all__ = ["save_torch_file"]
 

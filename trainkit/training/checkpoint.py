@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import serialization
-from .autograd.random import default_generator
-from .callbacks.base import jsonable
+from .. import serialization
+from ..autograd.random import default_generator
+from ..callbacks.base import jsonable
 
 
 def finite_weights(model: Any) -> bool:

@@ -16,15 +16,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .autograd.random import manual_seed
-from .callbacks.base import Callback
-from .config import ConfigError, class_error, dump, resolve_class
-from .data import ConcatDataset, Subset, TextDataError, vocabulary_of
-from .data.text import VOCABULARY_FILE
-from .distributed import launched_size, world
-from .files import temporary_beside
-from .layers.loss import CrossEntropyLoss, NLLLoss
-from .registry import (
+from ..autograd.random import manual_seed
+from ..callbacks.base import Callback
+from ..data import ConcatDataset, Subset, TextDataError, vocabulary_of
+from ..data.text import VOCABULARY_FILE
+from ..distributed import launched_size, world
+from ..layers.loss import CrossEntropyLoss, NLLLoss
+from ..registry import (
     CALLBACKS,
     DATA_KINDS,
     LOSSES,
@@ -35,9 +33,11 @@ from .registry import (
     UnknownNameError,
     by_name,
 )
-from .registry import build as make
+from ..registry import build as make
+from ..serialization.files import temporary_beside
+from ..trainer import Trainer
+from .config import ConfigError, class_error, dump, resolve_class
 from .run_lock import RunLock, remove_stale_temporaries
-from .trainer import Trainer
 
 
 @dataclass
@@ -229,16 +229,16 @@ def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
     to_trainer = {k: v for k, v in settings.items() if k not in to_fit}
     for key in to_trainer:
         if not _takes(Trainer, key):
-            raise TypeError(f"trainer.{key} is declared in trainkit.config but neither Trainer nor Trainer.fit "
+            raise TypeError(f"trainer.{key} is declared in trainkit.cli.config but neither Trainer nor Trainer.fit "
                             "takes it")
     return to_trainer, to_fit
 
 
 def build(config: dict, run_dir: str | Path | None = None) -> Run:
-    """Make everything ``config`` describes (a checked config from ``trainkit.config.load``), for a run writing to
+    """Make everything ``config`` describes (a checked config from ``trainkit.cli.config.load``), for a run writing to
     ``run_dir`` (by default ``output_dir/name``; ``trainkit train`` gives it a version folder, ``start_run``).
 
-    >>> from trainkit.config import load
+    >>> from trainkit.cli.config import load
     >>> run = build(load("configs/regression.yaml", ["trainer.verbose=false"]))  # doctest: +SKIP
     >>> run.fit_args  # doctest: +SKIP
     {'epochs': 200, 'batch_size': 10, 'shuffle': True, 'validation_split': 0.0}
@@ -441,7 +441,7 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
     names it), or, with ``resume``, the folder of the run resumed (``find_checkpoint``). The folder's config.yaml is
     ``self_contained``: written now for a new folder, at the first epoch's end for a resumed one.
 
-    >>> from trainkit.config import load
+    >>> from trainkit.cli.config import load
     >>> started = start_run(load("configs/regression.yaml"))  # doctest: +SKIP
     >>> started.run.run_dir  # doctest: +SKIP
     PosixPath('runs/regression/version_0')

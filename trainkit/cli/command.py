@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import subprocess
 import sys
 import traceback
 import warnings
 from pathlib import Path
 
-from trainkit import __version__
-from trainkit import config as cfg
-from trainkit.autograd.explore import explore
-from trainkit.autograd.graph import graph
-from trainkit.callbacks import EarlyStopping, TerminateOnNaN
-from trainkit.config import ConfigError
-from trainkit.data.text import VOCABULARY_FILE
-from trainkit.distributed import launched_size, world
-from trainkit.dry_run import BatchCheckError, one_batch
-from trainkit.process import keep_freed_memory
-from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
-from trainkit.run import build, start_run
+from .. import __version__
+from ..autograd.explore import explore
+from ..autograd.graph import graph
+from ..callbacks import EarlyStopping, TerminateOnNaN
+from ..data.text import VOCABULARY_FILE
+from ..distributed import launched_size, world
+from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
+from . import config as cfg
+from .config import ConfigError
+from .dry_run import BatchCheckError, one_batch
+from .process import keep_freed_memory
+from .run import build, start_run
 
 _EXAMPLES = {
     "train": """examples:
@@ -102,16 +104,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bench(args) -> int:
-    root = Path(__file__).resolve().parents[1]
+    # The suite is not part of the installed package: only a source checkout has it, so it runs as its own program
+    # from the checkout this package was installed from (pip install -e .).
+    root = Path(__file__).resolve().parents[2]
     if not (root / "benchmarks" / "suite.py").is_file():
         raise RuntimeError(f"the benchmark suite lives in benchmarks/ of a source checkout, and {root} has none: "
                            "clone the repository and install it with pip install -e .")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    # not part of the installed package: only a source checkout has it, so it is imported when asked for
-    from benchmarks.__main__ import main as bench_main
-
-    return bench_main(args.args)
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    return subprocess.call([sys.executable, "-m", "benchmarks", *args.args], env={**os.environ, "PYTHONPATH": path})
 
 
 def _train(args) -> int:

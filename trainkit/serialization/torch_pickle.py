@@ -1,0 +1,321 @@
+"""Read PyTorch's ``.pt`` / ``.pth`` files without PyTorch and without running any code stored in them.
+
+``torch.save`` writes a zip archive: ``<name>/data.pkl`` is a pickle of the saved object in which every tensor is
+a call to ``torch._utils._rebuild_tensor_v2`` on a *persistent id* naming a storage, ``<name>/data/<key>`` holds
+each storage's raw bytes, ``<name>/byteorder`` says how they are ordered. A pickle can name any importable function
+and call it, so a file from elsewhere is only as safe as the reader's list of names it accepts.
+
+``load_torch_file`` accepts the names that ``torch.load(weights_only=True)`` accepts for plain state dicts and
+checkpoints (the tensor rebuild functions, the storage classes, ``collections.OrderedDict``, ``torch.Size``,
+dtypes, devices and the primitive containers), each mapped to this module's rebuild functions or to a plain
+Python or trainkit counterpart; anything else is refused with ``UnsafeGlobalError`` before it is looked up, so
+nothing in the file is imported or run, and BUILD may not change those shared objects. Storages become NumPy
+arrays, tensors trainkit Tensors viewing them (views of one storage share memory, as in torch), on the CPU.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import zipfile
+import zlib
+from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..autograd.backend import bool_, device, float16, float32, float64, int8, int16, int32, int64, uint8
+from ..autograd.creation import from_numpy
+from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
+from ..layers.parameter import Parameter
+
+__all__ = ["TorchFileError", "UnsafeGlobalError", "load_torch_file"]
+
+# torch's legacy (before 1.6) format starts with a protocol-2 pickle of this magic number
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+
+# storage class name -> NumPy dtype of its elements (byte order added when the file says which)
+_STORAGE_DTYPES = {
+    "FloatStorage": "f4", "DoubleStorage": "f8", "HalfStorage": "f2", "BFloat16Storage": "u2",
+    "LongStorage": "i8", "IntStorage": "i4", "ShortStorage": "i2", "CharStorage": "i1", "ByteStorage": "u1",
+    "BoolStorage": "?", "UntypedStorage": "u1",
+}
+_TORCH_DTYPES = {
+    "float16": float16, "half": float16, "float32": float32, "float": float32, "float64": float64,
+    "double": float64, "int8": int8, "int16": int16, "short": int16, "int32": int32, "int": int32,
+    "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
+}
+
+
+class TorchFileError(pickle.UnpicklingError):
+    """A file ``load_torch_file`` cannot read: corrupt, truncated, in a legacy format or not a torch file."""
+
+
+class UnsafeGlobalError(TorchFileError):
+    """The file's pickle names a global outside the allowed list (it could run code if loaded by pickle)."""
+
+
+class _StorageType:
+    """Stands for one of torch's storage classes (``torch.FloatStorage``) in a persistent id."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.np = np.dtype(_STORAGE_DTYPES[name])
+
+
+class _Storage:
+    """A storage read from the archive: a flat NumPy array in native byte order."""
+
+    def __init__(self, array: np.ndarray, key: str, kind: str):
+        self.array, self.key, self.kind = array, key, kind
+
+
+class _Marker:
+    """Stands for ``torch.Tensor`` / ``torch.nn.Parameter`` when named as the type in ``_rebuild_from_type_v2``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _encode(text: str, encoding: str = "latin1") -> bytes:
+    # protocol 2 (torch.save's default) pickles bytes as _codecs.encode(str, 'latin1'): allow just that
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed only as pickle's encoding of bytes")
+    return text.encode("latin1")
+
+
+class _Unpickler(pickle._Unpickler):
+    """Unpickles ``data.pkl`` of one archive, calling only the functions of this module.
+
+    It is pickle's Python unpickler, whose opcodes can be replaced one by one (the C one's cannot): BUILD sets
+    attributes on any object on the stack, the allowed globals included, so a file could rewrite
+    ``collections.Counter`` or ``trainkit.float32`` for the whole process; here it may only set the attributes of
+    an OrderedDict it made (a state dict's ``_metadata``) and the new attributes of a tensor.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file, path: Path, archive: zipfile.ZipFile, prefix: str, byteorder: str):
+        super().__init__(file)
+        self.path, self.archive, self.prefix = path, archive, prefix
+        self.order = ">" if byteorder == "big" else "<"
+        self.storages: dict[str, _Storage] = {}
+        self.bfloat16 = False
+        builtins = {"set": set, "complex": complex, "bytearray": bytearray}
+        self.tensor_type, self.parameter_type = _Marker("Tensor"), _Marker("Parameter")
+        self.allowed: dict[tuple[str, str], Any] = {
+            ("collections", "OrderedDict"): OrderedDict,
+            ("collections", "Counter"): Counter,
+            ("torch", "Size"): tuple,
+            ("torch", "device"): device,
+            ("torch._utils", "_rebuild_tensor"): self.rebuild_tensor,
+            ("torch._utils", "_rebuild_tensor_v2"): self.rebuild_tensor,
+            ("torch._utils", "_rebuild_parameter"): self.rebuild_parameter,
+            ("torch._utils", "_rebuild_parameter_with_state"): self.rebuild_parameter,
+            ("torch._tensor", "_rebuild_from_type_v2"): self.rebuild_from_type,
+            ("_codecs", "encode"): _encode,
+            **{("builtins", k): v for k, v in builtins.items()},
+            **{("__builtin__", k): v for k, v in builtins.items()},  # written by Python 2
+            ("torch", "Tensor"): self.tensor_type,
+            ("torch.nn.parameter", "Parameter"): self.parameter_type,
+            **{("torch", k): _StorageType(k) for k in _STORAGE_DTYPES},
+            ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage"),
+            **{("torch", k): v for k, v in _TORCH_DTYPES.items()},
+        }
+
+    def load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
+            self.set_state(inst, state)
+        else:
+            raise self.fail(f"refusing to set the state of a {type(inst).__name__} (only a state dict's metadata and "
+                            "tensor attributes may be set)", UnsafeGlobalError)
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def fail(self, message: str, error: type[TorchFileError] = TorchFileError) -> TorchFileError:
+        return error(f"{self.path}: {message}")
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self.allowed[(module, name)]
+        except KeyError:
+            raise self.fail(
+                f"refusing to load the global '{module}.{name}': only tensors, storages and plain containers "
+                "(what torch.load(weights_only=True) accepts for a state dict) are allowed; nothing in the file "
+                "was run", UnsafeGlobalError) from None
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise self.fail(f"unknown persistent id {pid!r} (expected ('storage', type, key, location, numel))")
+        _, kind, key, _location, numel = pid  # every storage comes to the CPU, as map_location='cpu'
+        if not isinstance(kind, _StorageType) or not isinstance(key, str) or not isinstance(numel, int):
+            raise self.fail(f"malformed storage record {pid!r}")
+        if key in self.storages:
+            storage = self.storages[key]
+            if storage.kind != kind.name:
+                raise self.fail(f"storage {key} is read both as {storage.kind} and {kind.name}")
+            return storage
+        name = f"{self.prefix}data/{key}"
+        raw = read_member(self.path, self.archive, name)
+        if len(raw) != numel * kind.np.itemsize:
+            raise self.fail(f"storage {name} has {len(raw)} bytes; {numel} elements of {kind.name} need "
+                            f"{numel * kind.np.itemsize} (the file is truncated or corrupt)")
+        array = np.frombuffer(bytearray(raw), dtype=kind.np.newbyteorder(self.order))
+        array = array.astype(array.dtype.newbyteorder("="), copy=False)
+        if kind.name == "BFloat16Storage":
+            # bfloat16 is the top half of a float32: widening is exact
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+            self.bfloat16 = True
+        self.storages[key] = _Storage(array, key, kind.name)
+        return self.storages[key]
+
+    def rebuild_tensor(self, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None) -> Tensor:
+        if not isinstance(storage, _Storage):
+            raise self.fail(f"a tensor's storage is a {type(storage).__name__}, not a storage record")
+        size, stride = tuple(size), tuple(stride)
+        numbers = (storage_offset, *size, *stride)
+        if len(size) != len(stride) or not all(isinstance(n, int) and n >= 0 for n in numbers):
+            raise self.fail(f"bad tensor layout: offset {storage_offset!r}, size {size!r}, stride {stride!r}")
+        array = storage.array
+        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if 0 not in size and last >= array.size:
+            # as_strided does not check bounds: a bad layout would read memory outside the storage
+            raise self.fail(f"a tensor of size {size}, stride {stride} at offset {storage_offset} reaches past "
+                            f"the {array.size} elements of storage {storage.key}")
+        view = np.lib.stride_tricks.as_strided(array[storage_offset:] if 0 not in size else array[:0], size,
+                                               tuple(s * array.itemsize for s in stride))
+        tensor = from_numpy(view)
+        if requires_grad:
+            tensor.requires_grad_(True)
+        return tensor
+
+    def rebuild_parameter(self, data, requires_grad, backward_hooks=None, state=None) -> Parameter:
+        if not isinstance(data, Tensor):
+            raise self.fail(f"a Parameter's data is a {type(data).__name__}, not a tensor")
+        param = Parameter(data, bool(requires_grad))
+        self.set_state(param, state)
+        return param
+
+    def rebuild_from_type(self, func, new_type, args, state) -> Tensor:
+        result = func(*args)
+        if new_type is self.parameter_type and not isinstance(result, Parameter):
+            result = Parameter(result, result.requires_grad)
+        elif new_type not in (self.tensor_type, self.parameter_type):
+            raise self.fail(f"tensor subclass {new_type!r} is not supported")
+        self.set_state(result, state)
+        return result
+
+    def set_state(self, obj: Any, state) -> None:
+        """New attributes of a loaded tensor or of a state dict (its ``_metadata``), none shadowing the class's."""
+        if state and not isinstance(state, dict):
+            raise self.fail(f"the state of a {type(obj).__name__} is a {type(state).__name__}, not a dict")
+        for name, value in (state or {}).items():
+            private = isinstance(name, str) and name.startswith("_") and name != "_metadata"
+            if not isinstance(name, str) or private or hasattr(type(obj), name):
+                raise self.fail(f"attribute {name!r} in the file would replace one of {type(obj).__name__}",
+                                UnsafeGlobalError)
+            setattr(obj, name, value)
+
+
+def read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
+    """The bytes of one archive member; a missing or damaged member is a ``TorchFileError`` naming the file.
+
+    >>> import io
+    >>> buf = io.BytesIO(); zipfile.ZipFile(buf, "w").close()
+    >>> read_member(Path("m.pt"), zipfile.ZipFile(buf), "m/data.pkl")
+    Traceback (most recent call last):
+    ...
+    trainkit.serialization.torch_pickle.TorchFileError: m.pt: the archive has no m/data.pkl (the file is truncated ...)
+    """
+    try:
+        return archive.read(name)
+    except KeyError:
+        raise TorchFileError(f"{path}: the archive has no {name} (the file is truncated or corrupt)") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+        raise TorchFileError(f"{path}: cannot read {name} from the archive: {e} (the file is corrupt)") from e
+
+
+def _not_a_zip(path: Path) -> TorchFileError:
+    with open(path, "rb") as f:
+        head = f.read(len(_LEGACY_MAGIC))
+    if head == _LEGACY_MAGIC or _is_tar(path):
+        return TorchFileError(
+            f"{path} is in PyTorch's legacy format (written by torch older than 1.6), which this reader does not "
+            "support; re-save it with a current torch: torch.save(torch.load(path), path)")
+    if head.startswith(b"PK"):
+        return TorchFileError(f"{path}: the zip archive is truncated or corrupt (no central directory)")
+    return TorchFileError(f"{path} is not a PyTorch file: torch.save writes a zip archive, this is not one")
+
+
+def _is_tar(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(257)
+        return f.read(5) == b"ustar"
+
+
+def _record_prefix(path: Path, names: list[str]) -> str:
+    """The folder holding ``data.pkl`` (torch names it after the file; any name is accepted)."""
+    if any(n.endswith("/constants.pkl") and n.count("/") == 1 for n in names):
+        # its data.pkl pickles the scripted module's classes, which are code
+        raise TorchFileError(f"{path} is a TorchScript archive (torch.jit.save), not a torch.save file; save the "
+                             "model's state_dict() with torch.save and load that")
+    pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pickles) == 1:
+        return pickles[0][: -len("data.pkl")]
+    found = "none" if not pickles else ", ".join(pickles)
+    raise TorchFileError(f"{path}: expected one <name>/data.pkl in the archive, found {found}")
+
+
+def load_torch_file(path: str | os.PathLike) -> Any:
+    """Load what ``torch.save`` wrote (a state dict, a checkpoint dict) without torch and without running code.
+
+    Tensors come back as trainkit Tensors on the CPU (Parameters where they were saved as ones, with the saved
+    ``requires_grad``), views of one storage sharing memory; bfloat16 becomes float32 (exactly; a warning says
+    so). A pickle naming anything but tensors, storages and plain containers raises ``UnsafeGlobalError``
+    (a ``pickle.UnpicklingError``) naming the file and the global; files in torch's pre-1.6 format, TorchScript
+    archives and damaged files raise ``TorchFileError`` naming the file.
+
+    >>> import torch                                        # doctest: +SKIP
+    >>> torch.save(torch.nn.Linear(3, 2).state_dict(), "linear.pt")     # doctest: +SKIP
+    >>> sd = load_torch_file("linear.pt")                   # doctest: +SKIP
+    >>> {k: tuple(v.shape) for k, v in sd.items()}          # doctest: +SKIP
+    {'weight': (2, 3), 'bias': (2,)}
+    >>> trainkit.nn.Linear(3, 2).load_state_dict(sd)        # doctest: +SKIP
+    <All keys matched successfully>
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    if not zipfile.is_zipfile(path):
+        raise _not_a_zip(path)
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise TorchFileError(f"{path}: the zip archive is corrupt: {e}") from e
+    with archive:
+        prefix = _record_prefix(path, archive.namelist())
+        names = set(archive.namelist())
+        byteorder = "little"  # files from torch 1.6-1.9 have no byteorder record; they were all little-endian
+        if f"{prefix}byteorder" in names:
+            byteorder = read_member(path, archive, f"{prefix}byteorder").decode("ascii", "replace").strip()
+            if byteorder not in ("little", "big"):
+                raise TorchFileError(f"{path}: unknown byte order {byteorder!r} in {prefix}byteorder")
+        data = io.BytesIO(read_member(path, archive, f"{prefix}data.pkl"))
+        unpickler = _Unpickler(data, path, archive, prefix, byteorder)
+        try:
+            result = unpickler.load()
+        except TorchFileError:
+            raise
+        except Exception as e:  # any failure inside the pickle means a damaged or foreign file
+            raise TorchFileError(f"{path}: cannot unpickle {prefix}data.pkl: {type(e).__name__}: {e} "
+                                 "(the file is truncated, corrupt or not a torch.save file)") from e
+    if unpickler.bfloat16:
+        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are "
+                  "exact)")
+    return result
