@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import workspace
-from ..backend import get_default_dtype, xp_of
+from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
-from .copy import ToCopy
+from .table import as_floating, elementwise
+
+__all__ = ["log_softmax", "logsumexp", "relu", "sigmoid", "softmax", "tanh"]
 
 
 class Relu(Op, name="ReluBackward0"):
@@ -36,32 +38,12 @@ class Relu(Op, name="ReluBackward0"):
         return dual.keep(g, mask)
 
 
-class Sigmoid(Op, name="SigmoidBackward0"):
-    """out = 1 / (1 + e^-x).   dx = g * out * (1 - out)."""
-
-    save_output = True
-
-    def forward(self, x):
-        xp = xp_of(x)
-        e = xp.exp(-xp.abs(x))  # never overflows: e <= 1
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * out * dual.one_minus(out)
-
-
-class Tanh(Op, name="TanhBackward0"):
-    """out = tanh x.   dx = g * (1 - out^2)."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).tanh(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * dual.one_minus(out * out)
+# ------------------------------------------------------------------------------------------------ table rows
+Sigmoid, sigmoid = elementwise("sigmoid", "SigmoidBackward0", "out", "sigmoid(x)", "g * out * one_minus(out)",
+                               "1 / (1 + e^-x), computed without overflow; integers and bools in the default float "
+                               "dtype.")
+Tanh, tanh = elementwise("tanh", "TanhBackward0", "out", "xp.tanh(x)", "g * one_minus(out * out)",
+                         "tanh x element-wise; integers and bools in the default float dtype.")
 
 
 class Softmax(Op, name="SoftmaxBackward0"):
@@ -142,13 +124,6 @@ def _dims(input: Tensor, dim) -> tuple:
     return () if input._data.ndim == 0 else dims
 
 
-def _floating(input: Tensor) -> Tensor:
-    """Integer and bool tensors in the default float dtype, as PyTorch's unary float ops take them."""
-    if input._data.dtype.kind == "f":
-        return input
-    return ToCopy.apply(input, dtype=get_default_dtype().np, device=None)
-
-
 def _softmax_input(name: str, input: Tensor, dtype) -> Tensor:
     if dtype is not None:
         input = input.to(dtype)
@@ -166,20 +141,6 @@ def relu(input: Tensor) -> Tensor:
     if input._data.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(input)
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + e^-x), computed without overflow; integers and bools in the default float dtype."""
-    if input._data.dtype.kind != "f":
-        input = _floating(input)
-    return Sigmoid.apply(input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    """tanh x element-wise; integers and bools in the default float dtype."""
-    if input._data.dtype.kind != "f":
-        input = _floating(input)
-    return Tanh.apply(input)
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
@@ -216,4 +177,4 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False, **kwargs) -> Tenso
     if kwargs or dim is None:
         missing = f"got an unexpected keyword argument '{next(iter(kwargs))}'" if kwargs else 'missing "dim"'
         raise TypeError(f"logsumexp() {missing}")
-    return Logsumexp.apply(_floating(input), dims=_dims(input, dim), keepdim=bool(keepdim))
+    return Logsumexp.apply(as_floating(input), dims=_dims(input, dim), keepdim=bool(keepdim))

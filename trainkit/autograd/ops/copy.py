@@ -6,6 +6,8 @@ from ..backend import as_array, device, device_of, to_device, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 
+__all__ = ["clone", "contiguous", "to"]
+
 
 class Clone(Op, name="CloneBackward0"):
     """out = a copy of x.   dx = g."""

@@ -13,6 +13,9 @@ import numpy as np
 from ..backend import xp_of
 from ..tensor import Tensor
 
+__all__ = ["broadcast_to", "cos", "cosh", "data", "exp", "keep", "keep_dims", "log", "one_minus", "permute", "sin",
+           "sinh", "sqrt", "where", "zeros_grad"]
+
 
 def data(v):
     """The array behind ``v``: for masks and other values a backward uses as constants."""
@@ -42,6 +45,31 @@ def exp(v):
 
 def log(v):
     return v.log() if isinstance(v, Tensor) else xp_of(v).log(v)
+
+
+def sqrt(v):
+    return v.sqrt() if isinstance(v, Tensor) else xp_of(v).sqrt(v)
+
+
+def sin(v):
+    return v.sin() if isinstance(v, Tensor) else xp_of(v).sin(v)
+
+
+def cos(v):
+    return v.cos() if isinstance(v, Tensor) else xp_of(v).cos(v)
+
+
+def sinh(v):
+    return v.sinh() if isinstance(v, Tensor) else xp_of(v).sinh(v)
+
+
+def cosh(v):
+    return v.cosh() if isinstance(v, Tensor) else xp_of(v).cosh(v)
+
+
+def zeros_grad(g):
+    """The zero gradient of a step function: zeros even where ``g`` is infinite or NaN (PyTorch's zeros_like)."""
+    return g * 0 if isinstance(g, Tensor) else xp_of(g).zeros_like(g)
 
 
 def broadcast_to(v, shape: tuple):

@@ -8,36 +8,27 @@ the default float dtype, as in PyTorch; binary ops broadcast and promote as ``ma
 
 from __future__ import annotations
 
-import math as _math
-
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual, special
+from . import dual, kernels, no_gradient
 from . import math as _m
-from .erf import erf as _erf
-from .math import as_floating
-from .special import (
+from .kernels import check_int_divisor, not_implemented
+from .no_gradient import (
     bitwise_and,
     bitwise_left_shift,
     bitwise_not,
     bitwise_or,
     bitwise_right_shift,
     bitwise_xor,
-    check_int_divisor,
-    not_implemented,
 )
+from .table import elementwise
 
 __all__ = [
     "addcdiv", "addcmul", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or",
-    "bitwise_right_shift", "bitwise_xor", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose", "isinf",
-    "lerp", "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc"
+    "bitwise_right_shift", "bitwise_xor", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose",
+    "isinf", "lerp", "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc",
 ]
-
-
-_LN2 = _math.log(2.0)
-_LN10 = _math.log(10.0)
-_TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
 def _promote_all(*values, floating: bool = False) -> list:
@@ -50,147 +41,36 @@ def _promote_all(*values, floating: bool = False) -> list:
     return [first, *rest]
 
 
-class Exp2(Op, name="Exp2Backward0"):
-    """out = 2^x.   dx = g * out * ln 2."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).exp2(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * out * _LN2
-
-
-class Expm1(Op, name="Expm1Backward0"):
-    """out = e^x - 1.   dx = g * (out + 1)."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).expm1(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * (out + 1)
+# ------------------------------------------------------------------------------------------------ table rows
+Exp2, exp2 = elementwise("exp2", "Exp2Backward0", "out", "xp.exp2(x)", "g * out * LN2", "2^x element-wise.")
+Expm1, expm1 = elementwise("expm1", "Expm1Backward0", "out", "xp.expm1(x)", "g * (out + 1)",
+                           "e^x - 1, accurate near 0.")
+Log2, log2 = elementwise("log2", "Log2Backward0", "x", "xp.log2(x)", "g / (x * LN2)",
+                         "The base-2 logarithm element-wise.")
+Log10, log10 = elementwise("log10", "Log10Backward0", "x", "xp.log10(x)", "g / (x * LN10)",
+                           "The base-10 logarithm element-wise.")
+Log1p, log1p = elementwise("log1p", "Log1PBackward0", "x", "xp.log1p(x)", "g / (1 + x)",
+                           "ln(1 + x), accurate near 0.")
+Rsqrt, rsqrt = elementwise("rsqrt", "RsqrtBackward0", "out", "1 / xp.sqrt(x)", "-0.5 * g * out * out * out",
+                           "1 / sqrt(x) element-wise.")
+Erf, erf = elementwise("erf", "ErfBackward0", "x", "erf(x)", "g * (TWO_OVER_SQRT_PI * exp(-(x * x)))",
+                       "The error function, element-wise.")
+# frac and the rounding functions check their dtypes first: their functions are written below
+Frac, _ = elementwise("frac", "FracBackward0", "", "x - xp.trunc(x)", "g")
+Floor, _ = elementwise("floor", "FloorBackward0", "", "xp.floor(x)", "g * 0")
+Ceil, _ = elementwise("ceil", "CeilBackward0", "", "xp.ceil(x)", "g * 0")
+Trunc, _ = elementwise("trunc", "TruncBackward0", "", "xp.trunc(x)", "g * 0")
+Round, _ = elementwise("round", "RoundBackward0", "", "xp.rint(x)", "g * 0")
 
 
-class Log2(Op, name="Log2Backward0"):
-    """out = log2 x.   dx = g / (x ln 2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).log2(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / (x * _LN2)
-
-
-class Log10(Op, name="Log10Backward0"):
-    """out = log10 x.   dx = g / (x ln 10)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).log10(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / (x * _LN10)
-
-
-class Log1p(Op, name="Log1PBackward0"):
-    """out = ln(1 + x).   dx = g / (1 + x)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).log1p(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / (1 + x)
-
-
-class Rsqrt(Op, name="RsqrtBackward0"):
-    """out = 1 / sqrt(x).   dx = -g * out^3 / 2."""
-
-    save_output = True
-
-    def forward(self, x):
-        return 1 / xp_of(x).sqrt(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return -0.5 * g * out * out * out
-
-
-class Erf(Op, name="ErfBackward0"):
-    """out = erf x.   dx = g * 2 / sqrt(pi) * e^(-x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return _erf(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * (_TWO_OVER_SQRT_PI * dual.exp(-(x * x)))
-
-
-class Frac(Op, name="FracBackward0"):
-    """out = x - trunc x.   dx = g."""
-
-    def forward(self, x):
-        return x - xp_of(x).trunc(x)
-
-    def backward(self, g):
-        return g
-
-
-class _Rounding(Op):
-    """A step function: its gradient is zero wherever it is defined (PyTorch gives zero everywhere)."""
-
-    def backward(self, g):
-        return g * 0
-
-
-class Floor(_Rounding, name="FloorBackward0"):
-    """out = floor x.   dx = 0."""
-
-    def forward(self, x):
-        return xp_of(x).floor(x)
-
-
-class Ceil(_Rounding, name="CeilBackward0"):
-    """out = ceil x.   dx = 0."""
-
-    def forward(self, x):
-        return xp_of(x).ceil(x)
-
-
-class Trunc(_Rounding, name="TruncBackward0"):
-    """out = trunc x.   dx = 0."""
-
-    def forward(self, x):
-        return xp_of(x).trunc(x)
-
-
-class Round(_Rounding, name="RoundBackward0"):
-    """out = x rounded half to even.   dx = 0."""
-
-    def forward(self, x):
-        return xp_of(x).rint(x)
-
-
-class RoundDecimals(_Rounding, name="RoundBackward1"):
+class RoundDecimals(Op, name="RoundBackward1"):
     """out = x rounded half to even to ``decimals`` digits.   dx = 0."""
 
     def forward(self, x, decimals):
         return xp_of(x).round(x, decimals)
+
+    def backward(self, g):
+        return g * 0
 
 
 class Fmod(Op, name="FmodBackward0"):
@@ -230,7 +110,7 @@ class Lerp(Op, name="LerpBackward0"):
 
     def forward(self, x, end, weight):
         self.weight = weight
-        return special.lerp(x, end, weight)
+        return kernels.lerp(x, end, weight)
 
     def backward(self, g):
         w = self.weight
@@ -245,7 +125,7 @@ class LerpTensor(Op, name="LerpBackward1"):
     save_only_for = {0: 2, 1: 2}
 
     def forward(self, x, end, weight):
-        return special.lerp(x, end, weight)
+        return kernels.lerp(x, end, weight)
 
     def backward(self, g):
         (fx, _), (fe, _), (fw, _) = self.next_functions
@@ -295,39 +175,6 @@ class Addcdiv(Op, name="AddcdivBackward0"):
             g1 if f1 is not None else None,
             -g1 * t1 / t2 if f2 is not None else None,
         )
-
-
-def exp2(input) -> Tensor:
-    """2^x element-wise."""
-    return Exp2.apply(as_floating(input))
-
-
-def expm1(input) -> Tensor:
-    """e^x - 1, accurate near 0."""
-    return Expm1.apply(as_floating(input))
-
-
-def log2(input) -> Tensor:
-    return Log2.apply(as_floating(input))
-
-
-def log10(input) -> Tensor:
-    return Log10.apply(as_floating(input))
-
-
-def log1p(input) -> Tensor:
-    """ln(1 + x), accurate near 0."""
-    return Log1p.apply(as_floating(input))
-
-
-def rsqrt(input) -> Tensor:
-    """1 / sqrt(x) element-wise."""
-    return Rsqrt.apply(as_floating(input))
-
-
-def erf(input) -> Tensor:
-    """The error function, element-wise."""
-    return Erf.apply(as_floating(input))
 
 
 def square(input) -> Tensor:
@@ -443,4 +290,4 @@ def isinf(input) -> Tensor:
     return Tensor._make(xp_of(input._data).isinf(input._data))
 
 
-isclose = special.isclose
+isclose = no_gradient.isclose

@@ -8,6 +8,8 @@ import numpy as np
 from ..backend import device_of, to_device, xp_of
 from ..tensor import Tensor
 
+__all__ = ["ALL", "normalize_index"]
+
 ALL = slice(None)
 
 _SEQUENCE_PARTS = (Tensor, list, tuple, range, np.ndarray, slice, str)

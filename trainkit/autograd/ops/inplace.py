@@ -19,6 +19,8 @@ from . import copy, math
 from .shape import IndexPut, SetItem, WriteView, normalize_index
 from .type_names import legacy_type_name, scalar_name
 
+__all__ = ["apply_inplace", "arithmetic_inplace", "check_overlap", "function_inplace", "setitem"]
+
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "

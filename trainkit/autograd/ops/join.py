@@ -9,6 +9,8 @@ from ..backend import dtype_of, result_type, xp_of
 from ..function import Op
 from ..tensor import Tensor
 
+__all__ = ["cat", "chunk", "concat", "concatenate", "hstack", "split", "stack", "unbind", "vstack"]
+
 
 def stack_grads(grads, dim: int):
     """``grads`` (arrays or Tensors) stacked along a new ``dim``."""

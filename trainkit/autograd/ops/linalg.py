@@ -8,6 +8,8 @@ from ..function import Op
 from ..tensor import Tensor
 from .type_names import scalar_name
 
+__all__ = ["bmm", "dot", "matmul", "mm", "mv", "trace"]
+
 
 class Matmul(Op, name="UnsafeViewBackward0"):
     """out = x @ y.   dx = g @ y^T,  dy = x^T @ g  (1-D operands are treated as a row / a column)."""

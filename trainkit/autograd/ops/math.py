@@ -11,21 +11,26 @@ import math as _math
 from ..backend import get_default_dtype, result_type, xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual, special
-from .copy import ToCopy
-from .special import not_implemented, operand
+from . import dual, kernels, no_gradient
+from .clamp import Clamp, ClampMax, ClampMaxTensor, ClampMin, ClampMinTensor, ClampTensor, Maximum, Minimum
+from .division import DivRounding, NotDifferentiable, Remainder, RemainderTensor
+from .kernels import not_implemented
+from .operands import checked_alpha, operand, tensors_only
+from .table import cast, elementwise
 
-# The functions without a gradient, and the ops that split gradients at ties and bounds, are math's names as well.
-eq, ne, lt, le, gt, ge = special.eq, special.ne, special.lt, special.le, special.gt, special.ge
-logical_and, logical_or, logical_xor, logical_not = (special.logical_and, special.logical_or, special.logical_xor,
-                                                     special.logical_not)
-all, any, isnan, isfinite, allclose, equal = (special.all, special.any, special.isnan, special.isfinite,
-                                              special.allclose, special.equal)
-Clamp, ClampMin, ClampMax, Maximum, Minimum = special.Clamp, special.ClampMin, special.ClampMax, special.Maximum, \
-    special.Minimum
-ClampTensor, ClampMinTensor, ClampMaxTensor = special.ClampTensor, special.ClampMinTensor, special.ClampMaxTensor
-DivRounding, NotDifferentiable, Remainder, RemainderTensor = (special.DivRounding, special.NotDifferentiable,
-                                                              special.Remainder, special.RemainderTensor)
+__all__ = [
+    "abs", "absolute", "add", "all", "allclose", "any", "clamp", "clamp_max", "clamp_min", "clip", "div", "divide",
+    "eq", "equal", "exp", "floor_divide", "ge", "gt", "isfinite", "isnan", "le", "log", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "lt", "maximum", "minimum", "mul", "multiply", "ne", "neg", "negative", "pow",
+    "reciprocal", "remainder", "rsub", "sign", "sqrt", "sub", "subtract", "true_divide", "where",
+]
+
+# The functions without a gradient are math's names as well (PyTorch's torch.eq, torch.all, ...).
+eq, ne, lt, le, gt, ge = no_gradient.eq, no_gradient.ne, no_gradient.lt, no_gradient.le, no_gradient.gt, no_gradient.ge
+logical_and, logical_or, logical_xor, logical_not = (no_gradient.logical_and, no_gradient.logical_or,
+                                                     no_gradient.logical_xor, no_gradient.logical_not)
+all, any, isnan, isfinite, allclose, equal = (no_gradient.all, no_gradient.any, no_gradient.isnan,
+                                              no_gradient.isfinite, no_gradient.allclose, no_gradient.equal)
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 _NUMBERS = (bool, int, float)
@@ -33,19 +38,6 @@ _INT_OR_FLOAT = (int, float)
 _BOOL_SUB = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
              "use the `~` or `logical_not()` operator instead.")
 
-
-def cast(t: Tensor, np_dtype) -> Tensor:
-    return ToCopy.apply(t, dtype=np_dtype, device=None)
-
-
-def as_floating(t: Tensor) -> Tensor:
-    """``t`` itself when it is floating, else cast to the default float dtype (as PyTorch's float functions do)."""
-    if t._data.dtype.kind in "fc":
-        return t
-    return cast(t, get_default_dtype().np)
-
-
-_zeros = special.zeros_grad
 
 def promote(a, b, true_divide: bool = False):
     """Cast tensor operands to the dtype PyTorch's promotion gives ``a (op) b``; numbers stay numbers."""
@@ -78,14 +70,25 @@ def binary(cls, a, b, true_divide: bool = False) -> Tensor:
     a, b = promote(a, b, true_divide)
     return cls.apply(a, b)
 
-class Add(Op, name="AddBackward0"):
-    """out = x + y.   dx = g,  dy = g."""
 
-    def forward(self, x, y):
-        return x + y
-
-    def backward(self, g):
-        return g, g
+# ------------------------------------------------------------------------------------------------ table rows
+Add, _ = elementwise("add", "AddBackward0", "", "x + y", "g, g", inputs="x, y")
+RsubTensor, _ = elementwise("rsub", "RsubBackward0", "", "y - x", "-g, g", inputs="x, y")
+Reciprocal, reciprocal = elementwise("reciprocal", "ReciprocalBackward0", "out", "1 / x", "-g * out * out",
+                                     "1 / x element-wise (integers give floats).")
+Neg, neg = elementwise("neg", "NegBackward0", "", "negative(x)", "-g",
+                       "-x element-wise (bool tensors are an error, as in PyTorch).", floating=False)
+Exp, exp = elementwise("exp", "ExpBackward0", "out", "xp.exp(x)", "g * out",
+                       "e^x element-wise (integers give the default float dtype).")
+Log, log = elementwise("log", "LogBackward0", "x", "xp.log(x)", "g / x",
+                       "The natural logarithm element-wise (integers give the default float dtype).")
+Sqrt, sqrt = elementwise("sqrt", "SqrtBackward0", "out", "xp.sqrt(x)", "g / (2 * out)",
+                         "The square root element-wise (integers give the default float dtype).")
+Abs, abs = elementwise("abs", "AbsBackward0", "x", "absolute(x)", "g * sign(data(x))",
+                       "|x| element-wise (not defined for bool tensors, as in PyTorch).", floating=False)
+Sign, sign = elementwise("sign", "SignBackward0", "", "sign(x)", "zeros_grad(g)",
+                         "-1, 0 or 1 by the sign of each element (0 for NaN; bool stays bool); the gradient is zero.",
+                         floating=False)
 
 
 class Sub(Op, name="SubBackward0"):
@@ -101,16 +104,6 @@ class Sub(Op, name="SubBackward0"):
         return g, -g if self.next_functions[1][0] is not None else None
 
 
-class RsubTensor(Op, name="RsubBackward0"):
-    """out = y - x for tensors.   dx = -g,  dy = g."""
-
-    def forward(self, x, y):
-        return y - x
-
-    def backward(self, g):
-        return -g, g
-
-
 class Rsub(Op, name="RsubBackward1"):
     """out = other - x for a number other.   dx = -g."""
 
@@ -119,19 +112,6 @@ class Rsub(Op, name="RsubBackward1"):
 
     def backward(self, g):
         return -g
-
-
-class Reciprocal(Op, name="ReciprocalBackward0"):
-    """out = 1 / x.   dx = -g * out^2."""
-
-    save_output = True
-
-    def forward(self, x):
-        return 1 / x
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return -g * out * out
 
 
 class Mul(Op, name="MulBackward0"):
@@ -166,20 +146,6 @@ class Div(Op, name="DivBackward0"):
         return gx, gy
 
 
-class Neg(Op, name="NegBackward0"):
-    """out = -x.   dx = -g."""
-
-    def forward(self, x):
-        try:
-            return -x
-        except TypeError:  # NumPy refuses -bool
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                               "invert a mask, use the `~` or `logical_not()` operator instead.") from None
-
-    def backward(self, g):
-        return -g
-
-
 class Pow(Op, name="PowBackward0"):
     """out = x ** p for a number p.   dx = g * p * x^(p-1)."""
 
@@ -197,7 +163,7 @@ class Pow(Op, name="PowBackward0"):
         (x,) = self.saved_tensors
         p = self.p
         if p == 0:
-            return _zeros(g)
+            return dual.zeros_grad(g)
         return g * (p * x ** (p - 1))
 
 
@@ -211,7 +177,7 @@ class PowTensor(Op, name="PowBackward1"):
     def forward(self, x, y, bool_exponent=False):
         self.bool_exponent = bool_exponent
         if x.dtype.kind in "iu":
-            return special.int_power(x, y)
+            return kernels.int_power(x, y)
         if x.dtype.kind == "b":
             raise not_implemented("pow", x.dtype)
         return x**y
@@ -241,7 +207,7 @@ class RPow(Op, name="PowBackward2"):
     def forward(self, x, base):
         self.base = base
         if x.dtype.kind in "iu":
-            return special.int_power(xp_of(x).asarray(base, dtype=x.dtype), x)
+            return kernels.int_power(xp_of(x).asarray(base, dtype=x.dtype), x)
         if x.dtype.kind == "b":
             raise not_implemented("pow", x.dtype)
         return base**x
@@ -254,70 +220,6 @@ class RPow(Op, name="PowBackward2"):
         if base < 0:
             return g * (out * _math.nan)
         return g * dual.where(dual.data(x) >= 0, 0, out * -_math.inf)
-
-
-class Exp(Op, name="ExpBackward0"):
-    """out = e^x.   dx = g * out."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).exp(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g * out
-
-
-class Log(Op, name="LogBackward0"):
-    """out = ln x.   dx = g / x."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).log(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g / x
-
-
-class Sqrt(Op, name="SqrtBackward0"):
-    """out = sqrt(x).   dx = g / (2 out)."""
-
-    save_output = True
-
-    def forward(self, x):
-        return xp_of(x).sqrt(x)
-
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return g / (2 * out)
-
-
-class Abs(Op, name="AbsBackward0"):
-    """out = |x|.   dx = g * sign(x)  (0 at x = 0 and at NaN)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        if x.dtype.kind == "b":
-            raise not_implemented("abs_cpu", x.dtype)
-        return xp_of(x).abs(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * special.sign(dual.data(x))
-
-
-class Sign(Op, name="SignBackward0"):
-    """out = sign(x): -1, 0 (also for NaN) or 1.   dx = 0."""
-
-    def forward(self, x):
-        return special.sign(x)
-
-    def backward(self, g):
-        return _zeros(g)
 
 
 class Where(Op, name="WhereBackward0"):
@@ -345,7 +247,7 @@ def add(input, other, *, alpha=1) -> Tensor:
     tensor([3., 3.])
     """
     if alpha != 1 or type(alpha) is not int:
-        alpha = special.checked_alpha(input, other, alpha)
+        alpha = checked_alpha(input, other, alpha)
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Add.apply(input, other)  # the common case, without the promotion step
@@ -360,7 +262,7 @@ def _scaled(v, alpha):
 def sub(input, other, *, alpha=1) -> Tensor:
     """``input - alpha * other`` (bool operands are an error, as in PyTorch)."""
     if alpha != 1 or type(alpha) is not int:
-        alpha = special.checked_alpha(input, other, alpha)
+        alpha = checked_alpha(input, other, alpha)
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
@@ -379,18 +281,13 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if alpha != 1 or type(alpha) is not int:
-        alpha = special.checked_alpha(input, other, alpha)
+        alpha = checked_alpha(input, other, alpha)
         input = input if alpha == 1 else _scaled(input, alpha)
     _no_bool_sub(input, other)
     if isinstance(other, _NUMBERS):
         x, other = promote(input, other)
         return Rsub.apply(x, other=other)
     return binary(RsubTensor, input, other)
-
-
-def reciprocal(input) -> Tensor:
-    """1 / x element-wise (integers give floats)."""
-    return Reciprocal.apply(as_floating(input))
 
 
 def mul(input, other) -> Tensor:
@@ -431,11 +328,6 @@ multiply = mul
 subtract = sub
 
 
-def neg(input) -> Tensor:
-    """-x element-wise (bool tensors are an error, as in PyTorch)."""
-    return Neg.apply(input)
-
-
 negative = neg
 
 
@@ -454,26 +346,6 @@ def pow(input, exponent) -> Tensor:
     if input._data.dtype.kind != "f" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return Pow.apply(input, p=exponent)
-
-
-def exp(input) -> Tensor:
-    """e^x element-wise (integers give the default float dtype)."""
-    return Exp.apply(as_floating(input))
-
-
-def log(input) -> Tensor:
-    """The natural logarithm element-wise (integers give the default float dtype)."""
-    return Log.apply(as_floating(input))
-
-
-def sqrt(input) -> Tensor:
-    """The square root element-wise (integers give the default float dtype)."""
-    return Sqrt.apply(as_floating(input))
-
-
-def abs(input) -> Tensor:
-    """|x| element-wise (not defined for bool tensors, as in PyTorch)."""
-    return Abs.apply(input)
 
 
 absolute = abs
@@ -547,19 +419,14 @@ def where(condition, input=None, other=None) -> Tensor:
 
 def maximum(input, other) -> Tensor:
     """The larger of two tensors element-wise (NaN wins); numbers are a TypeError, as in PyTorch."""
-    special.tensors_only("maximum", input, other)
+    tensors_only("maximum", input, other)
     return binary(Maximum, input, other)
 
 
 def minimum(input, other) -> Tensor:
     """The smaller of two tensors element-wise (NaN wins); numbers are a TypeError, as in PyTorch."""
-    special.tensors_only("minimum", input, other)
+    tensors_only("minimum", input, other)
     return binary(Minimum, input, other)
-
-
-def sign(input) -> Tensor:
-    """-1, 0 or 1 by the sign of each element (0 for NaN; bool stays bool); the gradient is zero."""
-    return Sign.apply(input)
 
 
 def floor_divide(input, other) -> Tensor:
@@ -571,7 +438,7 @@ def floor_divide(input, other) -> Tensor:
 
 
 def _floor(a, b):
-    return special.rounded_divide(a, b, "floor")
+    return kernels.rounded_divide(a, b, "floor")
 
 
 def remainder(input, other) -> Tensor:
@@ -580,7 +447,7 @@ def remainder(input, other) -> Tensor:
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
         a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
-        return NotDifferentiable.apply(a, b, fn=special.remainder, aten="remainder")
+        return NotDifferentiable.apply(a, b, fn=kernels.remainder, aten="remainder")
     if isinstance(b, Tensor):
         return RemainderTensor.apply(a, b)
     return Remainder.apply(a, other=b)

@@ -1,7 +1,9 @@
 """Tensor's op methods and operators.
 
 They are attached here, after all op modules exist, so that ``tensor.py`` holds only what a tensor *is* and each op
-module stays free of the Tensor class body. Every method is the function of the same name with the tensor first.
+module stays free of the Tensor class body. Every function an op module lists in ``__all__`` becomes the method of
+the same name, with the tensor first (but the few that PyTorch has as functions only); the operators, the in-place
+forms and a few methods that take their arguments otherwise are listed below, each naming such a function.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from . import (
     masking,
     math,
     more_math,
+    no_gradient,
     norm,
     rearrange,
     reduction,
     sampling,
     shape,
     sorting,
-    special,
     triangular,
     trigonometric,
 )
@@ -98,11 +100,12 @@ _FUNCTION_INPLACE = {
     "log2_": elementwise.log2, "log10_": elementwise.log10, "log1p_": elementwise.log1p, "erf_": elementwise.erf,
     "sin_": trigonometric.sin, "cos_": trigonometric.cos, "tan_": trigonometric.tan, "asin_": trigonometric.asin,
     "acos_": trigonometric.acos, "atan_": trigonometric.atan, "sinh_": trigonometric.sinh,
-    "cosh_": trigonometric.cosh, "atan2_": trigonometric.atan2, "bitwise_and_": special.bitwise_and,
-    "bitwise_or_": special.bitwise_or, "bitwise_xor_": special.bitwise_xor, "bitwise_not_": special.bitwise_not,
-    "logical_not_": special.logical_not, "__imod__": math.remainder, "__ifloordiv__": math.floor_divide,
-    "__iand__": special.bitwise_and, "__ior__": special.bitwise_or, "__ixor__": special.bitwise_xor,
-    "__ilshift__": special.bitwise_left_shift, "__irshift__": special.bitwise_right_shift,
+    "cosh_": trigonometric.cosh, "atan2_": trigonometric.atan2, "bitwise_and_": no_gradient.bitwise_and,
+    "bitwise_or_": no_gradient.bitwise_or, "bitwise_xor_": no_gradient.bitwise_xor,
+    "bitwise_not_": no_gradient.bitwise_not,
+    "logical_not_": no_gradient.logical_not, "__imod__": math.remainder, "__ifloordiv__": math.floor_divide,
+    "__iand__": no_gradient.bitwise_and, "__ior__": no_gradient.bitwise_or, "__ixor__": no_gradient.bitwise_xor,
+    "__ilshift__": no_gradient.bitwise_left_shift, "__irshift__": no_gradient.bitwise_right_shift,
     **{f"{name}_": getattr(more_math, name) for name in more_math.__all__ if name not in ("positive", "signbit")},
 }
 
@@ -133,7 +136,15 @@ def _zero_(self):
     return apply_inplace(self, copy.Zero, 0)
 
 
-_METHODS = {
+# The modules whose ``__all__`` functions are Tensor methods, and the functions PyTorch has as functions only.
+_MODULES = (math, activation, reduction, linalg, shape, copy, sampling, elementwise, trigonometric, more_math,
+            gather_scatter, masking, rearrange, triangular, sorting, cumulative, norm, einsum)
+_FUNCTIONS_ONLY = {"cat", "concat", "concatenate", "einsum", "hstack", "rsub", "stack", "std_mean", "var_mean",
+                   "vstack"}
+_METHODS = {name: getattr(module, name) for module in _MODULES for name in module.__all__
+            if name not in _FUNCTIONS_ONLY}
+
+_METHODS.update({
     # arithmetic and comparison operators
     "__add__": math.add, "__radd__": _reflected(math.add),
     "__sub__": math.sub, "__rsub__": math.rsub,
@@ -143,51 +154,22 @@ _METHODS = {
     "__mod__": math.remainder, "__rmod__": _reflected(math.remainder),
     "__pow__": math.pow, "__rpow__": _reflected(math.pow),
     "__matmul__": linalg.matmul, "__rmatmul__": _reflected(linalg.matmul),
-    "__neg__": math.neg, "__pos__": special.positive, "__abs__": math.abs,
+    "__neg__": math.neg, "__pos__": no_gradient.positive, "__abs__": math.abs,
     "__eq__": math.eq, "__ne__": math.ne, "__lt__": math.lt, "__le__": math.le, "__gt__": math.gt,
-    "__ge__": math.ge, "__and__": special.bitwise_and, "__or__": special.bitwise_or, "__xor__": special.bitwise_xor,
-    "__rand__": _reflected(special.bitwise_and), "__ror__": _reflected(special.bitwise_or),
-    "__rxor__": _reflected(special.bitwise_xor), "__lshift__": special.bitwise_left_shift,
-    "__rshift__": special.bitwise_right_shift, "__invert__": special.invert,
+    "__ge__": math.ge, "__and__": no_gradient.bitwise_and, "__or__": no_gradient.bitwise_or,
+    "__xor__": no_gradient.bitwise_xor, "__rand__": _reflected(no_gradient.bitwise_and),
+    "__ror__": _reflected(no_gradient.bitwise_or), "__rxor__": _reflected(no_gradient.bitwise_xor),
+    "__lshift__": no_gradient.bitwise_left_shift, "__rshift__": no_gradient.bitwise_right_shift,
+    "__invert__": no_gradient.invert,
     "__getitem__": shape.getitem, "__setitem__": setitem,
     "__iadd__": lambda self, other: arithmetic_inplace(self, "add", other),
     "__isub__": lambda self, other: arithmetic_inplace(self, "sub", other),
     "__imul__": lambda self, other: arithmetic_inplace(self, "mul", other),
     "__itruediv__": lambda self, other: arithmetic_inplace(self, "div", other),
-    # element-wise math
-    "add": math.add, "sub": math.sub, "subtract": math.sub, "mul": math.mul, "multiply": math.mul,
-    "div": math.div, "divide": math.div, "true_divide": math.div, "neg": math.neg, "negative": math.neg,
-    "pow": math.pow, "reciprocal": math.reciprocal, "exp": math.exp, "log": math.log, "sqrt": math.sqrt,
-    "abs": math.abs,
-    "clamp": math.clamp, "clip": math.clamp, "clamp_min": math.clamp_min, "clamp_max": math.clamp_max,
-    "maximum": math.maximum, "minimum": math.minimum, "sign": math.sign, "where": lambda self, cond, other:
-    math.where(cond, self, other), "absolute": math.abs,
-    "eq": math.eq, "ne": math.ne, "lt": math.lt, "le": math.le, "gt": math.gt, "ge": math.ge,
-    "logical_not": math.logical_not, "logical_and": math.logical_and, "logical_or": math.logical_or,
-    "logical_xor": math.logical_xor,
-    "all": math.all, "any": math.any, "isnan": math.isnan, "isfinite": math.isfinite, "equal": math.equal,
-    "allclose": math.allclose,
-    "floor_divide": math.floor_divide, "remainder": math.remainder,
-    # activations
-    "relu": activation.relu, "sigmoid": activation.sigmoid, "tanh": activation.tanh,
-    "softmax": activation.softmax, "log_softmax": activation.log_softmax, "logsumexp": activation.logsumexp,
-    # reductions
-    "sum": reduction.sum, "mean": reduction.mean, "var": reduction.var, "std": reduction.std,
-    "max": reduction.max, "min": reduction.min, "amax": reduction.amax, "amin": reduction.amin,
-    "argmax": reduction.argmax, "argmin": reduction.argmin, "count_nonzero": reduction.count_nonzero,
-    "nansum": reduction.nansum, "nanmean": reduction.nanmean,
-    # linear algebra
-    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv,
-    "trace": linalg.trace,
-    # shapes
-    "reshape": shape.reshape, "view": shape.view, "flatten": shape.flatten, "squeeze": shape.squeeze,
-    "unsqueeze": shape.unsqueeze, "transpose": shape.transpose, "swapaxes": shape.transpose,
-    "swapdims": shape.transpose, "t": shape.t, "permute": _dims_method(shape.permute), "expand": shape.expand,
-    "expand_as": shape.expand_as, "unbind": shape.unbind, "split": shape.split, "chunk": shape.chunk,
+    # methods that take their arguments otherwise than the function of their name
+    "where": lambda self, cond, other: math.where(cond, self, other),
+    "permute": _dims_method(shape.permute),
     "T": property(_T), "mT": property(_mT),
-    "clone": copy.clone,
-    # sampling
-    "multinomial": sampling.multinomial,
     # in place
     "add_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "add", other, alpha),
     "sub_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "sub", other, alpha),
@@ -195,7 +177,6 @@ _METHODS = {
     "div_": lambda self, other, *, rounding_mode=None: arithmetic_inplace(self, "div", other,
                                                                           rounding_mode=rounding_mode),
     "clamp_": _clamp_, "clip_": _clamp_, "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
-    "contiguous": copy.contiguous,
     "neg_": _inplace(math.Neg, "Negate in place."),
     "exp_": _inplace(math.Exp, "Exponentiate in place.", math.exp),
     "log_": _inplace(math.Log, "Natural logarithm in place.", math.log),
@@ -205,13 +186,7 @@ _METHODS = {
     "relu_": _inplace(activation.Relu, "ReLU in place.", activation.relu),
     "sigmoid_": _inplace(activation.Sigmoid, "Sigmoid in place.", activation.sigmoid),
     "tanh_": _inplace(activation.Tanh, "tanh in place.", activation.tanh),
-}
-
-# the wider families: each function is also a method, but einsum (a function of several operands)
-for _module in (elementwise, trigonometric, more_math, gather_scatter, masking, rearrange, triangular, sorting,
-                cumulative, norm, einsum):
-    _METHODS.update({name: getattr(_module, name) for name in _module.__all__ if name != "einsum"})
-
+})
 _METHODS.update({name: _function_inplace(fn, f"``{name[:-1]}`` in place.") for name, fn in _FUNCTION_INPLACE.items()})
 # the in-place inverse hyperbolic functions have a node of their own in PyTorch (with no derivative)
 for _names, _cls, _fn in ((("asinh_", "arcsinh_"), more_math.AsinhInplace, more_math.asinh),
@@ -225,6 +200,4 @@ for _name, _fn in _METHODS.items():
 
 # Methods that need modules above tensor.py: the engine's entry, conversions and factories.
 Tensor.backward = api.tensor_backward
-Tensor.to = copy.to
 Tensor.new_tensor = creation.new_tensor
-Tensor.sum_to_size = shape.sum_to_size

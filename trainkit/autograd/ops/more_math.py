@@ -5,104 +5,79 @@ and nan_to_num. Each op states its derivative in its docstring; a backward works
 
 from __future__ import annotations
 
-import math as _pymath
-
-import numpy as np
-
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
-from . import dual, special, trigonometric
+from . import dual, trigonometric
 from . import math as _m
-from .elementwise import as_floating, trunc
+from .elementwise import trunc
+from .kernels import quiet_all as _quiet
+from .no_gradient import positive
+from .table import as_floating, elementwise
 
 __all__ = ["acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "asinh", "atanh", "deg2rad",
            "erfc", "fix", "logit", "nan_to_num", "positive", "rad2deg", "sgn", "signbit", "xlogy"]
 
-_TWO_OVER_SQRT_PI = 2 / _pymath.sqrt(_pymath.pi)
-_DEG = _pymath.pi / 180
-# math.erfc element by element: 1 - erf(x) would lose every digit of the tail (erfc(10) = 2e-45)
-_ERFC = np.frompyfunc(_pymath.erfc, 1, 1)
+_SGN_DOC = """The sign of each element, -1, 0 or 1 (0 for NaN; bool stays bool), as ``sign`` for real tensors; the
+    gradient is zero.
+
+    >>> import trainkit
+    >>> sgn(trainkit.tensor([-2.0, 0.0, 3.0]))
+    tensor([-1.,  0.,  1.])
+    """
+_ERFC_DOC = """The complementary error function 1 - erf x, accurate in the tail where 1 - erf x would round to 0.
+
+    >>> import trainkit
+    >>> erfc(trainkit.tensor([0.0]))
+    tensor([1.])
+    """
+_ASINH_DOC = """The inverse hyperbolic sine, log(x + sqrt(x^2 + 1)).
+
+    >>> import trainkit
+    >>> asinh(trainkit.zeros(2))
+    tensor([0., 0.])
+    """
+_ACOSH_DOC = """The inverse hyperbolic cosine, log(x + sqrt(x^2 - 1)) for x >= 1 (NaN below).
+
+    >>> import trainkit
+    >>> acosh(trainkit.ones(2))
+    tensor([0., 0.])
+    """
+_ATANH_DOC = """The inverse hyperbolic tangent, log((1 + x) / (1 - x)) / 2 for |x| <= 1 (NaN outside).
+
+    >>> import trainkit
+    >>> atanh(trainkit.zeros(2))
+    tensor([0., 0.])
+    """
+_DEG2RAD_DOC = """Degrees to radians: x * pi / 180 (integers give floats).
+
+    >>> import trainkit
+    >>> deg2rad(trainkit.tensor([180.0]))
+    tensor([3.1416])
+    """
+_RAD2DEG_DOC = """Radians to degrees: x * 180 / pi (integers give floats).
+
+    >>> import trainkit
+    >>> rad2deg(trainkit.tensor([3.14159265]))
+    tensor([180.])
+    """
 
 
-def _quiet(xp):
-    """NumPy's warnings silenced, overflow too: these functions reach inf and NaN at the ends of their domains."""
-    return xp.errstate(all="ignore") if hasattr(xp, "errstate") else special.quiet(xp)
-
-
-def _sqrt(v):
-    """sqrt on an array or, recorded, on a Tensor (for ``create_graph``)."""
-    return _m.sqrt(v) if isinstance(v, Tensor) else xp_of(v).sqrt(v)
-
-
-class Sgn(Op, name="SgnBackward0"):
-    """out = sgn x, the sign of a real x: -1, 0 (also for NaN) or 1.   dx = 0."""
-
-    def forward(self, x):
-        return special.sign(x)
-
-    def backward(self, g):
-        return special.zeros_grad(g)
-
-
-class Erfc(Op, name="ErfcBackward0"):
-    """out = 1 - erf x.   dx = -g * 2 / sqrt(pi) * e^(-x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        xp = xp_of(x)
-        host = np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
-        return xp.asarray(np.asarray(_ERFC(host), dtype=np.float64), dtype=x.dtype)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        with _quiet(xp_of(dual.data(x))):  # x^2 overflows to inf for huge x, and e^-inf is the 0 wanted
-            return g * (-_TWO_OVER_SQRT_PI * dual.exp(-(x * x)))
-
-
-class Asinh(Op, name="AsinhBackward0"):
-    """out = asinh x.   dx = g / sqrt(x^2 + 1)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        return xp_of(x).arcsinh(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        with _quiet(xp_of(dual.data(x))):  # x^2 overflows for huge x; the gradient is then 0, as wanted
-            return g / _sqrt(x * x + 1)
-
-
-class Acosh(Op, name="AcoshBackward0"):
-    """out = acosh x (NaN below 1).   dx = g / sqrt(x^2 - 1)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        with _quiet(xp_of(x)):
-            return xp_of(x).arccosh(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        with _quiet(xp_of(dual.data(x))):
-            return g / _sqrt(x * x - 1)
-
-
-class Atanh(Op, name="AtanhBackward0"):
-    """out = atanh x (NaN outside [-1, 1]).   dx = g / (1 - x^2)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x):
-        with _quiet(xp_of(x)):
-            return xp_of(x).arctanh(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        with _quiet(xp_of(dual.data(x))):
-            return g / (1 - x * x)
+# ------------------------------------------------------------------------------------------------ table rows
+# x^2 overflows to inf for huge x in these gradients, and the 0 that follows is the gradient wanted: warnings off
+Sgn, sgn = elementwise("sgn", "SgnBackward0", "", "sign(x)", "zeros_grad(g)", _SGN_DOC, floating=False)
+Erfc, erfc = elementwise("erfc", "ErfcBackward0", "x", "erfc(x)", "g * (-TWO_OVER_SQRT_PI * exp(-(x * x)))",
+                         _ERFC_DOC, quiet=("backward",))
+Asinh, asinh = elementwise("asinh", "AsinhBackward0", "x", "xp.arcsinh(x)", "g / sqrt(x * x + 1)", _ASINH_DOC,
+                           quiet=("backward",))
+Acosh, acosh = elementwise("acosh", "AcoshBackward0", "x", "xp.arccosh(x)", "g / sqrt(x * x - 1)", _ACOSH_DOC,
+                           quiet=("forward", "backward"))
+Atanh, atanh = elementwise("atanh", "AtanhBackward0", "x", "xp.arctanh(x)", "g / (1 - x * x)", _ATANH_DOC,
+                           quiet=("forward", "backward"))
+Deg2Rad, deg2rad = elementwise("deg2rad", "Deg2RadBackward0", "", "x * x.dtype.type(DEG_TO_RAD)",
+                               "g * DEG_TO_RAD", _DEG2RAD_DOC, quiet=("forward",))
+Rad2Deg, rad2deg = elementwise("rad2deg", "Rad2DegBackward0", "", "x * x.dtype.type(1 / DEG_TO_RAD)",
+                               "g * (1 / DEG_TO_RAD)", _RAD2DEG_DOC, quiet=("forward",))
 
 
 class _InplaceHyperbolic:
@@ -129,28 +104,6 @@ class AtanhInplace(_InplaceHyperbolic, Atanh, name="AtanhBackward1"):
     """atanh_ (no derivative)."""
 
     function = "atanh"
-
-
-class Deg2Rad(Op, name="Deg2RadBackward0"):
-    """out = x * pi / 180.   dx = g * pi / 180."""
-
-    def forward(self, x):
-        with _quiet(xp_of(x)):
-            return x * x.dtype.type(_DEG)
-
-    def backward(self, g):
-        return g * _DEG
-
-
-class Rad2Deg(Op, name="Rad2DegBackward0"):
-    """out = x * 180 / pi.   dx = g * 180 / pi."""
-
-    def forward(self, x):
-        with _quiet(xp_of(x)):  # huge float32 degrees overflow to inf, as in PyTorch
-            return x * x.dtype.type(1 / _DEG)
-
-    def backward(self, g):
-        return g * (1 / _DEG)
 
 
 class Logit(Op, name="LogitBackward0"):
@@ -269,17 +222,6 @@ class NanToNum(Op, name="NanToNumBackward0"):
         return dual.where(finite, g, 0) if not finite.all() else g
 
 
-def sgn(input) -> Tensor:
-    """The sign of each element, -1, 0 or 1 (0 for NaN; bool stays bool), as ``sign`` for real tensors; the
-    gradient is zero.
-
-    >>> import trainkit
-    >>> sgn(trainkit.tensor([-2.0, 0.0, 3.0]))
-    tensor([-1.,  0.,  1.])
-    """
-    return Sgn.apply(input)
-
-
 def signbit(input) -> Tensor:
     """True where the sign bit is set: negative numbers and -0.0 (a bool tensor, no gradient).
 
@@ -294,66 +236,6 @@ def signbit(input) -> Tensor:
     if a.dtype.kind == "i":
         return Tensor._make(a < 0)
     return Tensor._make(xp.zeros(a.shape, dtype=bool))  # bool and unsigned values have no sign
-
-
-def erfc(input) -> Tensor:
-    """The complementary error function 1 - erf x, accurate in the tail where 1 - erf x would round to 0.
-
-    >>> import trainkit
-    >>> erfc(trainkit.tensor([0.0]))
-    tensor([1.])
-    """
-    return Erfc.apply(as_floating(input))
-
-
-def asinh(input) -> Tensor:
-    """The inverse hyperbolic sine, log(x + sqrt(x^2 + 1)).
-
-    >>> import trainkit
-    >>> asinh(trainkit.zeros(2))
-    tensor([0., 0.])
-    """
-    return Asinh.apply(as_floating(input))
-
-
-def acosh(input) -> Tensor:
-    """The inverse hyperbolic cosine, log(x + sqrt(x^2 - 1)) for x >= 1 (NaN below).
-
-    >>> import trainkit
-    >>> acosh(trainkit.ones(2))
-    tensor([0., 0.])
-    """
-    return Acosh.apply(as_floating(input))
-
-
-def atanh(input) -> Tensor:
-    """The inverse hyperbolic tangent, log((1 + x) / (1 - x)) / 2 for |x| <= 1 (NaN outside).
-
-    >>> import trainkit
-    >>> atanh(trainkit.zeros(2))
-    tensor([0., 0.])
-    """
-    return Atanh.apply(as_floating(input))
-
-
-def deg2rad(input) -> Tensor:
-    """Degrees to radians: x * pi / 180 (integers give floats).
-
-    >>> import trainkit
-    >>> deg2rad(trainkit.tensor([180.0]))
-    tensor([3.1416])
-    """
-    return Deg2Rad.apply(as_floating(input))
-
-
-def rad2deg(input) -> Tensor:
-    """Radians to degrees: x * 180 / pi (integers give floats).
-
-    >>> import trainkit
-    >>> rad2deg(trainkit.tensor([3.14159265]))
-    tensor([180.])
-    """
-    return Rad2Deg.apply(as_floating(input))
 
 
 def logit(input, eps=None) -> Tensor:
@@ -399,7 +281,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None) -> Tensor:
     return NanToNum.apply(input, nan=nan, posinf=posinf, neginf=neginf)
 
 
-positive = special.positive
 fix = trunc
 # PyTorch's NumPy-style aliases of the inverse functions
 arcsin, arccos, arctan = trigonometric.asin, trigonometric.acos, trigonometric.atan

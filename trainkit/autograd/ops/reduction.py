@@ -13,6 +13,11 @@ from ..tensor import Tensor
 from . import dual, math
 from .type_names import scalar_name
 
+__all__ = [
+    "amax", "amin", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "nanmean", "nansum", "std", "std_mean",
+    "sum", "var", "var_mean",
+]
+
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 

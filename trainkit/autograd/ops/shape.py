@@ -28,6 +28,11 @@ from .join import (  # noqa: F401  (re-exported: the joining ops are shape ops, 
     unbind,
 )
 
+__all__ = [
+    "cat", "chunk", "concat", "concatenate", "expand", "expand_as", "flatten", "permute", "reshape", "split", "squeeze",
+    "stack", "sum_to_size", "swapaxes", "swapdims", "t", "transpose", "unbind", "unsqueeze", "view",
+]
+
 
 # The gradient form of indexing into zeros, on arrays (the plain pass) and on Tensors (create_graph, where it is the
 # op below): the backward of indexing here, and of ops elsewhere.
