@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from ..registry import (
 from ..registry import build as make
 from ..serialization.files import temporary_beside
 from ..trainer import Trainer
+from ..training.run_folder import LATEST, latest_version, version_number, versions
 from .config import ConfigError, class_error, dump, resolve_class
 from .run_lock import RunLock, remove_stale_temporaries
 
@@ -277,38 +277,6 @@ def build(config: dict, run_dir: str | Path | None = None) -> Run:
 
 
 # ------------------------------------------------------------------------------------------------- run folders
-# Each training run of a name gets a folder of its own, output_dir/name/version_N, as in Lightning; the file
-# output_dir/name/latest names the newest one (a plain file rather than a symlink: it works on every system).
-LATEST = "latest"
-_VERSION = re.compile(r"version_(\d+)$")
-
-
-def versions(base: str | Path) -> list[Path]:
-    """The version folders under ``base`` (``output_dir/name``), oldest first.
-
-    >>> import tempfile
-    >>> base = Path(tempfile.mkdtemp())
-    >>> for n in (0, 2, 10):
-    ...     (base / f"version_{n}").mkdir()
-    >>> [p.name for p in versions(base)]
-    ['version_0', 'version_2', 'version_10']
-    """
-    base = Path(base)
-    found = [(int(m.group(1)), p) for p in base.iterdir() if p.is_dir() and (m := _VERSION.match(p.name))] \
-        if base.is_dir() else []
-    return [p for _, p in sorted(found)]
-
-
-def latest_version(base: str | Path) -> Path | None:
-    """The newest version folder under ``base``: the one its ``latest`` file names, else the highest number."""
-    base = Path(base)
-    named = base / LATEST
-    if named.is_file() and (base / named.read_text().strip()).is_dir():
-        return base / named.read_text().strip()
-    found = versions(base)
-    return found[-1] if found else None
-
-
 def _mark_latest(base: Path) -> None:
     found = versions(base)
     if not found:
@@ -489,7 +457,7 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
 def _new_version(base: Path) -> Path:
     """Create and return the next ``base/version_N`` that no other run has taken."""
     found = versions(base)
-    number = int(_VERSION.match(found[-1].name).group(1)) + 1 if found else 0
+    number = version_number(found[-1]) + 1 if found else 0
     while True:
         folder = base / f"version_{number}"
         try:
