@@ -160,3 +160,16 @@ def random_split(dataset, lengths: Sequence[int | float], generator: Generator |
     indices = randperm(sum(lengths), generator=generator).tolist()
     ends = itertools.accumulate(lengths)
     return [Subset(dataset, indices[end - length:end]) for end, length in zip(ends, lengths)]
+
+
+def split_tail(dataset, fraction: float) -> tuple[Subset, Subset]:
+    """``(head, tail)``: the last ``int(len(dataset) * fraction)`` samples held out, in order, as Keras'
+    ``validation_split`` holds out its share (no shuffling, so the split is the same on every run and resume).
+
+    >>> head, tail = split_tail(list(range(10)), 0.25)
+    >>> list(head.indices), list(tail.indices)
+    ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
+    """
+    n = len(dataset)
+    cut = n - int(n * fraction)
+    return Subset(dataset, range(cut)), Subset(dataset, range(cut, n))
