@@ -10,7 +10,8 @@ expression of ``x`` and ``xp`` (NumPy or CuPy, the array's module) and of the ar
 the gradient one of ``g``, the saved values and the functions of ``ops.dual``, so that it runs on arrays and,
 under ``create_graph``, on Tensors. Both are compiled once, when the row is read, into ``forward`` and
 ``backward`` methods as a hand-written class would have them: a generated op costs no more per call. The two
-formulas, with ``xp.`` left out, are the node's docstring (``out = exp(x).   dx = g * out.``).
+formulas, with ``xp.`` left out, are the node's docstring (``out = exp(x).   dx = g * out.``), and
+``Exp.backward.__source__`` shows the code made from them.
 
 An op whose forward or backward is more than a formula (softmax, clamp with bounds, where) stays a class of its
 own beside these rows.
@@ -80,9 +81,10 @@ def elementwise(
     ``saves``: what ``backward`` reads, ``""``, ``"x"``, ``"out"`` or ``"x, out"``. ``forward``: an expression of
     the input array(s) named in ``inputs``. ``grad``: the gradient of each input, an expression of ``g`` and the
     saved values (a tuple of them for several inputs). ``doc``: the function's docstring (else one made from the
-    formula). ``floating``: integer and bool inputs are computed in the default float dtype, as PyTorch's float
-    functions take them. ``quiet``: ``"forward"`` and/or ``"backward"`` run with NumPy's warnings silenced, for
-    functions that reach inf and NaN at the ends of their domains.
+    formula); a row of several inputs gives ``apply`` as its function, since such a function promotes its operands
+    first and is written beside the row. ``floating``: integer and bool inputs are computed in the default float
+    dtype, as PyTorch's float functions take them. ``quiet``: ``"forward"`` and/or ``"backward"`` run with NumPy's
+    warnings silenced, for functions that reach inf and NaN at the ends of their domains.
 
     >>> import trainkit
     >>> Cube, cube = elementwise("cube", "CubeBackward0", "x", "x * x * x", "g * (3 * x * x)")
@@ -107,11 +109,14 @@ def elementwise(
         "backward": _compile(name, node, "backward", "g", _backward_body(saves, grad, "backward" in quiet)),
     }
     cls = type(node, (Op,), attrs, name=node)
+    if len(names) > 1:  # the function of several operands promotes them first: it is written beside the row
+        return cls, cls.apply
     return cls, _function(cls.apply, name, module, doc or f"{shown} element-wise, with ``x`` the input.", floating)
 
 
 def _shown(formula: str) -> str:
-    """A formula as the docstring states it: without the array module and the unwrapping of constants."""
+    """A formula as the docstring states it: without the array module, and ``data(x)`` (x's array, for a mask or a
+    constant under ``create_graph``) as plain ``x``."""
     return re.sub(r"\bdata\((\w+)\)", r"\1", formula.replace("xp.", ""))
 
 
