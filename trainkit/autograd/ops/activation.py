@@ -1,4 +1,5 @@
-"""Activations and normalised exponentials: ReLU, sigmoid, tanh, softmax, log-softmax, logsumexp."""
+"""Activations and normalised exponentials: ReLU, sigmoid, tanh, softmax, log-softmax, logsumexp. Sigmoid and tanh
+are rows of ``ops.table``; the others need more than a formula."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """More element-wise math: exp/log variants, rsqrt, square, erf, the rounding ops, fmod, lerp, addcmul, addcdiv
-and a few tests of values. Each op states its derivative in its docstring.
+and a few tests of values. Each op states its derivative in its docstring; the ops that are one formula each way
+are rows of ``ops.table``.
 
 ``g`` is the gradient of the output; a backward returns one gradient per input (None where none is wanted) and
 works on arrays and on Tensors alike (``create_graph``). Integer inputs of the floating functions are computed in

@@ -1,4 +1,5 @@
-"""Element-wise arithmetic and math: each op states its derivative in its docstring.
+"""Element-wise arithmetic and math: each op states its derivative in its docstring. The ops that are one formula
+each way (exp, log, sqrt, ...) are rows of ``ops.table``; the others are classes.
 
 ``g`` is the gradient of the output; a backward returns one gradient per input (None where none is wanted).
 Broadcast inputs get a gradient of the output's shape: the engine sums it back.

@@ -1,6 +1,6 @@
 """More element-wise math: sgn, signbit, erfc, the inverse hyperbolic functions, deg2rad and rad2deg, logit, xlogy
 and nan_to_num. Each op states its derivative in its docstring; a backward works on arrays and on Tensors alike
-(``create_graph``).
+(``create_graph``). The ops that are one formula each way are rows of ``ops.table``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Trigonometric and hyperbolic functions: sin, cos, tan, their inverses, sinh, cosh and atan2. Each op states its
-derivative in its docstring; a backward works on arrays and on Tensors alike (``create_graph``).
+"""Trigonometric and hyperbolic functions: sin, cos, tan, their inverses, sinh, cosh (rows of ``ops.table``) and
+atan2. Each op states its derivative in its docstring; a backward works on arrays and on Tensors alike
+(``create_graph``).
 """
 
 from __future__ import annotations
