@@ -5,7 +5,9 @@
   level and inside functions alike;
 - the autograd core has no import cycle at module level, and imports nothing inside functions but optional
   packages;
-- no module imports another's private (underscored) names.
+- no module imports another's private (underscored) names, nor reaches into another's private attributes
+  (``obj._name`` where ``obj`` is not ``self``/``cls``/``super()`` and the module neither defines nor assigns
+  ``_name``).
 """
 
 from __future__ import annotations
@@ -25,13 +27,34 @@ LAYERS = [
      "trainkit.serialization", "trainkit.torch_pickle", "trainkit.distributed", "trainkit.cuda",
      "trainkit.datasets", "trainkit.transforms", "trainkit.training", "trainkit.training.run_folder"),
     ("trainkit.training.checkpoint", "trainkit.callbacks"),
-    ("trainkit.registry", "trainkit.training.strategy"),
+    ("trainkit.registry", "trainkit.training.strategy", "trainkit.training.loop"),
     ("trainkit.trainer",),
     ("trainkit.cli", "trainkit"),  # the command, and the package root that gathers everything
 ]
 MAX_LINES = {"autograd/engine.py": 300, "trainer.py": 400}
 # private in PyTorch too (torch.nn.init._calculate_fan_in_and_fan_out, torch.nn.modules.loss._Loss), so kept so
 TORCH_PRIVATE = {"_calculate_fan_in_and_fan_out", "_Loss", "_WeightedLoss"}
+# Private names we must reach from outside their module, each with the reason.
+PRIVATE_ALLOWED = {
+    "_calculate_fan_in_and_fan_out": "torch.nn.init's own name, private in PyTorch too",
+    "_Loss": "torch.nn.modules.loss's base class, private in PyTorch too",
+    "_WeightedLoss": "torch.nn.modules.loss's base class, private in PyTorch too",
+    "_qkv_same_embed_dim": "torch.nn.MultiheadAttention's attribute of that name, private in PyTorch too",
+    "_getframe": "sys._getframe: CPython's one way to find the caller's frame (warnings at the user's line)",
+    "_get_file_writer": "torch.utils.tensorboard.SummaryWriter's writer, private in PyTorch too",
+}
+# Packages and modules still reaching into others' private attributes, with what they reach (see the xfail test).
+PRIVATE_PENDING = {
+    "trainkit.autograd": "Tensor's internals (_data, _make, _version_counter, _grad_fn, ...) across the core",
+    "trainkit.functional": "Tensor's array and constructor (_data, _make, _dim)",
+    "trainkit.layers": "Tensor's array and constructor (_data, _make, _dim)",
+    "trainkit.optim": "Tensor's array, grad and version counter (_data, _grad, _make, _version_counter)",
+    "trainkit.distributed": "Tensor's array and version counter (_data, _make, _version_counter)",
+    "trainkit.serialization": "Tensor's array and constructor (_data, _make)",
+    "trainkit.data.dataset": "Tensor's constructor (_make)",
+    "trainkit.data.digits": "Tensor's constructor (_make)",
+    "trainkit.metrics": "Tensor's array (_data)",
+}
 OPTIONAL = {"cupy", "cupyx", "scipy", "matplotlib", "mpi4py", "sklearn", "tqdm", "safetensors", "tensorboardX"}
 
 
@@ -139,6 +162,64 @@ def test_no_module_imports_private_names_of_another():
     assert not private, "make these names public, or keep their use inside their module:\n" + "\n".join(private)
 
 
+def _defined(tree: ast.AST) -> set[str]:
+    """Every name a module defines or assigns: functions, classes, variables, arguments, attributes stored or
+    deleted, imported names, and strings that are identifiers (``object.__setattr__(self, "_x", ...)``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.rpartition(".")[2])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    return names
+
+
+def _private_accesses(path: Path) -> list[str]:
+    """``file:line obj._name`` for each attribute access to a private name of another module."""
+    tree = ast.parse(path.read_text(), str(path))
+    own = _defined(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        name, owner = node.attr, node.value
+        if not name.startswith("_") or (name.startswith("__") and name.endswith("__")):
+            continue
+        if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+            continue
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+            continue
+        if name in own or name in PRIVATE_ALLOWED:
+            continue
+        found.append((node.lineno, node.col_offset, ast.unparse(node)))
+    shown = path.relative_to(ROOT.parent) if path.is_relative_to(ROOT) else path.name
+    return [f"{shown}:{line} {text}" for line, _, text in sorted(found)]
+
+
+def _pending(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in PRIVATE_PENDING)
+
+
+def test_no_module_reaches_into_private_attributes_of_another():
+    hits = [hit for name, path in MODULES.items() if not _pending(name) for hit in _private_accesses(path)]
+    assert not hits, "make these names public (a property or method with a docstring) and use that:\n" + "\n".join(hits)
+
+
+@pytest.mark.xfail(reason="still reaching into private attributes: " + "; ".join(
+    f"{name}: {what}" for name, what in PRIVATE_PENDING.items()), strict=False)
+def test_no_pending_module_reaches_into_private_attributes_of_another():
+    hits = [hit for name, path in MODULES.items() if _pending(name) for hit in _private_accesses(path)]
+    assert not hits, f"{len(hits)} accesses:\n" + "\n".join(hits)
+
+
 def _cycles(graph: dict[str, set]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -193,3 +274,8 @@ def test_the_checks_catch_what_they_look_for(tmp_path):
     path.write_text("from .. import layers\n\ndef f():\n    from . import grad_mode\n")
     found = list(_imports("trainkit.autograd.m", path))
     assert ("trainkit.layers", 1, False) in found and ("trainkit.autograd.grad_mode", 4, True) in found
+    path.write_text("class A:\n    def f(self, other):\n        self._own = other._theirs\n"
+                    "        return self._x, cls._y, super()._z, other.__len__, other._own, other._fan_in_and_out\n"
+                    "\n\nobject.__setattr__(A, '_set', 1)\nA()._set, A()._unset\n")
+    hits = [hit.split(" ", 1)[1] for hit in _private_accesses(path)]
+    assert hits == ["other._theirs", "other._fan_in_and_out", "A()._unset"]

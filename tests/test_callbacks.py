@@ -97,8 +97,13 @@ class StubTrainer:
                         break
                 logs = {"loss": sum(losses) / len(losses)}
                 if val:
+                    cbs.on_test_begin({})
+                    cbs.on_test_batch_begin(0, {})
                     with trainkit.no_grad():
-                        val_logs = {"val_loss": self.loss_fn(self.model(x), y).item()}
+                        test_logs = {"loss": self.loss_fn(self.model(x), y).item()}
+                    cbs.on_test_batch_end(0, test_logs)
+                    cbs.on_test_end(test_logs)
+                    val_logs = {"val_loss": test_logs["loss"]}
                     cbs.on_validation_end(val_logs)
                     logs.update(val_logs)
                 logs["lr"] = self.optimizer.param_groups[0]["lr"]
@@ -133,10 +138,13 @@ class Recorder(Callback):
 
 
 ONE_BATCH = ["on_train_batch_begin", "on_after_backward", "on_before_optimizer_step", "on_train_batch_end"]
+# the validation pass is an evaluation: the test hooks around its batches, as in Keras 3
+ONE_TEST_BATCH = ["on_test_batch_begin", "on_test_batch_end"]
 
 
-def expected_calls(epochs, batches):
-    epoch = ["on_epoch_begin", *ONE_BATCH * batches, "on_validation_end", "on_epoch_end"]
+def expected_calls(epochs, batches, val_batches=1):
+    validation = ["on_test_begin", *ONE_TEST_BATCH * val_batches, "on_test_end", "on_validation_end"]
+    epoch = ["on_epoch_begin", *ONE_BATCH * batches, *validation, "on_epoch_end"]
     return ["on_train_begin", *epoch * epochs, "on_train_end"]
 
 

@@ -162,9 +162,10 @@ def test_hooks_are_called_in_order():
 
     trainer = make(callbacks=[Record()])
     trainer.fit(regression_curve(8, seed=0), val_data=regression_curve(4, seed=1), epochs=1, batch_size=8)
-    assert order == [
+    assert order == [  # the validation pass is an evaluation: the test hooks, as in Keras 3
         "on_train_begin", "on_epoch_begin", "on_train_batch_begin", "on_after_backward",
-        "on_before_optimizer_step", "on_train_batch_end", "on_validation_end", "on_epoch_end", "on_train_end",
+        "on_before_optimizer_step", "on_train_batch_end", "on_test_begin", "on_test_batch_begin",
+        "on_test_batch_end", "on_test_end", "on_validation_end", "on_epoch_end", "on_train_end",
     ]
 
 

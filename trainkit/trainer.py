@@ -5,31 +5,29 @@
 
     set_model(model), set_run_dir(run_dir), set_params({'epochs', 'steps_per_epoch', 'verbose'}); on_train_begin
     each epoch: on_epoch_begin
-        each batch: on_train_batch_begin; forward, loss, backward (scaled by 1 / accumulate_steps);
-            on_after_backward; when stepping: clipping, on_before_optimizer_step, optimizer.step(), zero_grad;
-            on_train_batch_end({'loss', 'step'})
-        evaluate(val_data), on_validation_end; scheduler step; on_epoch_end; one line appended to
-        run_dir/history.jsonl; run_dir/checkpoints/last.npz (state only: the history is in history.jsonl)
+        each batch: on_train_batch_begin; train_step(batch): forward, loss, backward (scaled by
+            1 / accumulate_steps); on_after_backward; when stepping: clipping, on_before_optimizer_step,
+            optimizer.step(), zero_grad; on_train_batch_end(the step's logs: {'loss', 'step'})
+        evaluate(val_data) (on_test_begin, test_step per batch, on_test_end), on_validation_end; scheduler step;
+        on_epoch_end (its last callback, ``ResumePoint``, appends the epoch to run_dir/history.jsonl and writes
+        run_dir/checkpoints/last.npz)
     on_train_end (on_exception instead when training raises)
 
 Evaluation and prediction run under ``no_grad`` with the model in eval mode (``eval_mode``), and put it back as it
 was. With ``strategy="ddp"`` (which ``"auto"`` picks when an MPI launcher started several processes) each rank trains
 on its share of every batch, gradients, losses and metrics are reduced over the ranks, and only rank 0 prints,
-writes checkpoints and runs the ``rank_zero_only`` callbacks (``trainkit.training.strategy.DDPStrategy``).
+writes checkpoints and runs the ``rank_zero_only`` callbacks (``trainkit.training.strategy.DDPStrategy``). The
+Trainer writes no file itself: its callbacks do (``trainkit.callbacks.defaults``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .autograd import grad_mode
+from .autograd.creation import tensor
 from .autograd.ops.shape import cat
 from .autograd.random import Generator, manual_seed
 from .autograd.tensor import Tensor
@@ -37,51 +35,21 @@ from .callbacks.base import CallbackList
 from .callbacks.defaults import add_defaults
 from .callbacks.history import History
 from .callbacks.nan import TerminateOnNaN
-from .data import DataLoader, Dataset, Subset, TensorDataset, as_tensor
+from .data import DataLoader, Dataset, TensorDataset, as_tensor
+from .data.dataset import split_tail
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
 from .metrics import Metric, get_metric
-from .optim.lr_scheduler import ReduceLROnPlateau
-from .registry import LOSSES, OPTIMIZERS, UnknownNameError, build
+from .registry import OPTIMIZERS, build
 from .training import checkpoint as ckpt
+from .training import loop
+from .training.loop import BatchInfo, eval_mode
 from .training.strategy import Strategy, resolve
+
+__all__ = ["DEFAULT_OPTIMIZER", "Trainer", "eval_mode"]
 
 # The optimizer a Trainer makes when given none, as a config would name it.
 DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "SGD", "lr": 0.01}
-
-
-def _loss_fn(loss):
-    if isinstance(loss, str):
-        try:
-            return LOSSES.get(loss)()
-        except UnknownNameError as err:
-            raise ValueError(str(err)) from None
-    if loss is None or not callable(loss):
-        raise TypeError(f"loss must be a loss module, a callable or a name, got {type(loss).__name__}")
-    return loss
-
-
-@contextlib.contextmanager
-def eval_mode(model: Module) -> Iterator[Module]:
-    """Run the body with ``model`` in eval mode and without building graphs, then give every sub-module back the
-    ``training`` flag it had (a frozen BatchNorm left in eval stays so).
-
-    >>> from trainkit import nn
-    >>> net = nn.Dropout(0.5)
-    >>> with eval_mode(net):
-    ...     net.training
-    False
-    >>> net.training
-    True
-    """
-    was_training = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        with grad_mode.no_grad():
-            yield model
-    finally:
-        for module, mode in was_training:
-            object.__setattr__(module, "training", mode)  # not train(mode): that would reach the children too
 
 
 class Trainer:
@@ -119,8 +87,9 @@ class Trainer:
         if self.world is not None:
             self.world.timeout = collective_timeout_s
         self.device = device = dist.root_device(device)
-        if seed is not None:
-            manual_seed(seed)
+        process_seed = dist.process_seed(seed)
+        if process_seed is not None:  # the one place the Trainer seeds: after the model was built, as in Keras
+            manual_seed(process_seed)
         self.seed = seed
         self.model = model.to(device)
         for name in freeze:
@@ -132,8 +101,9 @@ class Trainer:
         if optimizer is None:
             optimizer = build(OPTIMIZERS, **DEFAULT_OPTIMIZER, params=self.model.parameters())
         self.optimizer = optimizer
-        self.loss_fn = _loss_fn(loss)
+        self.loss_fn = loop.loss_function(loss)
         self.metrics: list[Metric] = [get_metric(m) for m in metrics]
+        self.eval_metrics: list[Metric] = [loop.fresh(m) for m in self.metrics]  # what test_step updates
         self.scheduler = scheduler
         self.grad_clip_norm = grad_clip_norm
         self.accumulate_steps = accumulate_steps
@@ -143,7 +113,8 @@ class Trainer:
         self.epoch = self.global_step = self.epochs = self.epochs_done = 0
         self.history: dict[str, list] = {}
         self.history_rows: list[dict] = []  # {'epoch', **logs} per finished epoch: what history.jsonl holds
-        self._epoch_logs: dict | None = None
+        self.pending_logs: dict | None = None  # the epoch whose end the callbacks handle: checkpoints include it
+        self.current_batch: BatchInfo | None = None  # the batch fit is training (train_step reads it)
         self.loader_generator = Generator().manual_seed(0 if seed is None else seed)
         dist.setup(self)
         callbacks = list(callbacks)
@@ -208,54 +179,46 @@ class Trainer:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
             dataset = x if isinstance(x, Dataset) else TensorDataset(*(self._tensor(t) for t in (x, y)))
-            n_val = int(len(dataset) * validation_split)
-            n = len(dataset) - n_val  # the last share validates, as in Keras
-            x, y = Subset(dataset, range(n)), None
-            val_data = Subset(dataset, range(n, len(dataset)))
+            (x, val_data), y = split_tail(dataset, validation_split), None  # the last share validates, as in Keras
         train_loader = self.make_loader(x, y, batch_size=batch_size, shuffle=shuffle)
         val_loader = None if val_data is None else self.make_loader(
             val_data[0] if isinstance(val_data, tuple) else val_data,
             val_data[1] if isinstance(val_data, tuple) else None, batch_size=batch_size)
-        add_defaults(self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss",
-                     self.distribute_strategy.is_main)  # before a resume: a checkpoint restores their state too
-        first_epoch = 0 if resume_from is None else self._resume(resume_from, epochs)
         strategy = self.distribute_strategy
-        if self.run_dir is not None and strategy.is_main:  # this run's file holds the epochs restored, if any
-            ckpt.write_history(self.run_dir / ckpt.HISTORY_FILE, self.history_rows)
+        add_defaults(self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss",
+                     strategy.is_main)  # before a resume: a checkpoint restores their state too
+        first_epoch = 0 if resume_from is None else loop.resume(self, resume_from, epochs)
         strategy.gather_rng_states()
         self.stop_training = False
         self.epochs = epochs
         self.callbacks.set_model(self.model)
         self.callbacks.set_run_dir(self.run_dir)
-        self.callbacks.set_params({"epochs": epochs, "steps_per_epoch": _length(train_loader),
+        self.callbacks.set_params({"epochs": epochs, "steps_per_epoch": loop.batch_count(train_loader),
                                    "verbose": self.verbose})
-        self._report_parameters()
+        loop.report_parameters(self)
         logs: dict = {}
         try:
             self.callbacks.on_train_begin(logs)
             for epoch in range(first_epoch, epochs):
                 self.epoch = epoch
-                logs = self._train_epoch(train_loader, epoch)
+                logs = loop.train_epoch(self, train_loader, epoch)
                 if val_loader is not None:
                     val_logs = {f"val_{k}": v for k, v in self.evaluate(val_loader).items()}
                     self.callbacks.on_validation_end(val_logs)
                     logs.update(val_logs)
                 logs["lr"] = self.optimizer.param_groups[0]["lr"]
-                self._step_scheduler(logs)
+                loop.step_scheduler(self.scheduler, logs)
                 strategy.gather_rng_states()  # every rank's random stream, for a resume that repeats this run
-                self._epoch_logs, self.epochs_done = logs, epoch + 1  # checkpoints written now include this epoch
+                self.pending_logs, self.epochs_done = logs, epoch + 1  # checkpoints written now include this epoch
                 strategy.call_epoch_end(self.callbacks, epoch, logs)
                 self._record(epoch, logs)
-                if (self.run_dir is not None and strategy.is_main and math.isfinite(logs["loss"])
-                        and ckpt.finite_weights(self.model)):  # the resume point; after a bad epoch the good one stays
-                    self.save_checkpoint(self.run_dir / "checkpoints" / "last.npz")
                 self.stop_training = strategy.should_stop(self.stop_training)
                 if self.stop_training:
                     break
             self.callbacks.on_train_end(logs)
         except BaseException as exc:
-            if self._epoch_logs is not None:  # stopped inside the epoch's end: it is not recorded, so not done
-                self._epoch_logs, self.epochs_done = None, self.epoch
+            if self.pending_logs is not None:  # stopped inside the epoch's end: it is not recorded, so not done
+                self.pending_logs, self.epochs_done = None, self.epoch
             self.callbacks.on_exception(exc)
             strategy.on_exception(self, exc)
             raise
@@ -263,113 +226,101 @@ class Trainer:
         result.history = self.history
         return result
 
-    def _resume(self, path: str | Path, epochs: int) -> int:
-        """Load the checkpoint to resume from; the first epoch to run."""
-        self.load_checkpoint(path, resume=True)
-        line = ckpt.resume_point(path, self.epochs_done, epochs, self.epoch)  # raises when nothing is left to do
-        if self.verbose:
-            print(line)
-        return self.epochs_done
-
     def _record(self, epoch: int, logs: dict) -> None:
-        """Keep the finished epoch's logs: in ``history``, and as one line of the run folder's history file."""
-        row = {"epoch": epoch, **logs}
-        self.history_rows.append(row)
+        """Keep the finished epoch's logs in ``history`` and ``history_rows`` (``ResumePoint`` has written them to
+        the run folder's history file)."""
+        self.history_rows.append({"epoch": epoch, **logs})
         for key, value in logs.items():
             self.history.setdefault(key, []).append(value)
-        self._epoch_logs = None
-        if self.run_dir is not None and self.distribute_strategy.is_main:
-            ckpt.append_history(self.run_dir / ckpt.HISTORY_FILE, row)
+        self.pending_logs = None
 
-    def _report_parameters(self) -> None:
-        params = list(self.model.parameters())
-        trainable = sum(p.numel() for p in params if p.requires_grad)
-        self.parameter_counts = {"trainable": trainable, "frozen": sum(p.numel() for p in params) - trainable}
-        if self.verbose:
-            print(f"Trainable params: {trainable:,} | Frozen params: {self.parameter_counts['frozen']:,}")
+    # -------------------------------------------------------------------------------------------------- steps
+    def train_step(self, batch: Any) -> dict:
+        """One training step on ``batch`` (``(inputs, target)``), as Keras' ``train_step``: forward, loss, backward
+        (the loss scaled by ``1 / accumulate_steps``), ``on_after_backward``; every ``accumulate_steps`` batches
+        (and after an epoch's last) gradient clipping, ``on_before_optimizer_step``, ``optimizer.step()`` and
+        ``zero_grad``; then the metrics. Returns the step's logs, which ``on_train_batch_end`` gets: ``'loss'`` (the
+        batch's mean, over all ranks) and ``'step'`` (optimizer steps so far). ``fit`` weighs each step's ``'loss'``
+        by the batch's size into the epoch's; a step whose logs lack it adds nothing.
 
-    def _train_epoch(self, loader: Any, epoch: int) -> dict:
+        Override it to change what one step does; in data-parallel training every rank must call ``super()``'s
+        alike (it reduces the loss over the ranks). Called outside ``fit``, it takes one optimizer step.
+
+        >>> import trainkit
+        >>> class Logged(Trainer):
+        ...     def train_step(self, batch):
+        ...         logs = super().train_step(batch)
+        ...         logs["batch_size"] = len(batch[0])
+        ...         return logs
+        >>> trainer = Logged(trainkit.nn.Linear(1, 1), seed=0, verbose=False)
+        >>> sorted(trainer.train_step((trainkit.ones(4, 1), trainkit.zeros(4, 1))))
+        ['batch_size', 'loss', 'step']
+        """
+        x, y = self.unpack_batch(batch)
         strategy = self.distribute_strategy
-        self.model.train()
-        self.callbacks.on_epoch_begin(epoch, {})
-        for m in self.metrics:
-            m.reset()
-        total, count = 0.0, 0
-        n_batches = _length(loader)
-        self.optimizer.zero_grad()
-        for index, batch in enumerate(loader):
-            x, y = self.unpack_batch(batch)
-            size, global_size = strategy.before_batch(loader, index, x)
-            self.callbacks.on_train_batch_begin(index, {})
-            value = 0.0
-            if size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
-                output = self.model(x)
-                loss = self.loss_fn(output, y)
-                scaled = loss / self.accumulate_steps if self.accumulate_steps > 1 else loss
-                strategy.scale_loss(scaled, size, global_size).backward()
-                value = loss.item()
-            last = n_batches is not None and index + 1 == n_batches
-            step_now = (index + 1) % self.accumulate_steps == 0 or last
-            strategy.after_backward(step_now)
-            self.callbacks.on_after_backward()
-            if step_now:
-                if self.grad_clip_norm is not None:
-                    clip_grad_norm_([p for p in self.model.parameters() if p.grad is not None], self.grad_clip_norm)
-                self.callbacks.on_before_optimizer_step(self.optimizer)
-                self.optimizer.step()
-                self.optimizer.zero_grad()
-                self.global_step += 1
-            if size:
-                for m in self.metrics:
-                    m.update(output, y)
-            value, size = strategy.reduce_batch_loss(value, size)
-            total += value * size
-            count += size
-            self.callbacks.on_train_batch_end(index, {"loss": value, "step": self.global_step})
-            self.stop_training = strategy.should_stop(self.stop_training)
-            if self.stop_training:
-                break
-        strategy.reduce_metrics(self.metrics)
-        logs = {"loss": total / count if count else math.nan}
-        logs.update({m.name: m.compute() for m in self.metrics})
-        return logs
+        info = self.current_batch if self.current_batch is not None else BatchInfo.alone(x)
+        value = 0.0
+        if info.size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
+            output = self.model(x)
+            loss = self.loss_fn(output, y)
+            scaled = loss / self.accumulate_steps if self.accumulate_steps > 1 else loss
+            strategy.scale_loss(scaled, info.size, info.global_size).backward()
+            value = loss.item()
+        step_now = info.steps(self.accumulate_steps)
+        strategy.after_backward(step_now)
+        self.callbacks.on_after_backward()
+        if step_now:
+            if self.grad_clip_norm is not None:
+                clip_grad_norm_([p for p in self.model.parameters() if p.grad is not None], self.grad_clip_norm)
+            self.callbacks.on_before_optimizer_step(self.optimizer)
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            self.global_step += 1
+        if info.size:
+            for m in self.metrics:
+                m.update(output, y)
+        return {"loss": strategy.reduce_batch_loss(value, info.size)[0], "step": self.global_step}
 
-    def _step_scheduler(self, logs: dict) -> None:
-        if isinstance(self.scheduler, ReduceLROnPlateau):
-            self.scheduler.step(logs.get("val_loss", logs["loss"]))
-        elif self.scheduler is not None:
-            self.scheduler.step()
+    def test_step(self, batch: Any) -> dict:
+        """One evaluation batch (``(inputs, target)``), as Keras' ``test_step``: forward and loss, and the
+        evaluation's metrics (``eval_metrics``) updated; returns ``{'loss': the batch's mean}``, which
+        ``on_test_batch_end`` gets and ``evaluate`` weighs by the batch's size. ``evaluate`` runs it in eval mode
+        without building graphs. Override it to change what evaluation measures.
+
+        >>> import trainkit
+        >>> trainer = Trainer(trainkit.nn.Linear(1, 1), loss="l1", verbose=False)
+        >>> trainer.test_step((trainkit.zeros(2, 1), trainkit.ones(2, 1)))
+        {'loss': 1.0}
+        """
+        x, y = self.unpack_batch(batch)
+        output = self.model(x)
+        for m in self.eval_metrics:
+            m.update(output, y)
+        return {"loss": self.loss_fn(output, y).item()}
+
+    def predict_step(self, batch: Any) -> Any:
+        """The model's outputs for one batch (its inputs, or ``(inputs, ...)``), as Keras' ``predict_step``;
+        ``predict`` runs it in eval mode without building graphs and concatenates what it returns.
+
+        >>> import trainkit
+        >>> trainer = Trainer(trainkit.nn.Identity(), verbose=False)
+        >>> trainer.predict_step(trainkit.ones(2, 1)).shape
+        trainkit.Size([2, 1])
+        """
+        return self.model(self.unpack_batch(batch)[0])
 
     # ------------------------------------------------------------------------------------- evaluate / predict
     def evaluate(self, x: Any = None, y: Any = None, *, batch_size: int = 32) -> dict:
-        """The loss and metrics over ``x`` (a loader, a dataset, or tensors with ``y``), without building graphs."""
-        strategy = self.distribute_strategy
-        loader = self.make_loader(x, y, batch_size=batch_size)
-        metrics = [_fresh(m) for m in self.metrics]
-        total, count = 0.0, 0
-        with eval_mode(self.model):
-            for index, batch in enumerate(loader):
-                inputs, target = self.unpack_batch(batch)
-                size = strategy.before_batch(loader, index, inputs, training=False)[0]
-                if not size:
-                    continue
-                output = self.model(inputs)
-                total += self.loss_fn(output, target).item() * size
-                count += size
-                for m in metrics:
-                    m.update(output, target)
-        total, count = strategy.reduce_sums(total, count)
-        strategy.reduce_metrics(metrics)
-        logs = {"loss": total / count if count else math.nan}
-        logs.update({m.name: m.compute() for m in metrics})
-        return logs
+        """The loss and metrics over ``x`` (a loader, a dataset, or tensors with ``y``), without building graphs:
+        ``test_step`` on every batch, between the callbacks' ``on_test_*`` hooks."""
+        return loop.evaluate_loader(self, self.make_loader(x, y, batch_size=batch_size))
 
     def predict(self, x: Any, *, batch_size: int = 32) -> Tensor:
-        """The model's outputs for ``x`` (a tensor, array, dataset or loader), concatenated, without graphs."""
+        """The model's outputs for ``x`` (a tensor, array, dataset or loader), concatenated, without graphs:
+        ``predict_step`` on every batch, between the callbacks' ``on_predict_*`` hooks."""
         loader = self.make_loader(x, batch_size=batch_size, shard=False)  # every rank predicts everything
-        with eval_mode(self.model):
-            outputs = [self.model(self.unpack_batch(batch)[0]) for batch in loader]
-        return cat(outputs) if outputs else Tensor._make(np.zeros((0,), np.float32))
+        outputs = loop.predict_loader(self, loader)
+        return cat(outputs) if outputs else tensor(np.zeros((0,), np.float32))
 
     # --------------------------------------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
@@ -387,14 +338,3 @@ class Trainer:
         the one that wrote it (each takes its random stream)."""
         ckpt.restore(self, ckpt.load(path, self.model), path, resume)
         return self.epoch
-
-def _length(loader: Any) -> int | None:
-    """The number of batches of ``loader``, or None when it has no length (an iterable dataset, say)."""
-    return len(loader) if hasattr(loader, "__len__") else None
-
-
-def _fresh(metric: Metric) -> Metric:
-    """An empty copy of ``metric``: evaluation must not disturb the training epoch's totals."""
-    fresh = copy.copy(metric)
-    fresh.reset()
-    return fresh

@@ -12,11 +12,19 @@ plain hook methods in this order::
         on_train_batch_begin(batch, logs)
         on_after_backward()                  # gradients are in .grad
         on_before_optimizer_step(optimizer)
-        on_train_batch_end(batch, logs)      # logs: 'loss' (float), 'step'
+        on_train_batch_end(batch, logs)      # logs: what train_step returned ('loss' (float), 'step')
+      on_test_begin(logs)                    # with validation data: the evaluation pass, as in Keras 3
+        on_test_batch_begin(batch, logs)
+        on_test_batch_end(batch, logs)       # logs: what test_step returned ('loss')
+      on_test_end(logs)                      # logs: 'loss', '<metric>' over the validation data
       on_validation_end(logs)                # logs: 'val_loss', 'val_<metric>'
       on_epoch_end(epoch, logs)              # logs: 'loss', metrics, 'val_*', 'lr'; callbacks may add keys
     on_train_end(logs)
     on_exception(exc)                        # instead, when training raises (KeyboardInterrupt included)
+
+``Trainer.evaluate`` calls the ``on_test_*`` hooks as above (fit's validation pass is such an evaluation), and
+``Trainer.predict`` calls ``on_predict_begin(logs)``, then ``on_predict_batch_begin(batch, logs)`` and
+``on_predict_batch_end(batch, {'outputs': ...})`` per batch, then ``on_predict_end(logs)``.
 
 A callback reads ``self.model``, ``self.params`` and ``self.run_dir``; of the trainer itself it uses only
 ``trainer.stop_training`` (set it to stop), ``trainer.save_checkpoint(path)``, and the counters
@@ -45,7 +53,8 @@ class Callback:
 
     ``order`` sorts the callbacks for ``on_epoch_end`` only (stable, so equal orders keep the list's order):
     callbacks that add keys to the epoch logs or change the model run first (0), those that record the logs
-    next (``RECORD``), and those that write checkpoints last (``CHECKPOINT``), so that a checkpoint holds every
+    next (``RECORD``), those that write checkpoints after them (``CHECKPOINT``), and the run folder's resume
+    point (its ``history.jsonl`` row and ``last.npz``) last of all (``RESUME``), so that a checkpoint holds every
     other callback's state after the epoch and the recorders see every key.
 
     In data-parallel training every rank runs the callbacks, with the same (reduced) logs, except those with
@@ -61,6 +70,7 @@ class Callback:
 
     RECORD = 10
     CHECKPOINT = 20
+    RESUME = 30
     order: int = 0
     rank_zero_only: bool = False
     # on the class too, for subclasses whose __init__ does not call super().__init__()
@@ -130,6 +140,30 @@ class Callback:
 
     def on_train_end(self, logs: Logs | None = None) -> None:
         pass
+
+    def on_test_begin(self, logs: Logs | None = None) -> None:
+        """An evaluation starts: ``Trainer.evaluate``, or the validation pass of each epoch in ``fit``."""
+
+    def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """Evaluation batch ``batch`` (its index in the pass) is about to run through ``test_step``."""
+
+    def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Evaluation batch ``batch`` is done; ``logs`` is what ``test_step`` returned (``'loss'``)."""
+
+    def on_test_end(self, logs: Logs | None = None) -> None:
+        """The evaluation is done; ``logs`` holds its figures (``'loss'`` and the metrics, without ``val_``)."""
+
+    def on_predict_begin(self, logs: Logs | None = None) -> None:
+        """``Trainer.predict`` starts."""
+
+    def on_predict_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """Prediction batch ``batch`` is about to run through ``predict_step``."""
+
+    def on_predict_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """Prediction batch ``batch`` is done; ``logs['outputs']`` is what ``predict_step`` returned."""
+
+    def on_predict_end(self, logs: Logs | None = None) -> None:
+        """``Trainer.predict`` is done."""
 
     def on_exception(self, exc: BaseException) -> None:
         pass
@@ -241,6 +275,38 @@ class CallbackList(Callback):
     def on_train_end(self, logs: Logs | None = None) -> None:
         for cb in self.callbacks:
             cb.on_train_end(logs)
+
+    def on_test_begin(self, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_test_begin(logs)
+
+    def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_test_batch_begin(batch, logs)
+
+    def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_test_batch_end(batch, logs)
+
+    def on_test_end(self, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_test_end(logs)
+
+    def on_predict_begin(self, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_predict_begin(logs)
+
+    def on_predict_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_predict_batch_begin(batch, logs)
+
+    def on_predict_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_predict_batch_end(batch, logs)
+
+    def on_predict_end(self, logs: Logs | None = None) -> None:
+        for cb in self.callbacks:
+            cb.on_predict_end(logs)
 
     def on_exception(self, exc: BaseException) -> None:
         for cb in self.callbacks:

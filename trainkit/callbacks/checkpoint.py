@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import serialization
 from ..autograd.user_warnings import warn_user
+from ..training.run_folder import RunFolder
 from .base import Callback, Logs, check_mode, improved, missing_key, monitored, plain
 
 
@@ -77,7 +78,7 @@ class ModelCheckpoint(Callback):
             return Path(self.dirpath)
         if self.run_dir is None:
             raise ValueError("ModelCheckpoint needs a dirpath, or a trainer with a run_dir, to know where to write")
-        return self.run_dir / "checkpoints"
+        return RunFolder(self.run_dir).checkpoints
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -92,11 +93,11 @@ class ModelCheckpoint(Callback):
             elif improved(current, self.best, self.mode):
                 # update first: the checkpoint holds this callback's state, which must already know the new best
                 self.best, self.best_epoch = current, epoch
-                self.best_path = self.directory / "best.npz"
+                self.best_path = self.directory / RunFolder.checkpoint_file("best")
                 self.trainer.save_checkpoint(self.best_path)
                 self._save_weights(self.best_path)
         if self.save_last:
-            self.last_path = self.directory / "last.npz"
+            self.last_path = self.directory / RunFolder.checkpoint_file("last")
             self.trainer.save_checkpoint(self.last_path)
             self._save_weights(self.last_path)
 
@@ -119,7 +120,8 @@ class ModelCheckpoint(Callback):
 
     def _warn_missing(self, logs: Logs | None) -> None:
         if not self._warned_missing:
-            warn_user(missing_key("ModelCheckpoint", self.monitor, logs) + "; best.npz is not written")
+            best = RunFolder.checkpoint_file("best")
+            warn_user(missing_key("ModelCheckpoint", self.monitor, logs) + f"; {best} is not written")
             self._warned_missing = True
 
     def state_dict(self) -> dict[str, Any]:

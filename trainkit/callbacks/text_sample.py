@@ -14,7 +14,8 @@ from ..autograd.creation import from_numpy
 from ..autograd.ops.sampling import multinomial
 from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
-from ..data.text import VOCABULARY_FILE, Vocabulary
+from ..data.text import Vocabulary
+from ..training.run_folder import RunFolder
 from .base import Callback, Logs
 from .progress import ProgressBar
 
@@ -86,10 +87,11 @@ class TextSample(Callback):
             return self.vocabulary
         path = self.vocabulary
         if path is None:
-            if self.run_dir is None or not (Path(self.run_dir) / VOCABULARY_FILE).is_file():
+            folder = RunFolder.of(self.run_dir)
+            if folder is None or not folder.vocabulary.is_file():
                 raise ValueError("TextSample needs a vocabulary: pass vocabulary= (a Vocabulary or a vocab.json), "
                                  "or train with data.kind text, which writes the run folder's vocab.json")
-            path = Path(self.run_dir) / VOCABULARY_FILE
+            path = folder.vocabulary
         self.vocabulary = Vocabulary.load(path)
         return self.vocabulary
 
@@ -165,5 +167,5 @@ class TextSample(Callback):
         else:
             print(shown, file=stream, flush=True)
         if self.run_dir is not None and Path(self.run_dir).is_dir():
-            with open(Path(self.run_dir) / "samples.txt", "a", encoding="utf-8") as f:
+            with open(RunFolder(self.run_dir).samples, "a", encoding="utf-8") as f:
                 f.write(f"{shown}\n\n")

@@ -241,6 +241,18 @@ class DataLoader:
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
         self._fast = _tensors_behind(dataset) if collate_fn is None else None
 
+    @property
+    def slices_tensors(self) -> bool:
+        """Whether each batch is sliced at once out of the tensors behind the dataset (a ``TensorDataset``, or a
+        ``Subset`` of one, with the default ``collate_fn``); ``collate_fn`` is then never called.
+
+        >>> import trainkit
+        >>> data = trainkit.data.TensorDataset(trainkit.zeros(4, 1))
+        >>> DataLoader(data, batch_size=2).slices_tensors, DataLoader(data, collate_fn=list).slices_tensors
+        (True, False)
+        """
+        return self._fast is not None
+
     def __iter__(self) -> Iterator:
         if self.batch_sampler is None:
             # no batching: samples one by one, through collate_fn only when one was given

@@ -50,6 +50,36 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_hooked", {})
         self._hook_trainable()
 
+    @property
+    def reducer(self) -> GradientReducer:
+        """The ``GradientReducer`` that averages the wrapped module's gradients over the ranks (in buckets).
+
+        >>> import trainkit
+        >>> type(DistributedDataParallel(trainkit.nn.Linear(2, 1)).reducer).__name__
+        'GradientReducer'
+        """
+        return self._reducer
+
+    @property
+    def manual_reduction(self) -> bool:
+        """False (the default): each backward ends with the gradients averaged. True: the forward only runs the
+        module and backward only accumulates; the caller averages with ``reducer.reduce()`` at points of its own,
+        the same on every rank (the Trainer does, with ``strategy="ddp"``).
+
+        >>> import trainkit
+        >>> model = DistributedDataParallel(trainkit.nn.Linear(2, 1))
+        >>> model.manual_reduction = True
+        >>> model(trainkit.ones(4, 2)).sum().backward()
+        >>> model.reducer.reduce()
+        >>> model.module.bias.grad
+        tensor([4.])
+        """
+        return self._manual
+
+    @manual_reduction.setter
+    def manual_reduction(self, value: bool) -> None:
+        object.__setattr__(self, "_manual", bool(value))
+
     def _hook_trainable(self) -> None:
         """Watch every trainable parameter's grad (also those unfrozen since the last forward)."""
         for p in self.module.parameters():

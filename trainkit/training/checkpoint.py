@@ -15,6 +15,7 @@ from typing import Any
 from .. import serialization
 from ..autograd.random import default_generator
 from ..callbacks.base import jsonable
+from .run_folder import RunFolder
 
 
 def finite_weights(model: Any) -> bool:
@@ -53,7 +54,7 @@ def load(path: str | Path, model: Any = None) -> dict:
 # ------------------------------------------------------------------------------------------------------ history
 # A checkpoint holds state only. The epochs' logs grow with the run, so they live in an append-only file of the run
 # folder, one JSON line per epoch; a checkpoint names that file and how many of its lines it covers.
-HISTORY_FILE = "history.jsonl"
+HISTORY_FILE = RunFolder.HISTORY
 
 
 def history_of(rows: list[dict]) -> dict[str, list]:
@@ -123,7 +124,7 @@ def history_rows(saved: Any, checkpoint_path: str | Path) -> list[dict]:
         return []
     if "file" in saved:
         file, epochs = Path(saved["file"]), int(saved["epochs"])
-        beside = Path(checkpoint_path).resolve().parent.parent / HISTORY_FILE
+        beside = RunFolder(Path(checkpoint_path).resolve().parent.parent).history  # checkpoints/ in any name
         if not file.is_file() and beside.is_file():
             file = beside
         return read_history(file, epochs)
@@ -138,9 +139,10 @@ def trainer_state(trainer: Any) -> dict:
     """A Trainer's whole state (``Trainer.state_dict``). Its history is named, not held: the run folder's history
     file and how many of its epochs this state covers (without a run folder, the rows themselves, inline)."""
     rows = trainer.history_rows
-    pending = trainer._epoch_logs  # an epoch whose end the callbacks are handling: the checkpoint includes it
+    pending = trainer.pending_logs  # an epoch whose end the callbacks are handling: the checkpoint includes it
     if trainer.run_dir is not None:
-        history = {"file": str((trainer.run_dir / HISTORY_FILE).resolve()), "epochs": len(rows) + (pending is not None)}
+        file = RunFolder(trainer.run_dir).history.resolve()
+        history = {"file": str(file), "epochs": len(rows) + (pending is not None)}
     else:
         history = {"rows": rows + ([{"epoch": trainer.epoch, **pending}] if pending is not None else [])}
     return {

@@ -8,6 +8,7 @@ names the newest one (a file rather than a symlink, so that it works on every sy
         version_N/
             config.yaml             the config the run was trained with, file paths made absolute
             vocab.json              the token ids of a text run
+            samples.txt             the text TextSample sampled after each epoch
             history.jsonl           one line of logs per finished epoch
             metrics.csv             the same, as a table (CSVLogger)
             .lock                   held by the one process writing the folder
@@ -53,6 +54,8 @@ class RunFolder:
     METRICS = "metrics.csv"
     LOCK = ".lock"
     VOCABULARY = VOCABULARY_FILE
+    SAMPLES = "samples.txt"
+    SUFFIX = ".npz"
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
@@ -72,13 +75,31 @@ class RunFolder:
         path = Path(path)
         return cls(path.parent.parent) if path.parent.name == cls.CHECKPOINTS else None
 
+    @classmethod
+    def of(cls, root: str | os.PathLike | None) -> RunFolder | None:
+        """The run folder at ``root``, or None when there is none (a run without ``run_dir``).
+
+        >>> RunFolder.of(None) is None, RunFolder.of("runs/a").history.as_posix()
+        (True, 'runs/a/history.jsonl')
+        """
+        return None if root is None else cls(root)
+
+    @classmethod
+    def checkpoint_file(cls, name: str) -> str:
+        """The file name of checkpoint ``name`` in any checkpoint folder (a ``ModelCheckpoint``'s ``dirpath`` too).
+
+        >>> RunFolder.checkpoint_file("best")
+        'best.npz'
+        """
+        return f"{name}{cls.SUFFIX}"
+
     @property
     def checkpoints(self) -> Path:
         return self.root / self.CHECKPOINTS
 
     def checkpoint(self, name: str) -> Path:
         """``checkpoints/NAME.npz``: ``last``, ``best``, ``interrupted`` or a name of the caller's."""
-        return self.checkpoints / f"{name}.npz"
+        return self.checkpoints / self.checkpoint_file(name)
 
     @property
     def last(self) -> Path:
@@ -111,6 +132,10 @@ class RunFolder:
     @property
     def vocabulary(self) -> Path:
         return self.root / self.VOCABULARY
+
+    @property
+    def samples(self) -> Path:
+        return self.root / self.SAMPLES
 
     def resumable(self) -> list[Path]:
         """The checkpoints a resume may start from (``last.npz``, ``interrupted.npz``) that exist, oldest first."""

@@ -5,6 +5,7 @@ class are no-ops or return their input, so a single process trains exactly as th
 
     Trainer(...)
         root_device(device) -> device          # before the model moves: the device this process trains on
+        process_seed(seed) -> seed or None      # the seed this process's random stream starts from
         setup(trainer)                          # model and optimizer built: same weights everywhere, grad reducer
         select_callbacks(callbacks) -> list     # the callbacks this process runs
     make_loader(...)
@@ -47,7 +48,7 @@ import numpy as np
 
 from .. import cuda
 from ..autograd.backend import load_cupy
-from ..autograd.random import default_generator, manual_seed
+from ..autograd.random import default_generator
 from ..autograd.tensor import Tensor
 from ..data import DataLoader
 from ..data.dataloader import default_collate
@@ -61,6 +62,7 @@ from ..distributed import (
     launched_size,
     world,
 )
+from .run_folder import RunFolder
 
 if TYPE_CHECKING:
     from ..metrics import Metric
@@ -88,6 +90,11 @@ class Strategy:
     def root_device(self, device: Any) -> Any:
         """The device this process trains on, given the one the Trainer was asked for."""
         return device
+
+    def process_seed(self, seed: int | None) -> int | None:
+        """The seed this process's random stream starts from, given ``Trainer(seed=...)`` (None: leave the
+        stream as it is)."""
+        return seed
 
     def setup(self, trainer: Trainer) -> None:
         """Prepare for ``trainer``, whose model (on its device), optimizer and seed are set."""
@@ -180,6 +187,13 @@ class DDPStrategy(Strategy):
         load_cupy().cuda.Device(index).use()  # NCCL and fresh buffers go to the current device
         return f"cuda:{index}"
 
+    def process_seed(self, seed: int | None) -> int | None:
+        """Every rank draws its own dropout masks: rank r starts from ``seed + r`` (the stream's initial seed when
+        ``seed`` is None); rank 0 keeps the stream a single process would have."""
+        if not self.rank:
+            return seed
+        return (default_generator.initial_seed() if seed is None else seed) + self.rank
+
     def setup(self, trainer: Trainer) -> None:
         self.model = trainer.model
         if self.world_size == 1:
@@ -187,14 +201,11 @@ class DDPStrategy(Strategy):
         if isinstance(self.model, DistributedDataParallel):
             # the Trainer calls the wrapper's collectives itself, at the same points on every rank (also on a rank
             # whose share of a short batch is empty and runs no forward or backward)
-            self.model._manual = True
-            self.reducer = self.model._reducer
+            self.model.manual_reduction = True
+            self.reducer = self.model.reducer
         else:
             broadcast_tensors(list(self.model.parameters()) + self._buffers(), 0, self.world)
             self.reducer = GradientReducer(self.model.parameters(), self.bucket_cap_mb, self.world)
-        # every rank draws its own dropout masks; rank 0 keeps the stream a single process would have
-        if self.rank:
-            manual_seed((default_generator.initial_seed() if trainer.seed is None else trainer.seed) + self.rank)
 
     def select_callbacks(self, callbacks: Sequence[Any]) -> list:
         return [cb for cb in callbacks if self.is_main or not getattr(cb, "rank_zero_only", False)]
@@ -207,7 +218,7 @@ class DDPStrategy(Strategy):
         shards = DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
                                                                               self.world_size),
                             collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)
-        if shards._fast is None:  # a share of a short batch may be empty: there is nothing to collate then
+        if not shards.slices_tensors:  # a share of a short batch may be empty: there is nothing to collate then
             collate = shards.collate_fn
             shards.collate_fn = lambda samples: collate(samples) if samples else None
         return shards
@@ -307,7 +318,7 @@ class DDPStrategy(Strategy):
         # the other ranks may be waiting in a collective for this one: end them all rather than hang
         if isinstance(exc, KeyboardInterrupt):
             if self.is_main and trainer.run_dir is not None:
-                trainer.save_checkpoint(trainer.run_dir / "checkpoints" / "interrupted.npz")
+                trainer.save_checkpoint(RunFolder(trainer.run_dir).interrupted)
             self.world.abort("interrupted", 130)
         self.world.abort(f"training failed with {type(exc).__name__}: {exc}",
                          detail=traceback.format_exc() if self.world.show_traceback else "")
