@@ -28,8 +28,8 @@ def trainkit(*args, cwd) -> subprocess.CompletedProcess:
 def test_a_learning_rate_as_written(tmp_path, written, value):
     path = tmp_path / "c.yaml"
     path.write_text(MODEL + f"optimizer: {{name: Adam, lr: {written}}}\n")
-    assert cfg.load(path)["optimizer"]["lr"] == value
-    assert cfg.load(path, [f"optimizer.lr={written}"])["optimizer"]["lr"] == value
+    assert cfg.load(path).optimizer.lr == value
+    assert cfg.load(path, [f"optimizer.lr={written}"]).optimizer.lr == value
 
 
 def test_the_command_takes_1e_minus_3_from_the_file_and_from_set(tmp_path):

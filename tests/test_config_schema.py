@@ -57,8 +57,8 @@ def warmup_key(monkeypatch):
 
 
 def test_a_declared_key_is_loaded_with_its_default_and_checked(minimal, warmup_key):
-    assert cfg.load(minimal)["trainer"][warmup_key] == 2
-    assert cfg.load(minimal, [f"trainer.{warmup_key}=5"])["trainer"][warmup_key] == 5
+    assert getattr(cfg.load(minimal).trainer, warmup_key) == 2
+    assert getattr(cfg.load(minimal, [f"trainer.{warmup_key}=5"]).trainer, warmup_key) == 5
     with pytest.raises(cfg.ConfigError, match=rf"minimal.yaml: 'trainer.{warmup_key}' must be at least 0, got -1"):
         cfg.load(minimal, [f"trainer.{warmup_key}=-1"])
     with pytest.raises(cfg.ConfigError, match=rf"'trainer.{warmup_key}' must be an integer, got 'two'"):
@@ -91,13 +91,13 @@ def test_defaults_shared_with_the_trainer_come_from_it(minimal):
     loaded = cfg.load(minimal)
     init = inspect.signature(Trainer).parameters
     for key in ("device", "grad_clip_norm", "accumulate_steps", "verbose", "strategy", "bucket_cap_mb"):
-        assert loaded["trainer"][key] == init[key].default, key
+        assert getattr(loaded.trainer, key) == init[key].default, key
     fit = inspect.signature(Trainer.fit).parameters
     for key in ("epochs", "batch_size", "shuffle"):
-        assert loaded["trainer"][key] == fit[key].default, key
-    assert {k: loaded["optimizer"][k] for k in DEFAULT_OPTIMIZER} == DEFAULT_OPTIMIZER
-    adam = cfg.load(minimal, ["optimizer={name: Adam}"])["optimizer"]
-    assert adam["lr"] == inspect.signature(OPTIMIZERS.get("Adam")).parameters["lr"].default
+        assert getattr(loaded.trainer, key) == fit[key].default, key
+    assert {k: getattr(loaded.optimizer, k) for k in DEFAULT_OPTIMIZER} == DEFAULT_OPTIMIZER
+    adam = cfg.load(minimal, ["optimizer={name: Adam}"]).optimizer
+    assert adam.lr == inspect.signature(OPTIMIZERS.get("Adam")).parameters["lr"].default
 
 
 def test_print_config_shows_every_default_and_loads_back(tmp_path):
@@ -112,7 +112,7 @@ def test_print_config_shows_every_default_and_loads_back(tmp_path):
     copy.write_text(result.stdout.replace("../examples", str(ROOT / "examples")))
     again = cfg.load(copy)
     original = cfg.load(CONFIG)
-    original["model"]["class_path"] = original["model"]["class_path"].replace("../examples", str(ROOT / "examples"))
+    original.model.class_path = original.model.class_path.replace("../examples", str(ROOT / "examples"))
     assert cfg.saved_form(again) == cfg.saved_form(original)
     check = trainkit("check", copy)
     assert check.returncode == 0 and "OK (Net, 31 parameters, 100 samples; one batch:" in check.stdout
@@ -120,9 +120,10 @@ def test_print_config_shows_every_default_and_loads_back(tmp_path):
 
 def test_a_minimal_config_resolves_to_every_section(minimal):
     loaded = cfg.load(minimal)
-    assert loaded["name"] == "minimal" and loaded["scheduler"] == {"name": None, "options": {}}
+    assert loaded.name == "minimal" and dataclasses.asdict(loaded.scheduler) == {"name": None, "options": {}}
     for name, section in _sections().items():
-        assert list(loaded[name]) == [f.name for f in dataclasses.fields(section)], name
+        assert type(getattr(loaded, name)) is section, name
+        assert list(dataclasses.asdict(getattr(loaded, name))) == [f.name for f in dataclasses.fields(section)], name
 
 
 @pytest.mark.parametrize(
@@ -152,7 +153,7 @@ def test_a_registered_name_is_accepted_without_touching_the_config_module(minima
 
     try:
         loaded = cfg.load(minimal, ["optimizer.name=MySGD"])
-        assert loaded["optimizer"]["name"] == "MySGD"
+        assert loaded.optimizer.name == "MySGD"
         assert "MySGD" in cfg.dump(loaded)
     finally:
         OPTIMIZERS.unregister("MySGD")
@@ -192,9 +193,9 @@ def test_the_model_class_is_required(tmp_path):
 def test_set_reaches_nested_keys(minimal):
     loaded = cfg.load(minimal, ["optimizer.options.momentum=0.9", "scheduler.name=StepLR",
                                 "scheduler.options.step_size=3", "trainer.grad_clip_norm=1.5"])
-    assert loaded["optimizer"]["options"] == {"momentum": 0.9}
-    assert loaded["scheduler"] == {"name": "StepLR", "options": {"step_size": 3}}
-    assert loaded["trainer"]["grad_clip_norm"] == 1.5
+    assert loaded.optimizer.options == {"momentum": 0.9}
+    assert dataclasses.asdict(loaded.scheduler) == {"name": "StepLR", "options": {"step_size": 3}}
+    assert loaded.trainer.grad_clip_norm == 1.5
     with pytest.raises(cfg.ConfigError, match=r"--set trainer.epochs.x: 'epochs' is not a section"):
         cfg.load(minimal, ["trainer.epochs=3", "trainer.epochs.x=1"])
 
@@ -230,7 +231,7 @@ def test_an_optimizer_section_without_lr_uses_that_optimizers_default(minimal, t
     path = tmp_path / "sgd.yaml"
     path.write_text(MINIMAL + "optimizer: {name: SGD}\n")
     loaded = cfg.load(path)
-    assert loaded["optimizer"]["lr"] == sgd_default
+    assert loaded.optimizer.lr == sgd_default
     assert f"  lr: {sgd_default}  #" in cfg.dump(loaded)
     run = run_module.build(cfg.load(path, ["trainer.verbose=false"]))
     assert run.trainer.optimizer.param_groups[0]["lr"] == sgd_default
@@ -238,15 +239,15 @@ def test_an_optimizer_section_without_lr_uses_that_optimizers_default(minimal, t
 
 def test_no_optimizer_section_means_the_trainers_default_optimizer(minimal):
     loaded = cfg.load(minimal)
-    assert {k: loaded["optimizer"][k] for k in DEFAULT_OPTIMIZER} == DEFAULT_OPTIMIZER
+    assert {k: getattr(loaded.optimizer, k) for k in DEFAULT_OPTIMIZER} == DEFAULT_OPTIMIZER
     run = run_module.build(cfg.load(minimal, ["trainer.verbose=false"]))
     assert type(run.trainer.optimizer).__name__ == DEFAULT_OPTIMIZER["name"]
     assert run.trainer.optimizer.param_groups[0]["lr"] == DEFAULT_OPTIMIZER["lr"]
     # a section that only sets options is a section: the lr is the optimizer's own
-    assert cfg.load(minimal, ["optimizer.options.momentum=0.9"])["optimizer"]["lr"] == 1e-3
+    assert cfg.load(minimal, ["optimizer.options.momentum=0.9"]).optimizer.lr == 1e-3
 
 
-def _dataset_config(tmp_path, class_path: str) -> dict:
+def _dataset_config(tmp_path, class_path: str) -> cfg.RunConfig:
     (tmp_path / "data.py").write_text(
         "from trainkit.registry import dataset_factory\n\n"
         "@dataset_factory\ndef needs_a_missing_library():\n    import no_such_library_here  # noqa: F401\n\n"

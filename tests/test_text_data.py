@@ -3,6 +3,7 @@ token-flattened loss and the TextSample callback."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -172,8 +173,8 @@ def write_config(tmp_path: Path, text_file: Path, extra: str = "") -> Path:
 
 def test_the_text_kind_from_a_config(tmp_path, text_file):
     config = load_config(write_config(tmp_path, text_file))
-    assert "text" in DATA_KINDS and config["data"]["level"] == "char" and config["data"]["stride"] is None
-    dataset = DATA_KINDS.get("text")(config["data"], tmp_path)
+    assert "text" in DATA_KINDS and config.data.level == "char" and config.data.stride is None
+    dataset = DATA_KINDS.get("text")(dataclasses.asdict(config.data), tmp_path)
     assert isinstance(dataset, TextDataset) and dataset.block_size == 8
     with pytest.raises(ConfigError, match=r"'data.block_size' must be at least 1, got 0"):
         load_config(write_config(tmp_path, text_file), ["data.block_size=0"])

@@ -20,9 +20,9 @@ from .. import __version__
 from ..autograd.explore import explore
 from ..autograd.graph import graph
 from ..callbacks import EarlyStopping, TerminateOnNaN
-from ..data.text import VOCABULARY_FILE
 from ..distributed import launched_size, world
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
+from ..training.run_folder import RunFolder
 from . import config as cfg
 from .config import ConfigError
 from .dry_run import BatchCheckError, one_batch
@@ -136,21 +136,19 @@ def _train(args) -> int:
         started.release()
     if not lead:
         return 0
-    diverged = [cb for cb in run.trainer.callbacks.callbacks
-                if isinstance(cb, TerminateOnNaN) and cb.stopped_step is not None]
-    if diverged or not all(math.isfinite(v) for v in history.history.get("loss", [])[-1:]):
-        where = f" at step {diverged[0].stopped_step} (epoch {diverged[0].stopped_epoch + 1})" if diverged else ""
-        last = run.run_dir / "checkpoints" / "last.npz"
+    diverged = run.first(TerminateOnNaN, "stopped_step")
+    if diverged is not None or not all(math.isfinite(v) for v in history.history.get("loss", [])[-1:]):
+        where = f" at step {diverged.stopped_step} (epoch {diverged.stopped_epoch + 1})" if diverged else ""
+        last = run.folder.last
         kept = f"the last good checkpoint is {last}" if last.is_file() else "no epoch ended well, so no checkpoint"
         print(f"trainkit: diverged: the loss became non-finite{where}; {kept} (try a smaller optimizer.lr)",
               file=sys.stderr)
         return 3
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
     shown = ", ".join(f"{k} {v:.6g}" for k, v in final.items() if isinstance(v, float))
-    restored = [cb for cb in run.trainer.callbacks.callbacks
-                if isinstance(cb, EarlyStopping) and cb.restored_epoch is not None]
-    if restored:  # the figures above are the last epoch's; the model now holds another epoch's weights
-        shown += f" (last epoch); weights of epoch {restored[0].restored_epoch + 1} restored"
+    restored = run.first(EarlyStopping, "restored_epoch")
+    if restored is not None:  # the figures above are the last epoch's; the model now holds another epoch's weights
+        shown += f" (last epoch); weights of epoch {restored.restored_epoch + 1} restored"
     print(f"done: {len(history.history.get('loss', []))} epochs, {shown}; run folder {run.run_dir}")
     return 0
 
@@ -158,17 +156,16 @@ def _train(args) -> int:
 def _saved_vocabulary(checkpoint: str) -> Path | None:
     """The vocab.json of the run folder a checkpoint belongs to (RUN/checkpoints/x.npz, or beside the file)."""
     path = Path(checkpoint).resolve()
-    folder = path.parent.parent if path.parent.name == "checkpoints" else path.parent
-    found = folder / VOCABULARY_FILE
+    found = (RunFolder.of_checkpoint(path) or RunFolder(path.parent)).vocabulary
     return found if found.is_file() else None
 
 
 def _evaluate(args) -> int:
     config = cfg.load(args.config, args.set)
-    config["trainer"]["verbose"] = False
-    if config["data"]["kind"] == "text" and config["data"]["vocabulary"] is None:
+    config.trainer.verbose = False
+    if config.data.kind == "text" and config.data.vocabulary is None:
         saved = _saved_vocabulary(args.checkpoint)  # the ids the model was trained on
-        config["data"]["vocabulary"] = None if saved is None else str(saved)
+        config.data.vocabulary = None if saved is None else str(saved)
     run = build(config)
     split = args.split or run.default_split()
     try:
@@ -186,7 +183,7 @@ def _evaluate(args) -> int:
 
 def _check(args) -> int:
     config = cfg.load(args.config, args.set)
-    config["trainer"]["verbose"] = False
+    config.trainer.verbose = False
     run = build(config)
     params = sum(p.numel() for p in run.trainer.model.parameters())
     try:
@@ -202,7 +199,7 @@ def _check(args) -> int:
 
 def _graph(args) -> int:
     config = cfg.load(args.config, args.set)
-    config["trainer"]["verbose"] = False
+    config.trainer.verbose = False
     run = build(config)
     trainer = run.trainer
     batch = next(iter(trainer.make_loader(run.dataset, batch_size=run.fit_args["batch_size"])))

@@ -1,119 +1,56 @@
-"""Run configs: YAML files read safely (``read_yaml``), checked in full before anything trains.
+"""Run configs: the YAML schema as dataclasses, one field per key, checked in full before anything trains.
 
 Each section of a config is a dataclass below, and each key one field of it, declared once with ``setting``: its
 type (the annotation), its default, the values it allows (``choices``: a tuple or a registry of
 ``trainkit.registry``) or its bounds (``ge``, ``gt``, ``lt``), and a line of help. Where a default means the same as
 a keyword default of the code that receives it, it is read from that code's signature (``default_of``), so no
-number is written twice. Plain dataclasses rather than pydantic or jsonargparse: those would add a dependency and
-start-up time to every run of the command, and need wrapping to name the file and suggest the nearest key, while
-the ~150 lines here give exactly those messages and a contributor needs only the standard library to add a key.
+number is written twice. The machinery that reads, checks and writes the declarations is
+``trainkit.cli.settings``.
 
 Adding a key is one edit, a field in its section: ``warmup: int = setting(0, "warm-up epochs", ge=0)`` in
 ``TrainerSection`` is then read, defaulted, checked, printed and passed by name to ``Trainer`` (or ``fit``) by
 ``trainkit.cli.run.build``; a rule that ties keys together goes in the section's ``check`` (raise ``SettingError``).
 
-``load`` returns the complete config as plain dicts: every section and every key, defaults filled in. ``dump``
-writes it as YAML with each key's help as a comment (``trainkit train --print-config``); what it writes loads again.
-Every mistake is reported as a ``ConfigError`` naming the file and the dotted key.
+``load`` returns the complete config as a ``RunConfig``: every section an instance of its dataclass, every key set,
+defaults filled in (``config.trainer.epochs``). ``dump`` writes it as YAML with each key's help as a comment
+(``trainkit train --print-config``); what it writes loads again. Every mistake is reported as a ``ConfigError``
+naming the file and the dotted key.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import difflib
 import inspect
-import re
-import sys
-import types
 import typing
-from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..data import load_text, regression_curve
-from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError, Registry, UnknownNameError
-from ..registry import resolve_class as _resolve_class
+from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError
+from ..registry import resolve_class as resolve_registered
 from ..trainer import DEFAULT_OPTIMIZER, Trainer
 from ..training.strategy import STRATEGIES
-
-
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` (no Python tags) that reads numbers as a person writes them: YAML 1.1 wants a dot in a
-    float, so ``1e-3`` and ``1e6`` would stay strings; here they are floats, as in YAML 1.2 and Python."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
+from .settings import (
+    ConfigError,
+    SettingError,
+    apply_override,
+    check_choice,
+    default_of,
+    is_section,
+    read_yaml,
+    reference_table,
+    resolve_section,
+    section,
+    setting,
+    yaml_lines,
 )
 
-
-def read_yaml(text: str) -> Any:
-    """Parse YAML safely (``yaml.safe_load``'s rules, no Python tags), with ``1e-3`` and ``1e6`` read as floats.
-
-    >>> read_yaml("lr: 1e-3\\nsteps: 1e6\\nmomentum: .9\\nepochs: 10")
-    {'lr': 0.001, 'steps': 1000000.0, 'momentum': 0.9, 'epochs': 10}
-    """
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags
-
-
-class ConfigError(ValueError):
-    """A problem in a run config: the message names the file and the key."""
-
-
-class SettingError(ValueError):
-    """Raised by a section's ``check`` for one of its keys; ``load`` adds the file and the section to the message.
-
-    >>> str(SettingError("path", "is required for data.kind npz"))
-    "'path' is required for data.kind npz"
-    """
-
-    def __init__(self, key: str, message: str):
-        super().__init__(f"'{key}' {message}")
-        self.key, self.message = key, message
-
-
-def default_of(func: Callable, name: str) -> Any:
-    """The default of parameter ``name`` in ``func``'s signature: a config default that means the same as the code's.
-
-    >>> default_of(Trainer, "bucket_cap_mb")
-    25.0
-    """
-    return inspect.signature(func).parameters[name].default
-
-
-def setting(default: Any = MISSING, help: str = "", *, choices: Any = None, ge: float | None = None,  # noqa: A002
-            gt: float | None = None, lt: float | None = None) -> Any:
-    """One config key: a dataclass field with its default (none: required), help text and allowed values or bounds.
-
-    ``choices`` is a tuple of values or a ``Registry``; a mutable default (``{}``, ``[]``) is copied for every config.
-
-    >>> @dataclass(kw_only=True)
-    ... class Example:
-    ...     steps: int = setting(10, "how many steps", ge=1)
-    >>> Example().steps, dataclasses.fields(Example)[0].metadata["help"]
-    (10, 'how many steps')
-    """
-    metadata = {"help": help, "choices": choices, "ge": ge, "gt": gt, "lt": lt}
-    if isinstance(default, (dict, list)):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
-
-
-def section(help: str, absent: dict | None = None) -> Any:  # noqa: A002
-    """A field holding a whole section (its type is the section's dataclass; its keys come from there).
-
-    ``absent`` is what a config without the section (or with it null) means; by default, every key's default.
-
-    >>> dataclasses.fields(RunConfig)[2].name, dataclasses.fields(RunConfig)[2].metadata["help"]
-    ('model', 'the model to train')
-    """
-    return field(default=None, metadata={"help": help, "absent": absent})
+__all__ = ["ConfigError", "DataSection", "ModelSection", "OptimizerSection", "RunConfig", "SchedulerSection",
+           "SettingError", "TrainerSection", "class_error", "default_of", "dump", "load", "read_yaml", "reference",
+           "resolve_class", "saved_form", "section", "setting"]
 
 
 # ------------------------------------------------------------------------------------------------------ sections
@@ -247,7 +184,17 @@ class TrainerSection:
 
 @dataclass(kw_only=True)
 class RunConfig:
-    """A whole config: its top-level keys and its sections, in the order ``dump`` writes them."""
+    """A whole config: its top-level keys and its sections, in the order ``dump`` writes them.
+
+    ``load`` returns one, complete (every section an instance of its dataclass, every key set) and with ``file``, the
+    config file it came from, and ``folder``, that file's folder (absolute; ``class_path`` files, ``data.path`` and
+    ``data.vocabulary`` are relative to it). Neither is a key of the config: ``dump`` and ``saved_form`` leave them
+    out, and a config made in Python has ``file`` None and ``folder`` the working directory.
+
+    >>> config = load("configs/regression.yaml")  # doctest: +SKIP
+    >>> config.trainer.epochs, config.file, config.folder  # doctest: +SKIP
+    (200, PosixPath('configs/regression.yaml'), PosixPath('/work/main/configs'))
+    """
 
     name: str | None = setting(None, "the run's name, its folder output_dir/name; null: the config file's name")
     output_dir: str = setting("runs", "where run folders go (relative to the working directory)")
@@ -262,6 +209,10 @@ class RunConfig:
     trainer: TrainerSection = section("how to train")
     callbacks: list = setting([], "callback names or {name: ..., its keyword arguments} or {class_path: ...}")
 
+    def __post_init__(self) -> None:
+        self.file: Path | None = None  # set by load; attributes, not keys: no dataclass field
+        self.folder: Path = Path.cwd()
+
     def check(self) -> None:
         if self.name is not None and (not self.name or Path(self.name).name != self.name or self.name in ("..", ".")
                                       or "\\" in self.name):
@@ -270,135 +221,20 @@ class RunConfig:
         if isinstance(self.loss, dict):
             if "name" not in self.loss:
                 raise SettingError("loss.name", "is required when loss is a mapping")
-            _check_choice(self.loss["name"], LOSSES, "loss.name")
+            check_choice(self.loss["name"], LOSSES, "loss.name")
         for i, spec in enumerate(self.callbacks):
             if not isinstance(spec, (str, dict)) or (isinstance(spec, dict) and not {"name", "class_path"} & set(spec)):
                 raise SettingError(f"callbacks[{i}]", "must be a name or a mapping with 'name' or 'class_path'")
             if isinstance(spec, str):
-                _check_choice(spec, CALLBACKS, f"callbacks[{i}]")
+                check_choice(spec, CALLBACKS, f"callbacks[{i}]")
             elif "class_path" not in spec:
-                _check_choice(spec["name"], CALLBACKS, f"callbacks[{i}].name")
+                check_choice(spec["name"], CALLBACKS, f"callbacks[{i}].name")
 
 
-# ------------------------------------------------------------------------------------------------------ checking
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
-               dict: "a mapping", type(None): "null"}
-
-
-def _types(hint) -> tuple:
-    """The runtime types a value of annotation ``hint`` may have (a YAML integer is a number too)."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
-        else (hint,)
-    found = tuple(typing.get_origin(a) or a for a in args)
-    return found + ((int,) if float in found else ())
-
-
-def _is_section(hint) -> bool:
-    return dataclasses.is_dataclass(hint)
-
-
-def _check_choice(value, choices, key: str) -> None:
-    if isinstance(choices, Registry):
-        try:
-            choices.get(value)
-        except UnknownNameError as err:
-            raise SettingError(key, f"names an {err}") from None
-    elif value not in choices:
-        near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
-        raise SettingError(key, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
-                           + (f"; did you mean '{near[0]}'?" if near else ""))
-
-
-def _check_bounds(value, meta: dict, key: str) -> None:
-    ge, gt, lt = meta.get("ge"), meta.get("gt"), meta.get("lt")
-    if (ge is None or value >= ge) and (gt is None or value > gt) and (lt is None or value < lt):
-        return
-    if lt is not None:
-        low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else "(-inf"
-        raise SettingError(key, f"must be in {low}, {lt}), got {value}")
-    if gt is not None:
-        raise SettingError(key, f"must be {'positive' if gt == 0 else f'greater than {gt}'}, got {value}")
-    raise SettingError(key, f"must be at least {ge}, got {value}")
-
-
-def _check_value(value, hint, meta: dict, key: str) -> None:
-    allowed = _types(hint)
-    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        names = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in allowed if t is not int or float not in allowed))
-        raise SettingError(key, f"must be {names}, got {value!r}")
-    if value is None or isinstance(value, (dict, list)):
-        return
-    if meta.get("choices") is not None and isinstance(value, str):
-        _check_choice(value, meta["choices"], key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        _check_bounds(value, meta, key)
-
-
-def _resolve(cls, raw, where: str, file: Path):
-    """An instance of section ``cls`` from the mapping ``raw``: keys checked, defaults filled, ``check`` run."""
-    if raw is None:  # an empty section in YAML
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{file}: '{where}' must be a mapping of settings, got {type(raw).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
-    for key in raw:
-        if key not in fields:
-            near = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(fields)}"
-            raise ConfigError(f"{file}: unknown key '{where}.{key}'{hint}" if where else
-                              f"{file}: unknown key '{key}'{hint}")
-    values = {}
-    for name, f in fields.items():
-        path = f"{where}.{name}" if where else name
-        if _is_section(hints[name]):
-            given = raw.get(name)
-            if given is None and f.metadata.get("absent") is not None:
-                given = copy.deepcopy(f.metadata["absent"])
-            values[name] = _resolve(hints[name], given, path, file)
-        elif name in raw:
-            try:
-                _check_value(raw[name], hints[name], f.metadata, name)
-            except SettingError as err:
-                raise ConfigError(f"{file}: '{path}' {err.message}") from None
-            values[name] = raw[name]
-        elif f.default is not MISSING:
-            values[name] = copy.deepcopy(f.default)
-        elif f.default_factory is not MISSING:
-            values[name] = f.default_factory()
-        else:
-            raise ConfigError(f"{file}: '{path}' is required ({f.metadata.get('help', '')})")
-    instance = cls(**values)
-    if hasattr(instance, "check"):
-        try:
-            instance.check()
-        except SettingError as err:
-            raise ConfigError(f"{file}: '{where + '.' if where else ''}{err.key}' {err.message}") from None
-    return instance
-
-
-def _set(config: dict, assignment: str, file: Path) -> None:
-    """Apply one ``--set key.path=value`` (the value is read as YAML: numbers, booleans, lists work)."""
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"--set expects key.path=value, got {assignment!r}")
-    node = config
-    parts = key.split(".")
-    for part in parts[:-1]:
-        if node.get(part) is None:
-            node[part] = {}
-        node = node[part]
-        if not isinstance(node, dict):
-            raise ConfigError(f"{file}: --set {key}: '{part}' is not a section")
-    try:
-        node[parts[-1]] = read_yaml(raw)
-    except yaml.YAMLError as err:  # a Python tag is refused here too, as in a config file
-        reason = " ".join(str(err).split())
-        raise ConfigError(f"{file}: --set {key}: the value is not valid YAML: {reason}") from None
-
-
-def load(path: str | Path, overrides: list[str] = ()) -> dict:
-    """Read, override and check a config; returns it complete (every key, defaults filled in), ``_file`` / ``_dir`` set.
+# ------------------------------------------------------------------------------------------------------ loading
+def load(path: str | Path, overrides: list[str] = ()) -> RunConfig:
+    """Read a config, apply ``overrides`` (``--set key.path=value``), check it; returns it complete as a
+    ``RunConfig`` (every key, defaults filled in; ``name`` the file's stem when not given), ``file`` and ``folder`` set.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
@@ -408,8 +244,9 @@ def load(path: str | Path, overrides: list[str] = ()) -> dict:
     ... except ConfigError as err:
     ...     print(str(err).split(": ", 1)[1])
     unknown key 'trainer.epoch'; did you mean 'epochs'?
-    >>> load(p, ["trainer={epochs: 3}"])["trainer"]["batch_size"]
-    32
+    >>> config = load(p, ["trainer={epochs: 3}"])
+    >>> config.trainer.batch_size, config.name, config.file == p
+    (32, 'c', True)
     """
     file = Path(path)
     if not file.is_file():
@@ -421,29 +258,26 @@ def load(path: str | Path, overrides: list[str] = ()) -> dict:
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: a config is a mapping of sections, got {type(raw).__name__}")
     for assignment in overrides:
-        _set(raw, assignment, file)
-    config = dataclasses.asdict(_resolve(RunConfig, raw, "", file))
-    if config["name"] is None:
-        config["name"] = file.stem
-    config["_file"], config["_dir"] = str(file), str(file.resolve().parent)
+        apply_override(raw, assignment, file)
+    config = resolve_section(RunConfig, raw, "", file)
+    if config.name is None:
+        config.name = file.stem
+    config.file, config.folder = file, file.resolve().parent
     return config
 
 
-def _flow(value) -> str:
-    """``value`` as one line of YAML."""
-    return yaml.safe_dump([value], default_flow_style=True, sort_keys=False, width=sys.maxsize).strip()[1:-1]
+def saved_form(config: RunConfig) -> dict:
+    """The config as plain mappings, as it is written into the run folder (its keys only: no ``file``/``folder``).
+
+    >>> saved_form(RunConfig(name="r", output_dir="runs"))["name"]
+    'r'
+    """
+    return dataclasses.asdict(config)
 
 
-def _help(f: dataclasses.Field) -> str:
-    text = f.metadata.get("help", "")
-    choices = f.metadata.get("choices")
-    if choices is not None:
-        text += f" (one of {', '.join(map(str, choices))})"
-    return f"  # {text}" if text else ""
-
-
-def dump(config: dict) -> str:
-    """The config as YAML with every key's help as a comment; ``load`` reads it back (without ``_file`` / ``_dir``).
+def dump(config: RunConfig | dict) -> str:
+    """The config (a ``RunConfig``, or its keys as mappings) as YAML with every key's help as a comment; ``load``
+    reads it back.
 
     >>> print(dump({"output_dir": "runs", "trainer": {"epochs": 3}}))
     output_dir: runs  # where run folders go (relative to the working directory)
@@ -451,44 +285,41 @@ def dump(config: dict) -> str:
       epochs: 3  # the number of epochs
     <BLANKLINE>
     """
-    lines = []
-
-    def write(cls, values: dict, indent: str) -> None:
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        hints = typing.get_type_hints(cls)
-        for key, value in values.items():
-            if key.startswith("_"):
-                continue
-            f = fields.get(key)
-            if f is not None and _is_section(hints[key]) and isinstance(value, dict):
-                lines.append(f"{indent}{key}:{_help(f)}")
-                write(hints[key], value, indent + "  ")
-            else:
-                lines.append(f"{indent}{key}: {_flow(value)}{_help(f) if f else ''}")
-
-    write(RunConfig, config, "")
-    return "\n".join(lines) + "\n"
+    values = saved_form(config) if isinstance(config, RunConfig) else config
+    return "\n".join(yaml_lines(RunConfig, values)) + "\n"
 
 
-def _type_text(hint) -> str:
-    names = [_TYPE_NAMES[t].split(" ", 1)[-1] for t in _types(hint) if t is not int or float not in _types(hint)]
-    return " or ".join(dict.fromkeys(names))
+def class_error(file: str | Path, key: str, spec: str, err: ImportError) -> ConfigError:
+    """The ``ConfigError`` for a ``class_path`` that ``trainkit.registry.resolve_class`` could not load.
+
+    >>> str(class_error("c.yaml", "model.class_path", "m.py:Net", ImportError("no file /m.py", path="/m.py")))
+    "c.yaml: 'model.class_path': no file /m.py"
+    """
+    if err.path is not None and err.name is None:  # the file itself is missing: the path says it all
+        return ConfigError(f"{file}: '{key}': {err}")
+    return ConfigError(f"{file}: '{key}': cannot load {spec!r}: {err}")
 
 
-def _default_text(f: dataclasses.Field) -> str:
-    if f.default_factory is not MISSING:
-        return f"`{_flow(f.default_factory())}`"
-    return "required" if f.default is MISSING else f"`{_flow(f.default)}`"
+def resolve_class(spec: str, base_dir: str | Path, file: str | Path, key: str) -> Any:
+    """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
+
+    ``trainkit.registry.resolve_class`` with a ``ConfigError`` naming the config file and the key; what it names
+    must be of the kind the key is for (a Module for ``model.class_path``, a Callback for ``callbacks[i]``, ...).
+
+    >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
+    'Linear'
+    >>> resolve_class("trainkit.nn.Linaer", ".", "c.yaml", "model.class_path")
+    Traceback (most recent call last):
+    ...
+    trainkit.cli.settings.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
+    """
+    try:
+        return resolve_registered(spec, base_dir, key.partition(".")[0].partition("[")[0])
+    except ClassPathError as err:
+        raise class_error(file, key, spec, err) from None
 
 
-def _allowed_text(meta: dict) -> str:
-    choices = meta.get("choices")
-    if choices is not None:
-        return ", ".join(f"`{c}`" for c in choices)
-    bounds = [f"{op} {meta[key]}" for key, op in (("ge", ">="), ("gt", ">"), ("lt", "<")) if meta.get(key) is not None]
-    return ", ".join(bounds)
-
-
+# ------------------------------------------------------------------------------------------------- the reference
 def reference() -> str:
     """docs/config.md: every key of every section, with its type, default, allowed values and help, read off the
     declarations above (``python -m trainkit.cli.config`` prints it; a test keeps the page in sync).
@@ -506,19 +337,9 @@ def reference() -> str:
              "`@trainkit.registry.dataset_factory` for `data`, an `Optimizer` subclass for `optimizer`, a "
              "`Callback` subclass in `callbacks`; anything else (`os.system`, `subprocess.run`) is refused before "
              "it is called.", ""]
-
-    def table(cls, prefix: str) -> None:
-        hints = typing.get_type_hints(cls)
-        lines.extend(["| key | type | default | allowed | meaning |", "| --- | --- | --- | --- | --- |"])
-        for f in dataclasses.fields(cls):
-            if not _is_section(hints[f.name]):
-                lines.append(f"| `{prefix}{f.name}` | {_type_text(hints[f.name])} | {_default_text(f)} | "
-                             f"{_allowed_text(f.metadata)} | {f.metadata.get('help', '')} |")
-        lines.append("")
-
     lines.append("## Top level")
     lines.append("")
-    table(RunConfig, "")
+    lines.extend(reference_table(RunConfig, ""))
     lines.extend([f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
                   "`name` and the callback's keyword arguments, or `class_path` for your own.", "",
                   "`TextSample` (for language models) prints a continuation sampled from the model after the progress "
@@ -531,53 +352,11 @@ def reference() -> str:
                   ""])
     hints = typing.get_type_hints(RunConfig)
     for f in dataclasses.fields(RunConfig):
-        if _is_section(hints[f.name]):
+        if is_section(hints[f.name]):
             cls = hints[f.name]
             lines.extend([f"## `{f.name}`: {f.metadata['help']}", "", inspect.cleandoc(cls.__doc__ or ""), ""])
-            table(cls, f"{f.name}.")
+            lines.extend(reference_table(cls, f"{f.name}."))
     return "\n".join(lines).replace("``", "`")
-
-
-def class_error(file: str, key: str, spec: str, err: ImportError) -> ConfigError:
-    """The ``ConfigError`` for a ``class_path`` that ``trainkit.registry.resolve_class`` could not load.
-
-    >>> str(class_error("c.yaml", "model.class_path", "m.py:Net", ImportError("no file /m.py", path="/m.py")))
-    "c.yaml: 'model.class_path': no file /m.py"
-    """
-    if err.path is not None and err.name is None:  # the file itself is missing: the path says it all
-        return ConfigError(f"{file}: '{key}': {err}")
-    return ConfigError(f"{file}: '{key}': cannot load {spec!r}: {err}")
-
-
-def resolve_class(spec: str, base_dir: str | Path, file: str, key: str) -> Any:
-    """``package.module.Class`` or ``path/to/file.py:Class`` (relative to the config's folder) -> the class.
-
-    ``trainkit.registry.resolve_class`` with a ``ConfigError`` naming the config file and the key; what it names
-    must be of the kind the key is for (a Module for ``model.class_path``, a Callback for ``callbacks[i]``, ...).
-
-    >>> resolve_class("trainkit.nn.Linear", ".", "c.yaml", "model.class_path").__name__
-    'Linear'
-    >>> resolve_class("trainkit.nn.Linaer", ".", "c.yaml", "model.class_path")
-    Traceback (most recent call last):
-    ...
-    trainkit.cli.config.ConfigError: c.yaml: 'model.class_path': cannot load 'trainkit.nn.Linaer': module ...
-    """
-    try:
-        return _resolve_class(spec, base_dir, key.partition(".")[0].partition("[")[0])
-    except ClassPathError as err:
-        raise class_error(file, key, spec, err) from None
-
-
-def saved_form(config: dict) -> dict:
-    """The resolved config as it is written into the run folder (without the bookkeeping keys).
-
-    >>> saved_form({"name": "r", "_file": "r.yaml", "_dir": "."})
-    {'name': 'r'}
-    """
-    out = copy.deepcopy(config)
-    out.pop("_file", None)
-    out.pop("_dir", None)
-    return out
 
 
 if __name__ == "__main__":

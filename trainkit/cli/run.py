@@ -9,6 +9,7 @@ loader takes, and the named optimizer, scheduler, loss and callbacks come from t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import os
 import shutil
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from ..autograd.random import manual_seed
 from ..callbacks.base import Callback
-from ..data import ConcatDataset, Subset, TextDataError, vocabulary_of
-from ..data.text import VOCABULARY_FILE
+from ..callbacks.nan import TerminateOnNaN
+from ..data import ConcatDataset, TextDataError, vocabulary_of
+from ..data.dataset import split_tail
 from ..distributed import launched_size, world
 from ..layers.loss import CrossEntropyLoss, NLLLoss
 from ..registry import (
@@ -35,21 +37,34 @@ from ..registry import (
 from ..registry import build as make
 from ..serialization.files import temporary_beside
 from ..trainer import Trainer
-from ..training.run_folder import LATEST, latest_version, version_number, versions
-from .config import ConfigError, class_error, dump, resolve_class
+from ..training.run_folder import LATEST, RunFolder, latest_version, version_number, versions
+from .config import ConfigError, RunConfig, class_error, dump, resolve_class
 from .run_lock import RunLock, remove_stale_temporaries
 
 
 @dataclass
 class Run:
     """What ``build`` returns: a Trainer and what to call ``fit`` with (``dataset``: the training and validation
-    samples; ``test``: the held-out test samples, or None)."""
+    samples; ``test``: the held-out test samples, or None). ``callbacks`` are those the config named and the
+    ``TerminateOnNaN`` that ``trainer.terminate_on_nan`` asks for, as given to the Trainer: what the command reads
+    after training (where a run diverged, which epoch's weights ``EarlyStopping`` restored)."""
 
     trainer: Trainer
     dataset: object
     run_dir: Path
     fit_args: dict = field(default_factory=dict)
     test: object = None
+    callbacks: list = field(default_factory=list)
+
+    @property
+    def folder(self) -> RunFolder:
+        """The paths of the run folder (``run_dir``)."""
+        return RunFolder(self.run_dir)
+
+    def first(self, kind: type, attribute: str) -> Callback | None:
+        """The first of ``callbacks`` of type ``kind`` whose ``attribute`` is set (not None), else None: after
+        ``fit``, ``run.first(EarlyStopping, "restored_epoch")`` is the EarlyStopping that restored weights."""
+        return next((cb for cb in self.callbacks if isinstance(cb, kind) and getattr(cb, attribute) is not None), None)
 
     def split(self, name: str) -> object:
         """The samples of split ``name``: 'train', 'val' and 'test' as training takes them, or 'all'."""
@@ -57,14 +72,13 @@ class Run:
             if self.test is None:
                 raise ValueError("the config holds out no test split: set data.test_split")
             return self.test
-        n = len(self.dataset)
-        n_val = int(n * self.fit_args.get("validation_split", 0.0))
+        train, val = split_tail(self.dataset, self.fit_args.get("validation_split", 0.0))  # as fit splits it
         if name == "val":
-            if not n_val:
+            if not len(val):
                 raise ValueError("the config holds out no validation split: set data.validation_split")
-            return Subset(self.dataset, range(n - n_val, n))
+            return val
         if name == "train":
-            return Subset(self.dataset, range(n - n_val))
+            return train
         if name == "all":
             return self.dataset if self.test is None else ConcatDataset([self.dataset, self.test])
         raise ValueError(f"unknown split {name!r}: train, val, test or all")
@@ -74,27 +88,27 @@ class Run:
         return "test" if self.test is not None else "val" if self.fit_args.get("validation_split") else "all"
 
 
-def _kwargs_error(config: dict, key: str, err: Exception) -> ConfigError:
-    return ConfigError(f"{config['_file']}: '{key}': {err}")
+def _kwargs_error(config: RunConfig, key: str, err: Exception) -> ConfigError:
+    return ConfigError(f"{config.file}: '{key}': {err}")
 
 
 # ---------------------------------------------------------------------------------------------------- the parts
-def _named(config: dict, registry: Registry, name: str, key: str, **kwargs):
+def _named(config: RunConfig, registry: Registry, name: str, key: str, **kwargs):
     try:
         return make(registry, name, **kwargs)
     except UnknownNameError as err:  # a config from load() has only known names; a hand-made one may not
-        raise ConfigError(f"{config['_file']}: '{key}' names an {err}") from None
+        raise ConfigError(f"{config.file}: '{key}' names an {err}") from None
     except (TypeError, ValueError) as err:
         raise _kwargs_error(config, key.rpartition(".name")[0] or key, err) from None
 
 
-def _optimizer(config: dict, model):
-    spec = config["optimizer"]
-    kwargs = {"lr": spec["lr"]} if spec["lr"] is not None else {}
-    kwargs.update(spec["options"] or {})
-    if spec["class_path"] is None:
-        return _named(config, OPTIMIZERS, spec["name"], "optimizer.name", params=model.parameters(), **kwargs)
-    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], "optimizer.class_path")
+def _optimizer(config: RunConfig, model):
+    spec = config.optimizer
+    kwargs = {"lr": spec.lr} if spec.lr is not None else {}
+    kwargs.update(spec.options or {})
+    if spec.class_path is None:
+        return _named(config, OPTIMIZERS, spec.name, "optimizer.name", params=model.parameters(), **kwargs)
+    cls = resolve_class(spec.class_path, config.folder, config.file, "optimizer.class_path")
     try:
         return cls(model.parameters(), **kwargs)
     except (TypeError, ValueError) as err:
@@ -105,8 +119,8 @@ def _optimizer(config: dict, model):
 _INDEX_TARGETS = ("CrossEntropyLoss", "NLLLoss")
 
 
-def _task(config: dict) -> str | None:
-    name = config["loss"] if isinstance(config["loss"], str) else config["loss"]["name"]
+def _task(config: RunConfig) -> str | None:
+    name = config.loss if isinstance(config.loss, str) else config.loss["name"]
     try:
         cls = LOSSES.get(name)
     except UnknownNameError:
@@ -114,20 +128,20 @@ def _task(config: dict) -> str | None:
     return "classification" if cls.__name__ in _INDEX_TARGETS else "regression"
 
 
-def _dataset(config: dict):
-    spec = config["data"]
+def _dataset(config: RunConfig):
+    spec = dataclasses.asdict(config.data)  # a data kind takes the section as a mapping
     if spec["kind"] in ("npz", "csv"):
         spec = {**spec, "task": spec.get("task") or _task(config)}  # a data.task key, when given, decides
     try:
         make_dataset = DATA_KINDS.get(spec["kind"])
     except UnknownNameError as err:  # a config from load() has only known kinds; a hand-made one may not
-        raise ConfigError(f"{config['_file']}: 'data.kind' names an {err}") from None
+        raise ConfigError(f"{config.file}: 'data.kind' names an {err}") from None
     try:
-        return make_dataset(spec, Path(config["_dir"]))
+        return make_dataset(spec, config.folder)
     except TextDataError as err:  # the text file or a key that does not fit it: the key to change is named
-        raise ConfigError(f"{config['_file']}: 'data.{err.key}': {err}") from None
+        raise ConfigError(f"{config.file}: 'data.{err.key}': {err}") from None
     except ClassPathError as err:
-        raise class_error(config["_file"], "data.class_path", spec["class_path"], err) from None
+        raise class_error(config.file, "data.class_path", spec["class_path"], err) from None
     except TypeError as err:  # keys that do not fit the loader (init_args for the class_path kind)
         raise _kwargs_error(config, "data.init_args" if spec["kind"] == "class_path" else "data", err) from None
     except KeyError as err:  # a missing array or column of a file; what a user's own dataset raises is its own
@@ -160,14 +174,14 @@ class TokenLoss:
         return f"TokenLoss({self.loss!r})"
 
 
-def _loss(config: dict):
-    spec = config["loss"]
+def _loss(config: RunConfig):
+    spec = config.loss
     if isinstance(spec, str):
         loss = _named(config, LOSSES, spec, "loss")
     else:
         options = {k: v for k, v in spec.items() if k != "name"}
         loss = _named(config, LOSSES, spec["name"], "loss.name", **options)
-    if config["data"]["kind"] != "text":
+    if config.data.kind != "text":
         return loss
     if not isinstance(loss, (CrossEntropyLoss, NLLLoss)):  # token ids are classes: a regression loss cannot fit
         name = spec if isinstance(spec, str) else spec["name"]
@@ -180,14 +194,14 @@ def _loss(config: dict):
 _FROM_TEXT = ("vocab_size", "block_size")
 
 
-def _fill_from_data(config: dict, model_cls, dataset) -> None:
+def _fill_from_data(config: RunConfig, model_cls, dataset) -> None:
     """Give the model's ``vocab_size`` and ``block_size`` from the text data when ``model.init_args`` omits them;
     refuse a given ``vocab_size`` smaller than the vocabulary."""
     vocabulary = vocabulary_of(dataset)
     if vocabulary is None:
         return
-    known = {"vocab_size": len(vocabulary), "block_size": getattr(dataset, "block_size", config["data"]["block_size"])}
-    init_args = config["model"]["init_args"]
+    known = {"vocab_size": len(vocabulary), "block_size": getattr(dataset, "block_size", config.data.block_size)}
+    init_args = config.model.init_args
     try:
         params = inspect.signature(model_cls).parameters
     except (TypeError, ValueError):
@@ -197,18 +211,18 @@ def _fill_from_data(config: dict, model_cls, dataset) -> None:
             init_args[key] = known[key]
     given = init_args.get("vocab_size")
     if isinstance(given, int) and given < known["vocab_size"]:
-        raise ConfigError(f"{config['_file']}: 'model.init_args.vocab_size' is {given}, but the vocabulary of "
-                          f"{config['data']['path']} holds {known['vocab_size']} tokens; leave it out to take the "
+        raise ConfigError(f"{config.file}: 'model.init_args.vocab_size' is {given}, but the vocabulary of "
+                          f"{config.data.path} holds {known['vocab_size']} tokens; leave it out to take the "
                           "vocabulary's size")
 
 
-def _callback(config: dict, i: int, spec):
+def _callback(config: RunConfig, i: int, spec):
     if isinstance(spec, str):
         spec = {"name": spec}
     options = {k: v for k, v in spec.items() if k not in ("name", "class_path")}
     if "class_path" not in spec:
         return _named(config, CALLBACKS, spec["name"], f"callbacks[{i}].name", **options)
-    cls = resolve_class(spec["class_path"], config["_dir"], config["_file"], f"callbacks[{i}].class_path")
+    cls = resolve_class(spec["class_path"], config.folder, config.file, f"callbacks[{i}].class_path")
     try:
         return cls(**options)
     except TypeError as err:
@@ -234,46 +248,52 @@ def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
     return to_trainer, to_fit
 
 
-def build(config: dict, run_dir: str | Path | None = None) -> Run:
+def build(config: RunConfig, run_dir: str | Path | None = None) -> Run:
     """Make everything ``config`` describes (a checked config from ``trainkit.cli.config.load``), for a run writing to
     ``run_dir`` (by default ``output_dir/name``; ``trainkit train`` gives it a version folder, ``start_run``).
+
+    The model is built on the CPU right after ``manual_seed(trainer.seed)``, so its initial weights come from the
+    seed; the Trainer, given the same ``seed`` and ``device``, moves it to its device (once) and starts the streams
+    of dropout and the batch order from the seed again, so a run repeats whatever the model's size.
 
     >>> from trainkit.cli.config import load
     >>> run = build(load("configs/regression.yaml", ["trainer.verbose=false"]))  # doctest: +SKIP
     >>> run.fit_args  # doctest: +SKIP
     {'epochs': 200, 'batch_size': 10, 'shuffle': True, 'validation_split': 0.0}
     """
-    file = config["_file"]
-    trainer_args, fit_args = _trainer_and_fit_settings(config["trainer"])
+    file = config.file
+    trainer_args, fit_args = _trainer_and_fit_settings(dataclasses.asdict(config.trainer))
     dataset = _dataset(config)  # first: a text's vocabulary gives the model its vocab_size
     manual_seed(trainer_args["seed"])  # before the model: its initial weights come from this seed
-    model_cls = resolve_class(config["model"]["class_path"], config["_dir"], file, "model.class_path")
+    model_cls = resolve_class(config.model.class_path, config.folder, file, "model.class_path")
     _fill_from_data(config, model_cls, dataset)
     try:
-        model = model_cls(**config["model"]["init_args"])
+        model = model_cls(**config.model.init_args)
     except TypeError as err:
         raise _kwargs_error(config, "model.init_args", err) from None
-    model.to(trainer_args["device"])
+    # The Trainer moves the model to trainer.device in place (the Parameters stay the optimizer's), resolving the
+    # device per process in data-parallel runs; moving it here too would copy it twice.
     optimizer = _optimizer(config, model)
     scheduler = None
-    if config["scheduler"]["name"] is not None:
-        scheduler = _named(config, SCHEDULERS, config["scheduler"]["name"], "scheduler.name", optimizer=optimizer,
-                           **config["scheduler"]["options"])
+    if config.scheduler.name is not None:
+        scheduler = _named(config, SCHEDULERS, config.scheduler.name, "scheduler.name", optimizer=optimizer,
+                           **config.scheduler.options)
 
-    run_dir = Path(config["output_dir"]) / config["name"] if run_dir is None else Path(run_dir)
-    callbacks = [_callback(config, i, spec) for i, spec in enumerate(config["callbacks"])]
+    run_dir = Path(config.output_dir) / config.name if run_dir is None else Path(run_dir)
+    callbacks = [_callback(config, i, spec) for i, spec in enumerate(config.callbacks)]
+    if trainer_args.get("terminate_on_nan") and not any(isinstance(cb, TerminateOnNaN) for cb in callbacks):
+        callbacks.append(TerminateOnNaN())  # the one the Trainer would add, made here to read where a run diverged
     try:
-        trainer = Trainer(model, optimizer, _loss(config), config["metrics"], callbacks, scheduler=scheduler,
-                          freeze=config["freeze"], run_dir=run_dir, **trainer_args)
+        trainer = Trainer(model, optimizer, _loss(config), config.metrics, callbacks, scheduler=scheduler,
+                          freeze=config.freeze, run_dir=run_dir, **trainer_args)
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
-    fit_args.update(by_name(config["data"], Trainer.fit))  # validation_split
+    fit_args.update(by_name(dataclasses.asdict(config.data), Trainer.fit))  # validation_split
     test = None
-    n_test = int(len(dataset) * config["data"]["test_split"])
-    if n_test:  # the last share, as validation_split takes its share from the end of what is left
-        dataset, test = Subset(dataset, range(len(dataset) - n_test)), Subset(dataset, range(len(dataset) - n_test,
-                                                                                            len(dataset)))
-    return Run(trainer, dataset, run_dir, fit_args, test)
+    head, tail = split_tail(dataset, config.data.test_split)
+    if len(tail):  # the last share, as validation_split takes its share from the end of what is left
+        dataset, test = head, tail
+    return Run(trainer, dataset, run_dir, fit_args, test, callbacks)
 
 
 # ------------------------------------------------------------------------------------------------- run folders
@@ -294,18 +314,21 @@ def _mark_latest(base: Path) -> None:
             return
 
 
-def self_contained(config: dict) -> dict:
-    """``config`` as written into a run folder: file paths (``class_path`` files, ``data.path``, ``output_dir``)
-    made absolute, so ``trainkit train RUN_DIR/config.yaml`` reruns it from any folder.
+def self_contained(config: RunConfig) -> RunConfig:
+    """A copy of ``config`` as written into a run folder: file paths (``class_path`` files, ``data.path``,
+    ``output_dir``) made absolute, so ``trainkit train RUN_DIR/config.yaml`` reruns it from any folder.
 
-    >>> c = self_contained({"_dir": "/work/configs", "output_dir": "/tmp/runs", "model": {"class_path": "m.py:Net"},
-    ...                     "data": {"path": None, "class_path": "trainkit.data.digits"}, "optimizer": {},
-    ...                     "callbacks": ["ProgressBar"]})
-    >>> c["model"]["class_path"], c["data"]["class_path"]
+    >>> from trainkit.cli.config import DataSection, ModelSection, OptimizerSection
+    >>> config = RunConfig(output_dir="/tmp/runs", model=ModelSection(class_path="m.py:Net"),
+    ...                    data=DataSection(class_path="trainkit.data.digits"), optimizer=OptimizerSection(),
+    ...                    callbacks=["ProgressBar"])
+    >>> config.folder = Path("/work/configs")
+    >>> c = self_contained(config)
+    >>> c.model.class_path, c.data.class_path
     ('/work/configs/m.py:Net', 'trainkit.data.digits')
     """
     out = copy.deepcopy(config)
-    here = Path(config["_dir"])
+    here = config.folder
 
     def absolute(spec):  # file.py:Class is relative to the config's folder; package.module.Class stays
         if not isinstance(spec, str) or ":" not in spec:
@@ -313,16 +336,16 @@ def self_contained(config: dict) -> dict:
         file, _, name = spec.partition(":")
         return f"{(here / file).resolve()}:{name}"
 
-    for section in (out["model"], out["optimizer"], out["data"]):
-        if section.get("class_path") is not None:
-            section["class_path"] = absolute(section["class_path"])
+    for section in (out.model, out.optimizer, out.data):
+        if section.class_path is not None:
+            section.class_path = absolute(section.class_path)
     for key in ("path", "vocabulary"):
-        if out["data"].get(key) is not None:
-            out["data"][key] = str((here / out["data"][key]).resolve())
-    for spec in out["callbacks"]:
+        if getattr(out.data, key) is not None:
+            setattr(out.data, key, str((here / getattr(out.data, key)).resolve()))
+    for spec in out.callbacks:
         if isinstance(spec, dict) and "class_path" in spec:
             spec["class_path"] = absolute(spec["class_path"])
-    out["output_dir"] = str(Path(out["output_dir"]).resolve())  # relative to the working directory
+    out.output_dir = str(Path(out.output_dir).resolve())  # relative to the working directory
     return out
 
 
@@ -332,18 +355,18 @@ def find_checkpoint(where: str | Path) -> tuple[Path, Path | None]:
     or ``output_dir/name`` (its latest version). A checkpoint outside a run folder continues in a new version."""
     where = Path(where)
     if where.is_file():
-        folder = where.parent.parent if where.parent.name == "checkpoints" else None
-        return where, folder
+        run = RunFolder.of_checkpoint(where)
+        return where, None if run is None else run.root
     if not where.is_dir():
         raise FileNotFoundError(f"--resume {where}: no such run folder or checkpoint file")
-    folder = where
-    if not (where / "checkpoints").is_dir() and latest_version(where) is not None:
-        folder = latest_version(where)
-    found = [p for p in (folder / "checkpoints" / n for n in ("last.npz", "interrupted.npz")) if p.is_file()]
+    run = RunFolder(where)
+    if not run.checkpoints.is_dir() and latest_version(where) is not None:
+        run = RunFolder(latest_version(where))
+    found = run.resumable()
     if not found:
-        raise FileNotFoundError(f"--resume {where}: no checkpoint at {folder / 'checkpoints' / 'last.npz'} (nor "
-                                "interrupted.npz); name a run folder runs/NAME/version_N, runs/NAME, or a .npz file")
-    return max(found, key=lambda p: p.stat().st_mtime_ns), folder
+        raise FileNotFoundError(f"--resume {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
+                                "run folder runs/NAME/version_N, runs/NAME, or a .npz file")
+    return max(found, key=lambda p: p.stat().st_mtime_ns), run.root  # last.npz when both have the same time
 
 
 class _SaveConfig(Callback):
@@ -374,6 +397,7 @@ class Started:
     new_folder: bool
     lock: RunLock | None = None
     kept: Path | None = None  # the deepest folder that existed before the run
+    saver: _SaveConfig | None = None  # writes a resumed run's config.yaml once an epoch has ended
 
     def release(self) -> None:
         """Free the run folder's lock (when the run ends, however it ends)."""
@@ -395,16 +419,15 @@ class Started:
         resume; a run with no finished epoch is removed instead."""
         if self.abandon():
             return "interrupted before the first epoch ended: nothing saved"
-        folder = self.run.run_dir
-        saved = self.run.trainer.save_checkpoint(folder / "checkpoints" / "interrupted.npz")
-        for cb in self.run.trainer.callbacks:
-            if isinstance(cb, _SaveConfig):
-                cb.on_epoch_end(-1)  # the checkpoint just saved belongs to this config
-        return (f"interrupted: saved {saved}; the last finished epoch is in checkpoints/last.npz\n"
-                f"resume with: trainkit train {folder / 'config.yaml'} --resume {folder}")
+        folder = self.run.folder
+        saved = self.run.trainer.save_checkpoint(folder.interrupted)
+        if self.saver is not None:
+            self.saver.on_epoch_end(-1)  # the checkpoint just saved belongs to this config
+        return (f"interrupted: saved {saved}; the last finished epoch is in {folder.last.relative_to(folder.root)}\n"
+                f"resume with: trainkit train {folder.config} --resume {folder.root}")
 
 
-def start_run(config: dict, resume: str | Path | None = None) -> Started:
+def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     """Build the run ``config`` describes in its run folder: a new ``output_dir/name/version_N`` (``latest`` then
     names it), or, with ``resume``, the folder of the run resumed (``find_checkpoint``). The folder's config.yaml is
     ``self_contained``: written now for a new folder, at the first epoch's end for a resumed one.
@@ -416,7 +439,7 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
     """
     checkpoint, folder = find_checkpoint(resume) if resume is not None else (None, None)
     lead = launched_size() == 1 or world().rank == 0
-    base = Path(config["output_dir"]) / config["name"]
+    base = Path(config.output_dir) / config.name
     new = folder is None
     lock = None
     kept = base  # the deepest folder that exists already: a run that fails before its first epoch removes the rest
@@ -429,9 +452,10 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
         remove_stale_temporaries(folder)
     if launched_size() > 1:
         folder = world().broadcast_object(folder)
-    if not new and config["data"].get("kind") == "text" and config["data"].get("vocabulary") is None \
-            and (folder / VOCABULARY_FILE).is_file():  # the ids the checkpoint was trained on
-        config["data"]["vocabulary"] = str((folder / VOCABULARY_FILE).resolve())
+    files = RunFolder(folder)
+    if not new and config.data.kind == "text" and config.data.vocabulary is None \
+            and files.vocabulary.is_file():  # the ids the checkpoint was trained on
+        config.data.vocabulary = str(files.vocabulary.resolve())
     try:
         run = build(config, run_dir=folder)
     except BaseException:
@@ -443,15 +467,16 @@ def start_run(config: dict, resume: str | Path | None = None) -> Started:
     text = dump(self_contained(config))
     vocabulary = vocabulary_of(run.dataset)
     if lead and vocabulary is not None:  # beside config.yaml: evaluate and the sampling callback decode with it
-        vocabulary.save(folder / VOCABULARY_FILE)
+        vocabulary.save(files.vocabulary)
+    saver = None
     if lead and new:
-        (folder / "config.yaml").write_text(text)
+        files.config.write_text(text)
         _mark_latest(base)
     elif lead:
-        saver = _SaveConfig(folder / "config.yaml", text)
+        saver = _SaveConfig(files.config, text)
         run.trainer.callbacks.append(saver)
         saver.set_trainer(run.trainer)
-    return Started(run, checkpoint, new, lock, kept)
+    return Started(run, checkpoint, new, lock, kept, saver)
 
 
 def _new_version(base: Path) -> Path:

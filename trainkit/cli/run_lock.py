@@ -12,7 +12,9 @@ import os
 import socket
 from pathlib import Path
 
-LOCK_NAME = ".lock"
+from ..training.run_folder import RunFolder
+
+LOCK_NAME = RunFolder.LOCK  # the name older code imports from here
 
 
 class RunFolderBusy(RuntimeError):
@@ -40,12 +42,12 @@ class RunLock:
     ... except RunFolderBusy as err:
     ...     print(str(err).split(" (")[0])  # doctest: +ELLIPSIS
     run folder ... is in use by process ...
-    >>> lock.release(); (folder / LOCK_NAME).exists()
+    >>> lock.release(); RunFolder(folder).lock.exists()
     False
     """
 
     def __init__(self, folder: str | Path):
-        self.path = Path(folder) / LOCK_NAME
+        self.path = RunFolder(folder).lock
         self.held = False
 
     def acquire(self) -> RunLock:
@@ -91,7 +93,7 @@ def remove_stale_temporaries(folder: str | Path) -> list[Path]:
     """Delete the ``*.tmp`` files a killed writer left in ``folder/checkpoints`` (only the lock holder calls this,
     so no live writer owns them); returns what it removed."""
     removed = []
-    for tmp in sorted((Path(folder) / "checkpoints").glob("*.tmp")):
+    for tmp in RunFolder(folder).temporaries():
         tmp.unlink(missing_ok=True)
         removed.append(tmp)
     return removed
