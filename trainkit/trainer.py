@@ -288,7 +288,7 @@ class Trainer:
         without building graphs. Override it to change what evaluation measures.
 
         >>> import trainkit
-        >>> trainer = Trainer(trainkit.nn.Linear(1, 1), loss="l1", verbose=False)
+        >>> trainer = Trainer(trainkit.nn.Linear(1, 1, bias=False), loss="l1", verbose=False)
         >>> trainer.test_step((trainkit.zeros(2, 1), trainkit.ones(2, 1)))
         {'loss': 1.0}
         """
@@ -303,9 +303,9 @@ class Trainer:
         ``predict`` runs it in eval mode without building graphs and concatenates what it returns.
 
         >>> import trainkit
-        >>> trainer = Trainer(trainkit.nn.Identity(), verbose=False)
+        >>> trainer = Trainer(trainkit.nn.Linear(1, 3), verbose=False)
         >>> trainer.predict_step(trainkit.ones(2, 1)).shape
-        trainkit.Size([2, 1])
+        trainkit.Size([2, 3])
         """
         return self.model(self.unpack_batch(batch)[0])
 
