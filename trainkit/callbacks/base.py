@@ -28,7 +28,8 @@ plain hook methods in this order::
 
 A callback reads ``self.model``, ``self.params`` and ``self.run_dir``; of the trainer itself it uses only
 ``trainer.stop_training`` (set it to stop), ``trainer.save_checkpoint(path)``, and the counters
-``trainer.epoch`` and ``trainer.global_step`` (and ``trainer.scheduler``, to know whether it owns one).
+``trainer.epoch`` and ``trainer.global_step`` (and ``trainer.scheduler``, to know whether it owns one;
+``ResumePoint`` reads ``trainer.history_rows``, the epochs recorded before this one).
 """
 
 from __future__ import annotations

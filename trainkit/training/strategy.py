@@ -20,7 +20,7 @@ class are no-ops or return their input, so a single process trains exactly as th
             should_stop(stop_training) -> bool              # after on_train_batch_end
         reduce_metrics(metrics)                 # before the epoch's metrics are computed
         call_epoch_end(callbacks, epoch, logs)  # instead of callbacks.on_epoch_end
-        is_main                                 # whether this process writes the run's checkpoint
+        is_main                                 # whether this process gets the callbacks that write files
         should_stop(stop_training) -> bool      # after the epoch
         on_exception(trainer, exc)              # when fit raises, after the on_exception callbacks
     evaluate(...)
