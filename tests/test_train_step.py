@@ -273,3 +273,34 @@ def test_a_resume_that_fails_before_its_first_epoch_ends_keeps_the_history_file(
     rows = [json.loads(line) for line in run.history.read_text().splitlines()]
     assert [r["epoch"] for r in rows] == [0, 1, 2] and rows == resumed.history_rows
     assert rows[:2] == [json.loads(line) for line in four.splitlines()[:2]]
+
+
+# ------------------------------------------------------------------------------------ public names strategies use
+class TwoRanks:
+    """A world of two seen from rank 0, enough for the strategy's loader sharding (no collective runs)."""
+
+    rank, size, local_rank = 0, 2, 0
+
+
+def test_sharding_wraps_collate_only_where_batches_are_not_sliced_from_tensors():
+    from trainkit.data import DataLoader, TensorDataset
+
+    ddp = DDPStrategy(group=TwoRanks())
+    data = TensorDataset(trainkit.arange(5.0).unsqueeze(1))
+    sliced = ddp.shard_loader(DataLoader(data, batch_size=4))
+    assert sliced.slices_tensors and [len(b[0]) for b in sliced] == [2, 1]
+    collated = ddp.shard_loader(DataLoader(data, batch_size=4, collate_fn=lambda samples: len(samples)))
+    assert not collated.slices_tensors
+    assert list(collated) == [2, 1] and collated.collate_fn([]) is None  # an empty share collates to nothing
+
+
+def test_a_wrapped_model_hands_its_reduction_to_the_caller():
+    from trainkit.distributed import DistributedDataParallel
+
+    model = DistributedDataParallel(nn.Linear(2, 1))
+    assert model.manual_reduction is False and model.reducer is not None
+    model.manual_reduction = True
+    assert model.manual_reduction is True
+    model(trainkit.ones(3, 2)).sum().backward()
+    model.reducer.reduce()
+    assert model.module.bias.grad.tolist() == [3.0]
