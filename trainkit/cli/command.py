@@ -141,8 +141,10 @@ def _train(args) -> int:
         where = f" at step {diverged.stopped_step} (epoch {diverged.stopped_epoch + 1})" if diverged else ""
         last = run.folder.last
         kept = f"the last good checkpoint is {last}" if last.is_file() else "no epoch ended well, so no checkpoint"
-        print(f"trainkit: diverged: the loss became non-finite{where}; {kept} (try a smaller optimizer.lr)",
-              file=sys.stderr)
+        print(
+            f"trainkit: diverged: the loss became non-finite{where}; {kept} (try a smaller optimizer.lr)",
+            file=sys.stderr,
+        )
         return 3
     final = {k: v[-1] for k, v in history.history.items() if v and not k.startswith("grad")}
     shown = ", ".join(f"{k} {v:.6g}" for k, v in final.items() if isinstance(v, float))

@@ -48,9 +48,26 @@ from .settings import (
     yaml_lines,
 )
 
-__all__ = ["ConfigError", "DataSection", "ModelSection", "OptimizerSection", "RunConfig", "SchedulerSection",
-           "SettingError", "TrainerSection", "class_error", "default_of", "dump", "load", "read_yaml", "reference",
-           "resolve_class", "saved_form", "section", "setting"]
+__all__ = [
+    "ConfigError",
+    "DataSection",
+    "ModelSection",
+    "OptimizerSection",
+    "RunConfig",
+    "SchedulerSection",
+    "SettingError",
+    "TrainerSection",
+    "class_error",
+    "default_of",
+    "dump",
+    "load",
+    "read_yaml",
+    "reference",
+    "resolve_class",
+    "saved_form",
+    "section",
+    "setting",
+]
 
 
 # ------------------------------------------------------------------------------------------------------ sections
@@ -58,8 +75,9 @@ __all__ = ["ConfigError", "DataSection", "ModelSection", "OptimizerSection", "Ru
 class ModelSection:
     """``model``: the class to train and its arguments."""
 
-    class_path: str = setting(help="the model class, e.g. model.py:Net (a file relative to the config's folder) "
-                                   "or package.module.Class")
+    class_path: str = setting(
+        help="the model class, e.g. model.py:Net (a file relative to the config's folder) or package.module.Class"
+    )
     init_args: dict = setting({}, "keyword arguments of the model class")
 
 
@@ -82,32 +100,60 @@ class DataSection:
     """
 
     kind: str = setting("regression_curve", "where the samples come from", choices=DATA_KINDS)
-    path: str | None = setting(None, "the .npz, .csv or UTF-8 text file (relative to the config's folder), for kinds "
-                                     "npz, csv, text")
+    path: str | None = setting(
+        None, "the .npz, .csv or UTF-8 text file (relative to the config's folder), for kinds npz, csv, text"
+    )
     inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
     targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
-    task: str | None = setting(None, "npz, csv: classification (int64 class labels) or regression (float targets); "
-                               "null: from the loss (cross_entropy and nll mean classification)",
-                               choices=("classification", "regression"))
+    task: str | None = setting(
+        None,
+        "npz, csv: classification (int64 class labels) or regression (float targets); "
+        "null: from the loss (cross_entropy and nll mean classification)",
+        choices=("classification", "regression"),
+    )
     n: int = setting(default_of(regression_curve, "n"), "regression_curve: the number of points", ge=1)
-    noise: float = setting(default_of(regression_curve, "noise"), "regression_curve: the noise's standard deviation",
-                           ge=0)
+    noise: float = setting(
+        default_of(regression_curve, "noise"), "regression_curve: the noise's standard deviation", ge=0
+    )
     seed: int = setting(0, "regression_curve: the seed of the noise")
-    validation_split: float = setting(default_of(Trainer.fit, "validation_split"),
-                                      "the share of samples held out for validation (the last ones before the test "
-                                      "share), as Keras takes it", ge=0, lt=1)
-    test_split: float = setting(0.0, "the share of samples held out for testing (the last ones), never trained or "
-                                     "validated on: trainkit evaluate --split test", ge=0, lt=1)
-    level: str = setting(default_of(load_text, "level"), "text: the tokens, each character or each "
-                         "whitespace-separated word", choices=("char", "word"))
-    block_size: int = setting(default_of(load_text, "block_size"), "text: tokens per sample; the targets are the "
-                              "next token of each (the model's context length)", ge=1)
-    stride: int | None = setting(None, "text: tokens from one sample's start to the next; null: block_size (each "
-                                       "token is a target once per epoch)", ge=1)
-    vocabulary: str | None = setting(None, "text: a saved vocabulary (a run's vocab.json, relative to the config's "
-                                           "folder) instead of one built from the training part")
-    max_mb: float | None = setting(default_of(load_text, "max_mb"), "text: refuse a file larger than this many "
-                                   "megabytes (it is held in memory); null: no limit", gt=0)
+    validation_split: float = setting(
+        default_of(Trainer.fit, "validation_split"),
+        "the share of samples held out for validation (the last ones before the test share), as Keras takes it",
+        ge=0,
+        lt=1,
+    )
+    test_split: float = setting(
+        0.0,
+        "the share of samples held out for testing (the last ones), never trained or "
+        "validated on: trainkit evaluate --split test",
+        ge=0,
+        lt=1,
+    )
+    level: str = setting(
+        default_of(load_text, "level"),
+        "text: the tokens, each character or each whitespace-separated word",
+        choices=("char", "word"),
+    )
+    block_size: int = setting(
+        default_of(load_text, "block_size"),
+        "text: tokens per sample; the targets are the next token of each (the model's context length)",
+        ge=1,
+    )
+    stride: int | None = setting(
+        None,
+        "text: tokens from one sample's start to the next; null: block_size (each token is a target once per epoch)",
+        ge=1,
+    )
+    vocabulary: str | None = setting(
+        None,
+        "text: a saved vocabulary (a run's vocab.json, relative to the config's "
+        "folder) instead of one built from the training part",
+    )
+    max_mb: float | None = setting(
+        default_of(load_text, "max_mb"),
+        "text: refuse a file larger than this many megabytes (it is held in memory); null: no limit",
+        gt=0,
+    )
     class_path: str | None = setting(None, "kind class_path: a function or class returning a Dataset")
     init_args: dict = setting({}, "kind class_path: its keyword arguments")
 
@@ -117,8 +163,11 @@ class DataSection:
         if self.kind == "class_path" and self.class_path is None:
             raise SettingError("class_path", "is required for data.kind class_path")
         if self.validation_split + self.test_split >= 1:
-            raise SettingError("test_split", f"and validation_split ({self.validation_split}) leave nothing to train "
-                                             f"on: together they must stay below 1, got {self.test_split}")
+            raise SettingError(
+                "test_split",
+                f"and validation_split ({self.validation_split}) leave nothing to train "
+                f"on: together they must stay below 1, got {self.test_split}",
+            )
 
 
 @dataclass(kw_only=True)
@@ -167,19 +216,27 @@ class TrainerSection:
     shuffle: bool = setting(default_of(Trainer.fit, "shuffle"), "shuffle the training samples every epoch")
     device: str = setting(default_of(Trainer, "device"), "cpu, cuda or cuda:N")
     seed: int = setting(0, "the seed of the weights, the batch order and dropout")
-    grad_clip_norm: float | None = setting(default_of(Trainer, "grad_clip_norm"),
-                                           "clip the gradients' global norm to this; null: no clipping", gt=0)
+    grad_clip_norm: float | None = setting(
+        default_of(Trainer, "grad_clip_norm"), "clip the gradients' global norm to this; null: no clipping", gt=0
+    )
     accumulate_steps: int = setting(default_of(Trainer, "accumulate_steps"), "batches per optimizer step", ge=1)
     verbose: bool = setting(default_of(Trainer, "verbose"), "print the progress bar and the summary")
-    strategy: str = setting(default_of(Trainer, "strategy"), "auto: ddp when launched on several processes",
-                            choices=STRATEGIES)
-    terminate_on_nan: bool = setting(True, "stop at the first NaN or infinite batch loss; the command then exits 3 "
-                                     "and the last good checkpoint stays (the Trainer's own default is false)")
-    collective_timeout_s: float | None = setting(default_of(Trainer, "collective_timeout_s"),
-                                                 "ddp: abort the job when a collective waits longer than this for a "
-                                                 "stuck or lost rank; null: wait for ever", gt=0)
-    bucket_cap_mb: float = setting(default_of(Trainer, "bucket_cap_mb"),
-                                   "ddp: the size of the gradient buckets averaged together", gt=0)
+    strategy: str = setting(
+        default_of(Trainer, "strategy"), "auto: ddp when launched on several processes", choices=STRATEGIES
+    )
+    terminate_on_nan: bool = setting(
+        True,
+        "stop at the first NaN or infinite batch loss; the command then exits 3 "
+        "and the last good checkpoint stays (the Trainer's own default is false)",
+    )
+    collective_timeout_s: float | None = setting(
+        default_of(Trainer, "collective_timeout_s"),
+        "ddp: abort the job when a collective waits longer than this for a stuck or lost rank; null: wait for ever",
+        gt=0,
+    )
+    bucket_cap_mb: float = setting(
+        default_of(Trainer, "bucket_cap_mb"), "ddp: the size of the gradient buckets averaged together", gt=0
+    )
 
 
 @dataclass(kw_only=True)
@@ -202,8 +259,9 @@ class RunConfig:
     data: DataSection = section("the samples")
     optimizer: OptimizerSection = section("the optimizer (name or class_path)", absent=DEFAULT_OPTIMIZER)
     scheduler: SchedulerSection = section("the learning-rate scheduler")
-    loss: str | dict = setting(default_of(Trainer, "loss"), "a loss name, or {name: ..., its keyword arguments}",
-                               choices=LOSSES)
+    loss: str | dict = setting(
+        default_of(Trainer, "loss"), "a loss name, or {name: ..., its keyword arguments}", choices=LOSSES
+    )
     metrics: list = setting([], "metric names, e.g. [mae] or [accuracy]")
     freeze: list = setting([], "names of sub-modules whose parameters are not trained")
     trainer: TrainerSection = section("how to train")
@@ -214,10 +272,14 @@ class RunConfig:
         self.folder: Path = Path.cwd()
 
     def check(self) -> None:
-        if self.name is not None and (not self.name or Path(self.name).name != self.name or self.name in ("..", ".")
-                                      or "\\" in self.name):
-            raise SettingError("name", f"must be one folder name (no '/', '..' or '.'), got {self.name!r}: the run "
-                                       "folder is output_dir/name; point output_dir elsewhere to write elsewhere")
+        if self.name is not None and (
+            not self.name or Path(self.name).name != self.name or self.name in ("..", ".") or "\\" in self.name
+        ):
+            raise SettingError(
+                "name",
+                f"must be one folder name (no '/', '..' or '.'), got {self.name!r}: the run "
+                "folder is output_dir/name; point output_dir elsewhere to write elsewhere",
+            )
         if isinstance(self.loss, dict):
             if "name" not in self.loss:
                 raise SettingError("loss.name", "is required when loss is a mapping")
@@ -327,29 +389,40 @@ def reference() -> str:
     >>> print(reference().splitlines()[0])
     # Config reference
     """
-    lines = ["# Config reference", "",
-             "Every key a run config may hold, read off the declarations in `trainkit/cli/config.py` (regenerate "
-             "this page with `python -m trainkit.cli.config > docs/config.md`). `trainkit train CONFIG --print-config` "
-             "shows a config with every default filled in. Numbers may be written as `1e-3`.", "",
-             "A config names code: `class_path` keys import a module or run a Python file, so trust a config as "
-             "you would trust that code. Each `class_path` may name only code of the kind its key is for: a "
-             "`Module` subclass for `model`, a `Dataset` subclass or a function marked with "
-             "`@trainkit.registry.dataset_factory` for `data`, an `Optimizer` subclass for `optimizer`, a "
-             "`Callback` subclass in `callbacks`; anything else (`os.system`, `subprocess.run`) is refused before "
-             "it is called.", ""]
+    lines = [
+        "# Config reference",
+        "",
+        "Every key a run config may hold, read off the declarations in `trainkit/cli/config.py` (regenerate "
+        "this page with `python -m trainkit.cli.config > docs/config.md`). `trainkit train CONFIG --print-config` "
+        "shows a config with every default filled in. Numbers may be written as `1e-3`.",
+        "",
+        "A config names code: `class_path` keys import a module or run a Python file, so trust a config as "
+        "you would trust that code. Each `class_path` may name only code of the kind its key is for: a "
+        "`Module` subclass for `model`, a `Dataset` subclass or a function marked with "
+        "`@trainkit.registry.dataset_factory` for `data`, an `Optimizer` subclass for `optimizer`, a "
+        "`Callback` subclass in `callbacks`; anything else (`os.system`, `subprocess.run`) is refused before "
+        "it is called.",
+        "",
+    ]
     lines.append("## Top level")
     lines.append("")
     lines.extend(reference_table(RunConfig, ""))
-    lines.extend([f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
-                  "`name` and the callback's keyword arguments, or `class_path` for your own.", "",
-                  "`TextSample` (for language models) prints a continuation sampled from the model after the progress "
-                  "line of every `every`-th epoch and appends it to the run folder's samples.txt: `{name: TextSample, "
-                  "prompt: \"ROMEO:\\n\", length: 200, temperature: 0.8, top_k: 20, every: 1, seed: 0}`. It decodes "
-                  "with the run's vocab.json, runs the model in eval mode without gradients (its training flags are "
-                  "restored after) and crops the context to the model's `block_size` attribute.", "",
-                  "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`), "
-                  "`perplexity`.",
-                  ""])
+    lines.extend(
+        [
+            f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
+            "`name` and the callback's keyword arguments, or `class_path` for your own.",
+            "",
+            "`TextSample` (for language models) prints a continuation sampled from the model after the progress "
+            "line of every `every`-th epoch and appends it to the run folder's samples.txt: `{name: TextSample, "
+            'prompt: "ROMEO:\\n", length: 200, temperature: 0.8, top_k: 20, every: 1, seed: 0}`. It decodes '
+            "with the run's vocab.json, runs the model in eval mode without gradients (its training flags are "
+            "restored after) and crops the context to the model's `block_size` attribute.",
+            "",
+            "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`), "
+            "`perplexity`.",
+            "",
+        ]
+    )
     hints = typing.get_type_hints(RunConfig)
     for f in dataclasses.fields(RunConfig):
         if is_section(hints[f.name]):

@@ -211,9 +211,11 @@ def _fill_from_data(config: RunConfig, model_cls, dataset) -> None:
             init_args[key] = known[key]
     given = init_args.get("vocab_size")
     if isinstance(given, int) and given < known["vocab_size"]:
-        raise ConfigError(f"{config.file}: 'model.init_args.vocab_size' is {given}, but the vocabulary of "
-                          f"{config.data.path} holds {known['vocab_size']} tokens; leave it out to take the "
-                          "vocabulary's size")
+        raise ConfigError(
+            f"{config.file}: 'model.init_args.vocab_size' is {given}, but the vocabulary of "
+            f"{config.data.path} holds {known['vocab_size']} tokens; leave it out to take the "
+            "vocabulary's size"
+        )
 
 
 def _callback(config: RunConfig, i: int, spec):
@@ -276,16 +278,26 @@ def build(config: RunConfig, run_dir: str | Path | None = None) -> Run:
     optimizer = _optimizer(config, model)
     scheduler = None
     if config.scheduler.name is not None:
-        scheduler = _named(config, SCHEDULERS, config.scheduler.name, "scheduler.name", optimizer=optimizer,
-                           **config.scheduler.options)
+        scheduler = _named(
+            config, SCHEDULERS, config.scheduler.name, "scheduler.name", optimizer=optimizer, **config.scheduler.options
+        )
 
     run_dir = Path(config.output_dir) / config.name if run_dir is None else Path(run_dir)
     callbacks = [_callback(config, i, spec) for i, spec in enumerate(config.callbacks)]
     if trainer_args.get("terminate_on_nan") and not any(isinstance(cb, TerminateOnNaN) for cb in callbacks):
         callbacks.append(TerminateOnNaN())  # the one the Trainer would add, made here to read where a run diverged
     try:
-        trainer = Trainer(model, optimizer, _loss(config), config.metrics, callbacks, scheduler=scheduler,
-                          freeze=config.freeze, run_dir=run_dir, **trainer_args)
+        trainer = Trainer(
+            model,
+            optimizer,
+            _loss(config),
+            config.metrics,
+            callbacks,
+            scheduler=scheduler,
+            freeze=config.freeze,
+            run_dir=run_dir,
+            **trainer_args,
+        )
     except ValueError as err:
         raise ConfigError(f"{file}: {err}") from None
     fit_args.update(by_name(dataclasses.asdict(config.data), Trainer.fit))  # validation_split
@@ -364,8 +376,10 @@ def find_checkpoint(where: str | Path) -> tuple[Path, Path | None]:
         run = RunFolder(latest_version(where))
     found = run.resumable()
     if not found:
-        raise FileNotFoundError(f"--resume {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
-                                "run folder runs/NAME/version_N, runs/NAME, or a .npz file")
+        raise FileNotFoundError(
+            f"--resume {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
+            "run folder runs/NAME/version_N, runs/NAME, or a .npz file"
+        )
     return max(found, key=lambda p: p.stat().st_mtime_ns), run.root  # last.npz when both have the same time
 
 
@@ -423,8 +437,10 @@ class Started:
         saved = self.run.trainer.save_checkpoint(folder.interrupted)
         if self.saver is not None:
             self.saver.on_epoch_end(-1)  # the checkpoint just saved belongs to this config
-        return (f"interrupted: saved {saved}; the last finished epoch is in {folder.last.relative_to(folder.root)}\n"
-                f"resume with: trainkit train {folder.config} --resume {folder.root}")
+        return (
+            f"interrupted: saved {saved}; the last finished epoch is in {folder.last.relative_to(folder.root)}\n"
+            f"resume with: trainkit train {folder.config} --resume {folder.root}"
+        )
 
 
 def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
@@ -453,8 +469,8 @@ def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     if launched_size() > 1:
         folder = world().broadcast_object(folder)
     files = RunFolder(folder)
-    if not new and config.data.kind == "text" and config.data.vocabulary is None \
-            and files.vocabulary.is_file():  # the ids the checkpoint was trained on
+    resumed_text = not new and config.data.kind == "text" and config.data.vocabulary is None
+    if resumed_text and files.vocabulary.is_file():  # the ids the checkpoint was trained on
         config.data.vocabulary = str(files.vocabulary.resolve())
     try:
         run = build(config, run_dir=folder)

@@ -28,8 +28,19 @@ import yaml
 
 from ..registry import Registry, UnknownNameError
 
-__all__ = ["ConfigError", "SettingError", "apply_override", "default_of", "is_section", "read_yaml",
-           "reference_table", "resolve_section", "section", "setting", "yaml_lines"]
+__all__ = [
+    "ConfigError",
+    "SettingError",
+    "apply_override",
+    "default_of",
+    "is_section",
+    "read_yaml",
+    "reference_table",
+    "resolve_section",
+    "section",
+    "setting",
+    "yaml_lines",
+]
 
 
 class _Loader(yaml.SafeLoader):
@@ -79,8 +90,15 @@ def default_of(func: Callable, name: str) -> Any:
     return inspect.signature(func).parameters[name].default
 
 
-def setting(default: Any = MISSING, help: str = "", *, choices: Any = None, ge: float | None = None,  # noqa: A002
-            gt: float | None = None, lt: float | None = None) -> Any:
+def setting(
+    default: Any = MISSING,
+    help: str = "",
+    *,
+    choices: Any = None,
+    ge: float | None = None,  # noqa: A002
+    gt: float | None = None,
+    lt: float | None = None,
+) -> Any:
     """One config key: a dataclass field with its default (none: required), help text and allowed values or bounds.
 
     ``choices`` is a tuple of values or a ``Registry``; a mutable default (``{}``, ``[]``) is copied for every config.
@@ -121,14 +139,24 @@ def is_section(hint: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------------ checking
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
-               dict: "a mapping", type(None): "null"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true/false",
+    list: "a list",
+    dict: "a mapping",
+    type(None): "null",
+}
 
 
 def _types(hint) -> tuple:
     """The runtime types a value of annotation ``hint`` may have (a YAML integer is a number too)."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
+    args = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
         else (hint,)
+    )
     found = tuple(typing.get_origin(a) or a for a in args)
     return found + ((int,) if float in found else ())
 
@@ -149,8 +177,11 @@ def check_choice(value: Any, choices: Any, key: str) -> None:
             raise SettingError(key, f"names an {err}") from None
     elif value not in choices:
         near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
-        raise SettingError(key, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
-                           + (f"; did you mean '{near[0]}'?" if near else ""))
+        raise SettingError(
+            key,
+            f"must be one of {', '.join(map(str, choices))}, got {value!r}"
+            + (f"; did you mean '{near[0]}'?" if near else ""),
+        )
 
 
 def _check_bounds(value, meta: dict, key: str) -> None:
@@ -202,8 +233,9 @@ def resolve_section(cls: type, raw: Any, where: str, file: Path) -> Any:
         if key not in fields:
             near = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(fields)}"
-            raise ConfigError(f"{file}: unknown key '{where}.{key}'{hint}" if where else
-                              f"{file}: unknown key '{key}'{hint}")
+            raise ConfigError(
+                f"{file}: unknown key '{where}.{key}'{hint}" if where else f"{file}: unknown key '{key}'{hint}"
+            )
     values = {}
     for name, f in fields.items():
         path = f"{where}.{name}" if where else name
@@ -328,7 +360,9 @@ def reference_table(cls: type, prefix: str) -> list[str]:
     lines = ["| key | type | default | allowed | meaning |", "| --- | --- | --- | --- | --- |"]
     for f in dataclasses.fields(cls):
         if not is_section(hints[f.name]):
-            lines.append(f"| `{prefix}{f.name}` | {_type_text(hints[f.name])} | {_default_text(f)} | "
-                         f"{_allowed_text(f.metadata)} | {f.metadata.get('help', '')} |")
+            lines.append(
+                f"| `{prefix}{f.name}` | {_type_text(hints[f.name])} | {_default_text(f)} | "
+                f"{_allowed_text(f.metadata)} | {f.metadata.get('help', '')} |"
+            )
     lines.append("")
     return lines
