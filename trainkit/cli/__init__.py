@@ -1,7 +1,8 @@
 """The ``trainkit`` command and what it stands on: ``command`` (the command line), ``config`` (the YAML schema, one
-dataclass field per key), ``run`` (building a run from a config in its own run folder), ``run_lock`` (one writer per
-run folder), ``dry_run`` (``trainkit check``: one batch through the model) and ``process`` (settings that belong to
-the whole process, such as the allocator's).
+dataclass field per key), ``settings`` (the machinery that reads, checks and writes such declarations), ``run``
+(building a run from a config in its own run folder), ``run_lock`` (one writer per run folder), ``dry_run``
+(``trainkit check``: one batch through the model) and ``process`` (settings that belong to the whole process, such
+as the allocator's).
 
 >>> from trainkit.cli import main
 >>> main(["--version"])  # doctest: +SKIP
