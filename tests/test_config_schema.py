@@ -126,6 +126,14 @@ def test_a_minimal_config_resolves_to_every_section(minimal):
         assert list(dataclasses.asdict(getattr(loaded, name))) == [f.name for f in dataclasses.fields(section)], name
 
 
+def test_a_loaded_config_knows_its_file_and_folder_without_them_being_keys(minimal):
+    loaded = cfg.load(minimal)
+    assert isinstance(loaded, cfg.RunConfig)
+    assert loaded.file == minimal and loaded.folder == minimal.resolve().parent
+    assert "file" not in cfg.saved_form(loaded) and "folder" not in cfg.saved_form(loaded)
+    assert cfg.load(minimal) == loaded  # the keys decide equality
+
+
 @pytest.mark.parametrize(
     "override, key, registry, near",
     [
