@@ -58,7 +58,8 @@ class Trainer:
     ``optimizer=None`` makes ``DEFAULT_OPTIMIZER``; ``loss`` is a loss module, a callable or a name of
     ``trainkit.registry.LOSSES``; ``strategy`` is ``"auto"``, ``"ddp"``, ``"single_device"`` or a
     ``trainkit.training.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``,
-    its name as ``strategy``.
+    its name as ``strategy``. As in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to
+    change what ``fit``, ``evaluate`` or ``predict`` does with one batch.
 
     >>> import trainkit
     >>> from trainkit import nn, optim
