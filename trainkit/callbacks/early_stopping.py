@@ -18,6 +18,8 @@ class EarlyStopping(Callback):
 
     ``restore_best_weights=True`` keeps a copy of the weights of the best epoch (one extra copy of the model's
     parameters and buffers, replaced at each improvement) and loads it into the model at train end.
+    ``stopped_epoch`` is the epoch at which it stopped training and ``restored_epoch`` the epoch whose weights it
+    loaded back at train end (None when it did not).
 
     ``state_dict()`` carries the counters (best value, best epoch, epochs waited), so a resumed run keeps
     counting; the copy of the best weights is not part of it (``ModelCheckpoint``'s ``best.npz`` holds them).

@@ -37,7 +37,7 @@ from ..registry import (
 from ..registry import build as make
 from ..serialization.files import temporary_beside
 from ..trainer import Trainer
-from ..training.run_folder import LATEST, RunFolder, latest_version, version_number, versions
+from ..training.run_folder import LATEST, RunFolder, latest_version, version_folder, version_number, versions
 from .config import ConfigError, RunConfig, class_error, dump, resolve_class
 from .run_lock import RunLock, remove_stale_temporaries
 
@@ -500,7 +500,7 @@ def _new_version(base: Path) -> Path:
     found = versions(base)
     number = version_number(found[-1]) + 1 if found else 0
     while True:
-        folder = base / f"version_{number}"
+        folder = version_folder(base, number)
         try:
             folder.mkdir(parents=True)
             return folder

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..data.text import VOCABULARY_FILE
 
-__all__ = ["LATEST", "RunFolder", "latest_version", "version_number", "versions"]
+__all__ = ["LATEST", "RunFolder", "latest_version", "version_folder", "version_number", "versions"]
 
 LATEST = "latest"
 _VERSION = re.compile(r"version_(\d+)$")
@@ -155,6 +155,15 @@ def version_number(folder: str | os.PathLike) -> int | None:
     """
     match = _VERSION.match(Path(folder).name)
     return int(match.group(1)) if match else None
+
+
+def version_folder(base: str | os.PathLike, number: int) -> Path:
+    """``base/version_N``: the folder of version ``number`` of a run name.
+
+    >>> version_folder("runs/x", 3).as_posix()
+    'runs/x/version_3'
+    """
+    return Path(base) / f"version_{number}"
 
 
 def versions(base: str | os.PathLike) -> list[Path]:
