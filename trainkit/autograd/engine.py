@@ -8,7 +8,8 @@ dies with the last tensor that reaches it.
 ``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a node is ready once
 all of them have delivered their gradient. Ready nodes run from a heap, newest first, as PyTorch's engine does. Each
 node runs once; its saved tensors are freed as soon as it has run (unless ``retain_graph``). Gradients are brought
-to their input's shape and dtype here, once, not in every op.
+to their input's shape and dtype here, once, not in every op, and summed per node in a ``GradBuffer``
+(``grad_buffer.py``, with the accumulation into a leaf's ``.grad``).
 
 In the ordinary pass gradients are plain arrays and no graph is built. With ``create_graph`` they are Tensors and
 the pass runs in grad mode, so the same ``backward`` code records a graph of itself (see ``ops.dual``).
@@ -16,14 +17,14 @@ the pass runs in grad mode, so the same ``backward`` code records a graph of its
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import weakref
+from heapq import heapify, heappop, heappush
 
 from . import grad_mode
-from .backend import as_array, dtype_of, sum_to
+from .backend import as_array
+from .grad_buffer import GradBuffer, accumulate, fit_to_input
 from .hooks import NodeHookMethods, NodeHooks, run_post_hooks, run_pre_hooks
-from .ownership import owned
 from .saved import SAME_AS_OUTPUT, freed_message, unpack
 from .tensor import Tensor
 
@@ -76,8 +77,11 @@ class Node:
 
     # the hook methods of hooks.py, as class attributes: a base class would lengthen every node's MRO, which costs
     # each attribute lookup that misses the type cache
-    _hooks_or_new, register_hook, register_prehook = (NodeHookMethods._hooks_or_new, NodeHookMethods.register_hook,
-                                                      NodeHookMethods.register_prehook)
+    _hooks_or_new, register_hook, register_prehook = (
+        NodeHookMethods._hooks_or_new,
+        NodeHookMethods.register_hook,
+        NodeHookMethods.register_prehook,
+    )
 
     def backward(self, *grad_outputs):
         raise NotImplementedError(f"{self.name()} has no backward")
@@ -102,14 +106,67 @@ def accumulator(leaf: Tensor) -> AccumulateGrad:
     return acc
 
 
-def _to_input(g, meta, create: bool):
-    """Bring a gradient to its input's shape and dtype: the one place broadcasting and casting are undone."""
-    shape, dtype = meta
-    if g.shape != shape:
-        g = g.sum_to_size(shape) if create else sum_to(g, shape)
-    if g.dtype != dtype:
-        g = g.to(dtype_of(dtype)) if create else g.astype(dtype)
-    return g
+def count_dependencies(roots) -> dict:
+    """A ``GradBuffer`` for every node reachable from ``roots``, the roots included, waiting for as many gradients
+    as there are edges leading into the node."""
+    buffers = {fn: GradBuffer(fn.num_outputs) for fn in roots}
+    stack = list(roots)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is None:
+                continue
+            buf = buffers.get(nxt)
+            if buf is None:  # first met: walk on from it
+                buf = buffers[nxt] = GradBuffer(nxt.num_outputs)
+                stack.append(nxt)
+            buf.waiting += 1
+    return buffers
+
+
+def needed_nodes(roots, targets: set) -> set:
+    """Nodes that lie on a path from a root to a target: only these run when ``autograd.grad`` asks for inputs."""
+    needed: set = set()
+    done: set = set()
+    stack = [(fn, False) for fn in roots]
+    while stack:
+        fn, children_done = stack.pop()
+        if children_done:
+            if any(nxt is not None and (nxt in needed or nxt in targets) for nxt, _ in fn.next_functions):
+                needed.add(fn)
+            continue
+        if fn in done:
+            continue
+        done.add(fn)
+        stack.append((fn, True))  # decided once all its inputs are
+        stack.extend((nxt, False) for nxt, _ in fn.next_functions if nxt is not None and nxt not in done)
+    return needed
+
+
+def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capture=None) -> dict:
+    """Run the graph backward from ``roots`` (``(node, output_nr)`` pairs) seeded with ``root_grads``.
+
+    With ``capture`` (a list of ``(node, output_nr)``) nothing is accumulated into ``.grad``: the gradient
+    arriving at each captured place is returned instead, for ``autograd.grad``.
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = (x * x).sum()
+    >>> run_backward([(y.grad_fn, 0)], [trainkit.ones(()).numpy()], False, False); x.grad
+    {}
+    tensor([2., 4.])
+    """
+    root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(fn for fn, _ in roots))
+    for observe in observers:  # empty unless a recorder listens: the pass then costs one loop over nothing
+        observe(root_nodes)
+    task = _GraphTask(root_nodes, retain_graph, create_graph, capture)
+    for (fn, nr), g in zip(roots, root_grads):
+        task.buffers[fn].add(nr, g, create_graph)
+    prev = grad_mode.enter_backward(create_graph)
+    try:
+        task.run()
+    finally:
+        grad_mode.exit_backward(prev, create_graph)
+    return task.captured
 
 
 def _same(g):
@@ -124,167 +181,114 @@ def _unwrap(t: Tensor):
     return t._data
 
 
-def accumulate(leaf, g, create: bool) -> None:
-    """Add ``g`` into ``leaf.grad``; the first time, take the array over when nothing else holds it."""
-    old = leaf._grad
-    if create:
-        leaf._grad = g if old is None else old + g
-    elif old is None:
-        # Only the caller's local, this parameter and owned's own hold g when it is ours to keep.
-        leaf._grad = Tensor._make(g if owned(g) else g.copy())
-    else:
-        old._data += g
-        old._version_counter[0] += 1
+class _GraphTask:
+    """One backward pass: the nodes left to run, the gradients on their way to them, and the pass's settings
+    (PyTorch's ``GraphTask``)."""
 
+    __slots__ = ("buffers", "ready", "retain", "create", "anomaly", "hooks_see", "targets", "needed", "captured")
 
-def _count_dependencies(roots) -> dict:
-    """For every node reachable from ``roots``, the roots included: how many edges lead into it."""
-    deps = dict.fromkeys(roots, 0)
-    stack = list(roots)
-    while stack:
-        for nxt, _ in stack.pop().next_functions:
-            if nxt is not None:
-                if nxt in deps:
-                    deps[nxt] += 1
-                else:  # first met: walk on from it
-                    deps[nxt] = 1
-                    stack.append(nxt)
-    return deps
+    def __init__(self, root_nodes: list, retain_graph: bool, create_graph: bool, capture):
+        self.buffers = count_dependencies(root_nodes)  # node -> its GradBuffer, until the node runs
+        self.ready = [(-fn._seq, fn) for fn in root_nodes if self.buffers[fn].waiting == 0]  # a heap: newest first
+        heapify(self.ready)
+        self.retain = retain_graph
+        self.create = create_graph
+        self.anomaly = grad_mode.state.anomaly  # read once per pass, not once per node
+        # hooks see Tensors: in the plain pass the gradients are arrays, wrapped for them and unwrapped after
+        self.hooks_see = (_same, _same) if create_graph else (_wrap, _unwrap)
+        self.captured: dict = {}
+        self.targets = self.needed = None  # both None unless autograd.grad captures
+        if capture is not None:
+            self.targets = {fn for fn, _ in capture}
+            self.needed = needed_nodes(root_nodes, self.targets)
 
+    def wants(self, fn: Node) -> bool:
+        """When capturing: whether ``fn`` is a target or on the way to one (no other node gets gradients)."""
+        return fn in self.needed or fn in self.targets
 
-def _needed_nodes(roots, targets: set) -> set:
-    """Nodes that lie on a path from a root to a target: only these run when ``autograd.grad`` asks for inputs."""
-    needed: set = set()
-    done: set = set()
-    stack = [(fn, False) for fn in roots]
-    while stack:
-        fn, children_done = stack.pop()
-        if children_done:
-            if any(nxt is not None and (nxt in needed or nxt in targets) for nxt, _ in fn.next_functions):
-                needed.add(fn)
-            continue
-        if fn in done:
-            continue
-        done.add(fn)
-        stack.append((fn, True))
-        stack.extend((nxt, False) for nxt, _ in fn.next_functions if nxt is not None and nxt not in done)
-    return needed
-
-
-def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capture=None):
-    """Run the graph backward from ``roots`` (``(node, output_nr)`` pairs) seeded with ``root_grads``.
-
-    With ``capture`` (a list of ``(node, output_nr)``) nothing is accumulated into ``.grad``: the gradient
-    arriving at each captured place is returned instead, for ``autograd.grad``.
-    """
-    root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(fn for fn, _ in roots))
-    for observe in observers:  # empty unless a recorder listens: the pass then costs one loop over nothing
-        observe(root_nodes)
-    deps = _count_dependencies(root_nodes)
-    needed = targets = None
-    captured: dict = {}
-    if capture is not None:
-        targets = {fn for fn, _ in capture}
-        needed = _needed_nodes(root_nodes, targets)
-    # buffers[node]: its incoming grads, then one flag per output saying "this array is ours to add into".
-    buffers: dict = {}
-    for (fn, nr), g in zip(roots, root_grads):
-        buf = buffers.get(fn)
-        if buf is None:
-            buf = buffers[fn] = [None] * (2 * fn.num_outputs)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
-    ready = [(-fn._seq, fn) for fn in root_nodes if deps[fn] == 0]
-    heapq.heapify(ready)
-    heappop, heappush = heapq.heappop, heapq.heappush
-    wrap, unwrap = (_same, _same) if create_graph else (_wrap, _unwrap)  # hooks see Tensors, not arrays
-    anomaly = grad_mode.state.anomaly  # read once per pass, not once per node
-    prev = grad_mode.enter_backward(create_graph)
-    try:
+    def run(self) -> None:
+        """Run the ready nodes, newest first, until none is left."""
+        ready, buffers, capturing = self.ready, self.buffers, self.needed is not None
         while ready:
             fn = heappop(ready)[1]
-            if needed is not None and fn not in needed and fn not in targets:
-                continue
-            buf = buffers.pop(fn, None)
-            n = fn.num_outputs
-            hooks = fn._hooks
-            if hooks is not None and buf is not None:
-                buf = run_pre_hooks(hooks, buf, n, wrap, unwrap)
-            if capture is not None and fn in targets:
-                captured.update(((fn, nr), buf[nr]) for nr in range(n) if buf is not None and buf[nr] is not None)
-                if fn not in needed:  # a target may also lie on the way to another one
+            grads = buffers.pop(fn).grads
+            if capturing and not self.wants(fn):
+                continue  # a root on no path to the inputs asked for
+            if fn._hooks is not None and _received(grads):
+                run_pre_hooks(fn._hooks, grads, fn.num_outputs, *self.hooks_see)
+            if capturing and fn in self.targets:
+                self.captured.update(((fn, nr), g) for nr, g in enumerate(grads) if g is not None)
+                if fn not in self.needed:  # a target may also lie on the way to another one
                     continue
             if type(fn) is AccumulateGrad:
-                if buf is not None and buf[0] is not None:
-                    g = buf[0]
-                    buf = None
-                    accumulate(fn.variable, g, create_graph)
-                    g = None
-                    post = fn.variable._post_accumulate_hooks
-                    if post:
-                        for hook in tuple(post.values()):
-                            hook(fn.variable)
-                continue
-            gout = out_meta = None  # the output's gradient, and its shape and dtype once asked for
-            if buf is None or (buf[0] is None if n == 1 else all(g is None for g in buf[:n])):
-                grad_inputs = (None,) * len(fn.next_functions)
+                self.accumulate_leaf(fn, grads)
             else:
-                gout = buf[0]
-                if fn._freed:
-                    raise RuntimeError(freed_message(fn))
-                grad_inputs = fn.backward(gout) if n == 1 else fn.backward(*_materialize(fn, buf[:n], create_graph))
-                if type(grad_inputs) is not tuple:
-                    grad_inputs = (grad_inputs,)
-                if anomaly:
-                    grad_mode.check_finite(fn, grad_inputs)
-                if hooks is not None and hooks.post:
-                    grad_inputs = run_post_hooks(hooks, grad_inputs, buf[:n], wrap, unwrap)
-                if not retain_graph and (fn._saved is not None or fn.extra is not None):
-                    fn._saved = fn.extra = None
-                    fn._freed = True
-            buf = None
-            for (nxt, nr), g, meta in zip(fn.next_functions, grad_inputs, fn._input_meta):
-                if nxt is None or (needed is not None and nxt not in needed and nxt not in targets):
-                    continue
-                if g is not None:
-                    if meta is SAME_AS_OUTPUT:
-                        if g is gout:  # the output's gradient passed on as it is: it has the right shape and dtype
-                            meta = None
-                        else:
-                            if out_meta is None:
-                                a = gout._data if create_graph else gout
-                                out_meta = (a.shape, a.dtype)
-                            meta = out_meta
-                    if meta is not None and (g.shape != meta[0] or g.dtype != meta[1]):
-                        g = _to_input(g, meta, create_graph)
-                    nbuf = buffers.get(nxt)
-                    if nbuf is None:
-                        m = nxt.num_outputs
-                        if m == 1:
-                            buffers[nxt] = [g, False]
-                        else:
-                            nbuf = buffers[nxt] = [None] * (2 * m)
-                            nbuf[nr] = g
-                    else:
-                        old = nbuf[nr]
-                        own = (len(nbuf) >> 1) + nr  # its flag (reading nxt.num_outputs costs several times more)
-                        if old is None:
-                            nbuf[nr] = g
-                        elif nbuf[own] and old.size != 1:
-                            # ours to add into; but a new array is cheaper for one element, where NumPy's in-place
-                            # add costs twice as much
-                            old += g
-                        else:
-                            nbuf[nr] = old + g
-                            nbuf[own] = not create_graph
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0:
-                    heappush(ready, (-nxt._seq, nxt))
-            # hold no grad past its use: a leaf may take it over without a copy
-            grad_inputs = g = old = gout = out_meta = a = None
-    finally:
-        grad_mode.exit_backward(prev, create_graph)
-    return captured
+                self.run_node(fn, grads)
+
+    def accumulate_leaf(self, fn: AccumulateGrad, grads: list) -> None:
+        """Add the gradient that reached a leaf into its ``.grad``, then run its post-accumulate hooks."""
+        g = grads[0]
+        if g is None:
+            return
+        grads[0] = None  # owned() counts references: this local must be the only one left to the array
+        accumulate(fn.variable, g, self.create)
+        del g
+        post = fn.variable._post_accumulate_hooks
+        if post:
+            for hook in tuple(post.values()):
+                hook(fn.variable)
+
+    def run_node(self, fn: Node, grads: list) -> None:
+        """Run ``fn``'s backward on the summed gradients of its outputs and pass the results on. A node that
+        received no gradient runs nothing, but still lets the nodes after it run."""
+        if grads[0] is None if len(grads) == 1 else not _received(grads):  # _received(), without a call for one
+            self.pass_on(fn, (None,) * len(fn.next_functions), None)
+            return
+        if fn._freed:
+            raise RuntimeError(freed_message(fn))
+        if len(grads) == 1:
+            grad_inputs = fn.backward(grads[0])
+        else:
+            grad_inputs = fn.backward(*_materialize(fn, grads, self.create))
+        if type(grad_inputs) is not tuple:
+            grad_inputs = (grad_inputs,)
+        if self.anomaly:
+            grad_mode.check_finite(fn, grad_inputs)
+        if fn._hooks is not None and fn._hooks.post:
+            grad_inputs = run_post_hooks(fn._hooks, grad_inputs, grads, *self.hooks_see)
+        if not self.retain and (fn._saved is not None or fn.extra is not None):
+            fn._saved = fn.extra = None  # the graph's memory goes as backward walks through it
+            fn._freed = True
+        self.pass_on(fn, grad_inputs, grads[0])
+
+    def pass_on(self, fn: Node, grad_inputs: tuple, gout) -> None:
+        """Add each input gradient of ``fn`` to the buffer of that input's node, shaped and typed as the input, and
+        queue that node once every edge into it has delivered. ``gout`` is ``fn``'s output gradient."""
+        buffers, capturing, create = self.buffers, self.needed is not None, self.create
+        for (nxt, nr), g, meta in zip(fn.next_functions, grad_inputs, fn._input_meta):
+            if nxt is None or (capturing and not self.wants(nxt)):
+                continue
+            buf = buffers[nxt]
+            if g is not None:
+                if meta is not SAME_AS_OUTPUT:
+                    if g.shape != meta[0] or g.dtype != meta[1]:
+                        g = fit_to_input(g, meta[0], meta[1], create)
+                elif g is not gout:  # gout itself has the output's shape and dtype, and needs no check
+                    out = gout._data if create else gout
+                    if g.shape != out.shape or g.dtype != out.dtype:
+                        g = fit_to_input(g, out.shape, out.dtype, create)
+                if buf.grads[nr] is None:
+                    buf.grads[nr] = g  # the first gradient, kept as add() would keep it, without the call
+                else:
+                    buf.add(nr, g, create)
+            buf.waiting -= 1
+            if buf.waiting == 0:
+                heappush(self.ready, (-nxt._seq, nxt))
+
+
+def _received(grads: list) -> bool:
+    """Whether any gradient reached the node of these buffered ``grads``."""
+    return grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads)
 
 
 def _materialize(fn: Node, grads: list, create: bool) -> list:
