@@ -54,7 +54,8 @@ class GradBuffer:
             old += g
         else:
             self.grads[nr] = old + g
-            if not create:  # a Tensor sum is part of the graph being built: adding into it would change that graph
+            # a Tensor sum is part of the graph being built: adding into it in place would change that graph
+            if not create and nr not in self.owned:
                 self.owned = self.owned | {nr}
 
 
