@@ -22,8 +22,11 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated workload names or W numbers (W1,cnn_step)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--threads", type=int, default=2, help="PyTorch's thread count (OpenBLAS uses its own)")
-    parser.add_argument("--keep-freed-memory", action="store_true",
-                        help="let glibc keep freed blocks (what the trainkit command does for its process)")
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="let glibc keep freed blocks (what the trainkit command does for its process)",
+    )
     parser.add_argument("--skip-check", action="store_true")
     parser.add_argument("--write", action="store_true", help="record the run in docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -38,11 +41,16 @@ def main(argv=None) -> int:
     wanted = {w.strip() for w in args.only.split(",") if w.strip()}
     works = [w for i, w in enumerate(suite.WORKLOADS, 1) if not wanted or w.name in wanted or f"W{i}" in wanted]
     command = " ".join(["python -m benchmarks", *(sys.argv[1:] if argv is None else argv)])
-    lines = [f"# Benchmarks ({args.device})", "",
-             f"Run on {datetime.date.today()} with `{command}`:", "",
-             suite.environment(args.device), "",
-             "| workload | trainkit | torch | NumPy limit | trainkit / torch | target | trainkit / NumPy |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Benchmarks ({args.device})",
+        "",
+        f"Run on {datetime.date.today()} with `{command}`:",
+        "",
+        suite.environment(args.device),
+        "",
+        "| workload | trainkit | torch | NumPy limit | trainkit / torch | target | trainkit / NumPy |",
+        "|---|---|---|---|---|---|---|",
+    ]
     algorithms, pages = [], []
     for work in works:
         if not args.skip_check and args.device == "cpu":
@@ -59,27 +67,38 @@ def main(argv=None) -> int:
         cells = [f"{stats[i][0]:.3g} {work.unit} ({stats[i][1]:.3g}-{stats[i][2]:.3g})" for i in impls]
         target = work.target if args.device == "cpu" else GPU_TARGETS.get(work.name)
         met = "(none here)" if target is None else f"<= {target} " + ("met" if ours / theirs <= target else "missed")
-        row = f"| {work.title} | {cells[0]} | {cells[1]} | {cells[2]} | {ours / theirs:.2f} | {met} | " \
-              f"{ours / limit:.2f} |"
+        row = (
+            f"| {work.title} | {cells[0]} | {cells[1]} | {cells[2]} | {ours / theirs:.2f} | {met} | "
+            f"{ours / limit:.2f} |"
+        )
         lines.append(row)
         print(row, flush=True)
     if algorithms:
         lines += ["", "Convolution algorithms in trainkit's run (conv2d calls in one unit of work):", "", *algorithms]
-        print("\n".join(lines[-len(algorithms) - 2:]))
+        print("\n".join(lines[-len(algorithms) - 2 :]))
     if pages:
-        lines += ["", "Fresh pages: minor page faults in one unit of work, after two warm-up units (4 KiB each, "
-                  "faulted in and zeroed by the kernel):", "", *pages]
-        print("\n".join(lines[-len(pages) - 2:]))
+        lines += [
+            "",
+            "Fresh pages: minor page faults in one unit of work, after two warm-up units (4 KiB each, "
+            "faulted in and zeroed by the kernel):",
+            "",
+            *pages,
+        ]
+        print("\n".join(lines[-len(pages) - 2 :]))
     if args.device == "cpu" and (not wanted or "mlp_step" in wanted or "W1" in wanted):
         peak = suite.peak_memory_mlp()
         kept = suite.retained_memory()
         ratio = peak["trainkit"] / peak["numpy"]
-        lines += ["", "Memory (traced NumPy allocations, MiB):", "",
-                  f"- W1 peak of one step: trainkit {peak['trainkit']:.1f}, NumPy limit {peak['numpy']:.1f}: "
-                  f"{ratio:.2f}x (target <= 1.2x: {'met' if ratio <= 1.2 else 'missed'})",
-                  f"- held after backward while watching two hidden activations' grads: nothing watched "
-                  f"{kept['nothing']:.2f}, retain_grad {kept['retain_grad']:.2f}, a norm-recording hook "
-                  f"{kept['hook']:.2f}"]
+        lines += [
+            "",
+            "Memory (traced NumPy allocations, MiB):",
+            "",
+            f"- W1 peak of one step: trainkit {peak['trainkit']:.1f}, NumPy limit {peak['numpy']:.1f}: "
+            f"{ratio:.2f}x (target <= 1.2x: {'met' if ratio <= 1.2 else 'missed'})",
+            f"- held after backward while watching two hidden activations' grads: nothing watched "
+            f"{kept['nothing']:.2f}, retain_grad {kept['retain_grad']:.2f}, a norm-recording hook "
+            f"{kept['hook']:.2f}",
+        ]
         print("\n".join(lines[-3:]))
     if args.write:
         name = "benchmarks.md" if args.device == "cpu" else f"benchmarks-{args.device}.md"
@@ -97,7 +116,7 @@ def with_run(run: str, old: str) -> str:
     >>> with_run("# new\n", "# old\n\n## Notes\nkept\n")
     '# new\n\n## Notes\nkept\n'
     """
-    return run + (old[old.index("\n## "):] if "\n## " in old else "")
+    return run + (old[old.index("\n## ") :] if "\n## " in old else "")
 
 
 if __name__ == "__main__":

@@ -67,11 +67,20 @@ def worker(steps: int) -> None:
         slowest = np.max(np.array(steps_all), axis=0)
         reduce = np.max(np.array(reduces_all), axis=0)
         wait = np.max(np.array(waits_all), axis=0)
-        print(json.dumps({"step_ms": float(np.median(slowest) * 1e3), "step_min_ms": float(slowest.min() * 1e3),
-                          "step_max_ms": float(slowest.max() * 1e3), "reduce_ms": float(np.median(reduce) * 1e3),
-                          "wait_ms": float(np.median(wait) * 1e3),
-                          "share": float(np.median(reduce / slowest)), "buckets": len(reducer.buckets),
-                          "params": sum(p.numel() for p in model.parameters())}))
+        print(
+            json.dumps(
+                {
+                    "step_ms": float(np.median(slowest) * 1e3),
+                    "step_min_ms": float(slowest.min() * 1e3),
+                    "step_max_ms": float(slowest.max() * 1e3),
+                    "reduce_ms": float(np.median(reduce) * 1e3),
+                    "wait_ms": float(np.median(wait) * 1e3),
+                    "share": float(np.median(reduce / slowest)),
+                    "buckets": len(reducer.buckets),
+                    "params": sum(p.numel() for p in model.parameters()),
+                }
+            )
+        )
 
 
 def _mpiexec() -> str:
@@ -93,44 +102,67 @@ def main(argv=None) -> int:
     rows = []
     results = {}
     for ranks, threads in CONFIGS:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-        cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "benchmarks.ddp_step", "--worker",
-               "--steps", str(args.steps)]
+        env = dict(
+            os.environ,
+            OPENBLAS_NUM_THREADS=str(threads),
+            OMP_NUM_THREADS=str(threads),
+            PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+        )
+        cmd = [
+            _mpiexec(),
+            "-n",
+            str(ranks),
+            sys.executable,
+            "-m",
+            "benchmarks.ddp_step",
+            "--worker",
+            "--steps",
+            str(args.steps),
+        ]
         done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
         if done.returncode:
             print(done.stderr, file=sys.stderr)
             return 1
         r = json.loads(done.stdout.strip().splitlines()[-1])
         results[(ranks, threads)] = r
-        rows.append(f"| {ranks} | {threads} | {256 // ranks} | {r['step_ms']:.2f} ({r['step_min_ms']:.2f}-"
-                    f"{r['step_max_ms']:.2f}) | {r['wait_ms']:.3f} | {r['reduce_ms']:.3f} | {100 * r['share']:.1f}% |")
+        rows.append(
+            f"| {ranks} | {threads} | {256 // ranks} | {r['step_ms']:.2f} ({r['step_min_ms']:.2f}-"
+            f"{r['step_max_ms']:.2f}) | {r['wait_ms']:.3f} | {r['reduce_ms']:.3f} | {100 * r['share']:.1f}% |"
+        )
         print(rows[-1], flush=True)
     base = min(results[(1, 1)]["step_ms"], results[(1, 2)]["step_ms"])  # the better single process
     two = results[(2, 1)]["step_ms"]
-    lines = [SECTION, "",
-             f"Run on {time.strftime('%Y-%m-%d')} with `python -m benchmarks.ddp_step --steps {args.steps} --write` "
-             f"({platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} when it started, MPICH through "
-             "mpi4py): the W1 step, global batch 256 "
-             "cut evenly over the ranks, median over the steps of the slowest rank's time; the Allreduce column "
-             f"is the bucketed gradient averaging ({r['params']:,} float32 parameters, {r['params'] * 4 / 1e6:.2f} MB, "
-             f"in {r['buckets']} bucket(s) of at most 25 MiB).", "",
-             "| ranks | BLAS threads each | samples per rank | step ms (min-max) | wait for slowest rank ms "
-             "| Allreduce ms | Allreduce share of step |", "|---|---|---|---|---|---|---|", *rows, "",
-             f"2 ranks against the faster single process on the same {os.cpu_count()} cores: {base / two:.2f}x the "
-             "steps per second.", "",
-             "Across machines. Every step sends the whole gradient through Allreduce once: "
-             f"{r['params'] * 4 / 1e6:.2f} MB for W1. A ring Allreduce moves 2(N-1)/N of it in and out of each rank, "
-             f"so on 10 Gb/s Ethernet (about 1.2 GB/s) averaging costs about {2 * r['params'] * 4 / 1.2e9 * 1e3:.1f} "
-             "ms a step whatever the number of machines, plus a latency of tens of microseconds per ring hop, "
-             "while the forward and backward time falls as 1/N with each rank's share of the batch. Scaling "
-             "stops paying when that share's compute is no longer much larger than the transfer: for W1's "
-             "256-sample batch that is a handful of machines on Ethernet, and ten times more on InfiniBand "
-             "(about 12 GB/s), or more with larger batches. Two things of ours bound it sooner: the averaging "
-             "starts after the whole backward (PyTorch's DDP overlaps each bucket's Allreduce with the rest of "
-             "the backward), and the per-op Python cost of a step does not shrink with the batch, so small "
-             "shares lose efficiency first. On one machine, as here, the ranks share cores and memory bandwidth, "
-             "and the Allreduce goes through shared memory."]
+    lines = [
+        SECTION,
+        "",
+        f"Run on {time.strftime('%Y-%m-%d')} with `python -m benchmarks.ddp_step --steps {args.steps} --write` "
+        f"({platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} when it started, MPICH through "
+        "mpi4py): the W1 step, global batch 256 "
+        "cut evenly over the ranks, median over the steps of the slowest rank's time; the Allreduce column "
+        f"is the bucketed gradient averaging ({r['params']:,} float32 parameters, {r['params'] * 4 / 1e6:.2f} MB, "
+        f"in {r['buckets']} bucket(s) of at most 25 MiB).",
+        "",
+        "| ranks | BLAS threads each | samples per rank | step ms (min-max) | wait for slowest rank ms "
+        "| Allreduce ms | Allreduce share of step |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"2 ranks against the faster single process on the same {os.cpu_count()} cores: {base / two:.2f}x the "
+        "steps per second.",
+        "",
+        "Across machines. Every step sends the whole gradient through Allreduce once: "
+        f"{r['params'] * 4 / 1e6:.2f} MB for W1. A ring Allreduce moves 2(N-1)/N of it in and out of each rank, "
+        f"so on 10 Gb/s Ethernet (about 1.2 GB/s) averaging costs about {2 * r['params'] * 4 / 1.2e9 * 1e3:.1f} "
+        "ms a step whatever the number of machines, plus a latency of tens of microseconds per ring hop, "
+        "while the forward and backward time falls as 1/N with each rank's share of the batch. Scaling "
+        "stops paying when that share's compute is no longer much larger than the transfer: for W1's "
+        "256-sample batch that is a handful of machines on Ethernet, and ten times more on InfiniBand "
+        "(about 12 GB/s), or more with larger batches. Two things of ours bound it sooner: the averaging "
+        "starts after the whole backward (PyTorch's DDP overlaps each bucket's Allreduce with the rest of "
+        "the backward), and the per-op Python cost of a step does not shrink with the batch, so small "
+        "shares lose efficiency first. On one machine, as here, the ranks share cores and memory bandwidth, "
+        "and the Allreduce goes through shared memory.",
+    ]
     if args.write:
         path = root / "docs" / "benchmarks.md"
         path.write_text(with_section(path.read_text(), "\n".join(lines) + "\n"))
@@ -151,7 +183,7 @@ def with_section(text: str, section: str) -> str:
         return text.rstrip("\n") + "\n\n" + section
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
-    return text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
+    return text[:start] + section + ("\n" + text[end + 1 :] if end >= 0 else "")
 
 
 if __name__ == "__main__":

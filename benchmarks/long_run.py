@@ -51,7 +51,7 @@ def epoch_times(epochs: int, output_dir: str) -> list[float]:
 
 def ms_around(times: list[float], epoch: int, window: int) -> float:
     """Mean ms per epoch over ``window`` epochs ending at ``epoch`` (1-based)."""
-    chunk = times[max(0, epoch - window):epoch]
+    chunk = times[max(0, epoch - window) : epoch]
     return 1000 * statistics.fmean(chunk)
 
 
@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> None:
         total = time.perf_counter() - start
         sizes = {p.name: p.stat().st_size for p in Path(out).rglob("*.npz")}
     first = min(100, args.epochs)
-    print(f"epoch {first}: {ms_around(times, first, args.window):.2f} ms/epoch; "
-          f"epoch {args.epochs}: {ms_around(times, args.epochs, args.window):.2f} ms/epoch; "
-          f"total {total:.1f} s; checkpoints {', '.join(f'{k} {v / 1024:.0f} KiB' for k, v in sorted(sizes.items()))}")
+    print(
+        f"epoch {first}: {ms_around(times, first, args.window):.2f} ms/epoch; "
+        f"epoch {args.epochs}: {ms_around(times, args.epochs, args.window):.2f} ms/epoch; "
+        f"total {total:.1f} s; checkpoints {', '.join(f'{k} {v / 1024:.0f} KiB' for k, v in sorted(sizes.items()))}"
+    )
 
 
 if __name__ == "__main__":

@@ -125,8 +125,11 @@ def _relu_pool_backward(g, r, out, xp):
     to its first maximum in row-major order, as PyTorch's; the ReLU mask there is out > 0."""
     remaining = g * (out > 0)
     grad = xp.empty(r.shape, dtype=g.dtype)
-    for rows, cols in ((slice(0, None, 2), slice(0, None, 2)), (slice(0, None, 2), slice(1, None, 2)),
-                       (slice(1, None, 2), slice(0, None, 2))):
+    for rows, cols in (
+        (slice(0, None, 2), slice(0, None, 2)),
+        (slice(0, None, 2), slice(1, None, 2)),
+        (slice(1, None, 2), slice(0, None, 2)),
+    ):
         taken = grad[:, :, rows, cols]
         xp.multiply(remaining, r[:, :, rows, cols] == out, out=taken)
         remaining -= taken  # windows whose gradient this tap took get nothing more

@@ -82,8 +82,16 @@ class GPTStep:
     plus the lookup's.
     """
 
-    def __init__(self, params: dict, heads: int, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, xp=numpy):
+    def __init__(
+        self,
+        params: dict,
+        heads: int,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        xp=numpy,
+    ):
         self.xp, self.heads, self.lr, self.betas, self.eps, self.weight_decay = xp, heads, lr, betas, eps, weight_decay
         self.params = {k: xp.array(v) for k, v in params.items() if k != "head.weight"}
         self.params["head.weight"] = self.params["wte.weight"]  # tied: one array under both names
@@ -134,8 +142,7 @@ class GPTStep:
 
         grads: dict = {}
         grad_wte = g.T @ hf
-        g = _layer_norm_backward((g @ p["wte.weight"]).reshape(b, t, c), xhatf, rstdf, p["ln_f.weight"], "ln_f",
-                                 grads)
+        g = _layer_norm_backward((g @ p["wte.weight"]).reshape(b, t, c), xhatf, rstdf, p["ln_f.weight"], "ln_f", grads)
         for i in reversed(range(self.layers)):
             n = f"blocks.{i}."
             h1, xhat1, rstd1, q, k, v, probs, att, h2, xhat2, rstd2, a, phi, gl = saved[i]
@@ -146,8 +153,7 @@ class GPTStep:
             da += phi
             da *= dgl
             dh2 = _linear_backward(da, h2, p[n + "fc.weight"], n + "fc", grads)
-            g = g + _layer_norm_backward(dh2.reshape(b, t, c), xhat2, rstd2, p[n + "ln_2.weight"], n + "ln_2",
-                                         grads)
+            g = g + _layer_norm_backward(dh2.reshape(b, t, c), xhat2, rstd2, p[n + "ln_2.weight"], n + "ln_2", grads)
             datt = _linear_backward(g.reshape(b * t, c), att, p[n + "proj.weight"], n + "proj", grads)
             dy = datt.reshape(b, t, nh, hd).transpose(0, 2, 1, 3)
             dqkv = xp.empty((3, b, nh, t, hd), dtype=g.dtype)
@@ -160,8 +166,7 @@ class GPTStep:
             dqkv[1] = dp.transpose(0, 1, 3, 2) @ q
             dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(b * t, 3 * c)
             dh1 = _linear_backward(dqkv, h1, p[n + "qkv.weight"], n + "qkv", grads)
-            g = g + _layer_norm_backward(dh1.reshape(b, t, c), xhat1, rstd1, p[n + "ln_1.weight"], n + "ln_1",
-                                         grads)
+            g = g + _layer_norm_backward(dh1.reshape(b, t, c), xhat1, rstd1, p[n + "ln_1.weight"], n + "ln_1", grads)
         grad_wte += _embedding_backward(g, idx, grad_wte.shape[0], xp)
         grads["wte.weight"] = grad_wte
         grads["wpe.weight"] = xp.zeros_like(p["wpe.weight"])

@@ -35,9 +35,22 @@ def _instructions(args, counts: tuple[int, ...]) -> list[int]:
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     runs = [
         subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
-             "benchmarks.repeat", args.workload, str(times), "--impl", args.impl],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                sys.executable,
+                "-m",
+                "benchmarks.repeat",
+                args.workload,
+                str(times),
+                "--impl",
+                args.impl,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for times in counts
     ]
@@ -58,8 +71,11 @@ def main(argv=None) -> int:
     parser.add_argument("--impl", default="trainkit", choices=suite.IMPLS)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--profile", action="store_true", help="print a cProfile table of the timed runs")
-    parser.add_argument("--callgrind", action="store_true",
-                        help="count instructions of TIMES runs and of none under callgrind; print the difference")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="count instructions of TIMES runs and of none under callgrind; print the difference",
+    )
     args = parser.parse_args(argv)
     work = _workload(args.workload)
     if args.callgrind:

@@ -59,8 +59,9 @@ def gpt(lib):
 
         def forward(self, x):
             b, t, c = x.shape
-            q, k, v = (z.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
-                       for z in self.qkv(self.ln_1(x)).split(c, dim=2))
+            q, k, v = (
+                z.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2) for z in self.qkv(self.ln_1(x)).split(c, dim=2)
+            )
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
             return x + self.fc_out(self.gelu(self.fc(self.ln_2(x))))
@@ -131,14 +132,14 @@ def lstm_data(steps: int = LSTM_STEPS, batch: int = LSTM_BATCH):
 
 
 # ------------------------------------------------------------------------------------------------------- steps
-def gpt_training(impl: str, device: str, batch: int = GPT_BATCH, context: int = GPT_CONTEXT,
-                 dtype: str = "float32"):
+def gpt_training(impl: str, device: str, batch: int = GPT_BATCH, context: int = GPT_CONTEXT, dtype: str = "float32"):
     """A callable doing one AdamW step of W6 in ``impl``, and the model (or the NumPy step object)."""
     x, y = gpt_data(batch, context)
     if impl == "numpy":
         xp = _xp(device)
-        model = numpy_sequence.GPTStep({k: xp.asarray(v, dtype=dtype) for k, v in weights(gpt).items()},
-                                       heads=GPT_HEADS, lr=GPT_LR, xp=xp)
+        model = numpy_sequence.GPTStep(
+            {k: xp.asarray(v, dtype=dtype) for k, v in weights(gpt).items()}, heads=GPT_HEADS, lr=GPT_LR, xp=xp
+        )
         xa, ya = xp.asarray(x), xp.asarray(y)
         return (lambda: model.step(xa, ya)), model
     lib = _lib(impl)
@@ -163,8 +164,13 @@ def lstm_training(impl: str, device: str, steps: int = LSTM_STEPS, batch: int = 
     x, y = lstm_data(steps, batch)
     if impl == "numpy":
         xp = _xp(device)
-        model = numpy_sequence.LSTMStep({k: xp.asarray(v, dtype=dtype) for k, v in weights(lstm_lm).items()},
-                                        layers=LSTM_LAYERS, lr=LSTM_LR, clip=LSTM_CLIP, xp=xp)
+        model = numpy_sequence.LSTMStep(
+            {k: xp.asarray(v, dtype=dtype) for k, v in weights(lstm_lm).items()},
+            layers=LSTM_LAYERS,
+            lr=LSTM_LR,
+            clip=LSTM_CLIP,
+            xp=xp,
+        )
         xa, ya = xp.asarray(x), xp.asarray(y)
         return (lambda: model.step(xa, ya)), model
     lib = _lib(impl)

@@ -64,9 +64,14 @@ def _mlp(lib):
 def _cnn(lib):
     nn = lib.nn
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 7 * 7, 10),
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 10),
     )
 
 
@@ -294,15 +299,33 @@ def _check_conv(device):
 WORKLOADS = [
     Workload("mlp_step", "W1 mlp_step: MLP 784-512-256-10, batch 256, one SGD step", 0.9, mlp_step, _check_mlp),
     Workload("cnn_step", "W2 cnn_step: small CNN, batch 64, one SGD step", 1.0, cnn_step, _check_cnn),
-    Workload("tiny_ops", "W3 tiny_ops: 1-element ops, forward+backward", 1.0, tiny_ops, _check_tiny,
-             unit="us/op", per=TINY_OPS),
-    Workload("regression_fit", "W4 regression_fit: build + 200 full-batch SGD steps", 0.35, regression_fit,
-             _check_regression),
+    Workload(
+        "tiny_ops",
+        "W3 tiny_ops: 1-element ops, forward+backward",
+        1.0,
+        tiny_ops,
+        _check_tiny,
+        unit="us/op",
+        per=TINY_OPS,
+    ),
+    Workload(
+        "regression_fit", "W4 regression_fit: build + 200 full-batch SGD steps", 0.35, regression_fit, _check_regression
+    ),
     Workload("conv_big", "W5 conv_big: Conv2d(64,128,3) fwd+bwd on 32x64x32x32", 0.8, conv_big, _check_conv),
-    Workload("gpt_step", "W6 gpt_step: GPT of 4 blocks, width 128, 4 heads, 16 x 64 tokens, one AdamW step", 1.0,
-             sequence_steps.gpt_step, sequence_steps.check_gpt),
-    Workload("lstm_step", "W7 lstm_step: LSTM LM 2x256, vocabulary 2000, 35 steps x 20, one clipped SGD step",
-             1.5, sequence_steps.lstm_step, sequence_steps.check_lstm),
+    Workload(
+        "gpt_step",
+        "W6 gpt_step: GPT of 4 blocks, width 128, 4 heads, 16 x 64 tokens, one AdamW step",
+        1.0,
+        sequence_steps.gpt_step,
+        sequence_steps.check_gpt,
+    ),
+    Workload(
+        "lstm_step",
+        "W7 lstm_step: LSTM LM 2x256, vocabulary 2000, 35 steps x 20, one clipped SGD step",
+        1.5,
+        sequence_steps.lstm_step,
+        sequence_steps.check_lstm,
+    ),
 ]
 
 
@@ -326,7 +349,7 @@ def time_workload(work: Workload, device: str, rounds: int, impls=IMPLS) -> dict
     times: dict = {impl: [] for impl in impls}
     order = list(runs)
     for r in range(rounds):
-        for impl in order[r % len(order):] + order[:r % len(order)]:
+        for impl in order[r % len(order) :] + order[: r % len(order)]:
             run, n = runs[impl], calls[impl]
             _sync(impl, device)
             # BLAS worker threads spin for about 0.1 s after a product; let them settle so that the previous
@@ -411,9 +434,11 @@ def retained_memory() -> dict:
 def environment(device: str = "cpu") -> str:
     import numpy
 
-    lines = [f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
-             f"{__import__('os').cpu_count()} CPUs; {platform.platform()}",
-             f"- Python {platform.python_version()}, NumPy {numpy.__version__}, trainkit {trainkit.__version__}"]
+    lines = [
+        f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
+        f"{__import__('os').cpu_count()} CPUs; {platform.platform()}",
+        f"- Python {platform.python_version()}, NumPy {numpy.__version__}, trainkit {trainkit.__version__}",
+    ]
     try:
         lines.append(f"- PyTorch {_torch().__version__} ({_torch().get_num_threads()} threads)")
     except ImportError:

@@ -23,9 +23,22 @@ ROOT = Path(__file__).resolve().parent.parent / "trainkit"
 LAYERS = [
     ("trainkit.autograd",),
     ("trainkit.functional",),
-    ("trainkit.layers", "trainkit.nn", "trainkit.optim", "trainkit.data", "trainkit.utils", "trainkit.metrics",
-     "trainkit.serialization", "trainkit.torch_pickle", "trainkit.distributed", "trainkit.cuda",
-     "trainkit.datasets", "trainkit.transforms", "trainkit.training", "trainkit.training.run_folder"),
+    (
+        "trainkit.layers",
+        "trainkit.nn",
+        "trainkit.optim",
+        "trainkit.data",
+        "trainkit.utils",
+        "trainkit.metrics",
+        "trainkit.serialization",
+        "trainkit.torch_pickle",
+        "trainkit.distributed",
+        "trainkit.cuda",
+        "trainkit.datasets",
+        "trainkit.transforms",
+        "trainkit.training",
+        "trainkit.training.run_folder",
+    ),
     ("trainkit.training.checkpoint", "trainkit.callbacks"),
     ("trainkit.registry", "trainkit.training.strategy", "trainkit.training.loop"),
     ("trainkit.trainer",),
@@ -47,8 +60,15 @@ PRIVATE_ALLOWED = {
 # dimension count, autograd's bookkeeping. They stay private so that users see PyTorch's Tensor, and only the layers
 # that implement ops, optimizers and tensor files (below the callbacks) may use them; above those, public names only.
 TENSOR_PROTOCOL = {"_data", "_make", "_dim", "_grad", "_grad_fn", "_requires_grad", "_version_counter", "_saved"}
-OP_LAYERS = ("trainkit.functional", "trainkit.layers", "trainkit.optim", "trainkit.distributed",
-             "trainkit.serialization", "trainkit.data", "trainkit.metrics")
+OP_LAYERS = (
+    "trainkit.functional",
+    "trainkit.layers",
+    "trainkit.optim",
+    "trainkit.distributed",
+    "trainkit.serialization",
+    "trainkit.data",
+    "trainkit.metrics",
+)
 OPTIONAL = {"cupy", "cupyx", "scipy", "matplotlib", "mpi4py", "sklearn", "tqdm", "safetensors", "tensorboardX"}
 
 
@@ -150,8 +170,11 @@ def test_no_module_imports_private_names_of_another():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("trainkit")):
                 for alias in node.names:
-                    if alias.name.startswith("_") and not alias.name.startswith("__") \
-                            and alias.name not in TORCH_PRIVATE:
+                    if (
+                        alias.name.startswith("_")
+                        and not alias.name.startswith("__")
+                        and alias.name not in TORCH_PRIVATE
+                    ):
                         private.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} imports {alias.name}")
     assert not private, "make these names public, or keep their use inside their module:\n" + "\n".join(private)
 
@@ -265,9 +288,11 @@ def test_the_checks_catch_what_they_look_for(tmp_path):
     path.write_text("from .. import layers\n\ndef f():\n    from . import grad_mode\n")
     found = list(_imports("trainkit.autograd.m", path))
     assert ("trainkit.layers", 1, False) in found and ("trainkit.autograd.grad_mode", 4, True) in found
-    path.write_text("class A:\n    def f(self, other):\n        self._own = other._theirs\n"
-                    "        return self._x, cls._y, super()._z, other.__len__, other._own, other._fan_in_and_out\n"
-                    "\n\nobject.__setattr__(A, '_set', 1)\nA()._set, A()._unset\n")
+    path.write_text(
+        "class A:\n    def f(self, other):\n        self._own = other._theirs\n"
+        "        return self._x, cls._y, super()._z, other.__len__, other._own, other._fan_in_and_out\n"
+        "\n\nobject.__setattr__(A, '_set', 1)\nA()._set, A()._unset\n"
+    )
     hits = [hit.split(" ", 1)[1] for hit in _private_accesses(path)]
     assert hits == ["other._theirs", "other._fan_in_and_out", "A()._unset"]
     assert _allowed("trainkit.functional.loss", "x._data") and _allowed("trainkit.autograd.api", "n._hooks")

@@ -218,22 +218,42 @@ def _errors():
         return lib.nn.functional.scaled_dot_product_attention(*args, **kw)
 
     return [
-        ("mask with causal, 3-d", lambda lib, d: sdpa(lib, *qkv(lib, (3, 4, 8), (3, 5, 8), (3, 5, 8)),
-                                                      attn_mask=lib.ones(4, 5, dtype=lib.bool), is_causal=True),
-         ["attn_mask", "is_causal"]),
-        ("mask with causal and dropout", lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.ones(4, 5, dtype=lib.bool),
-                                                             is_causal=True, dropout_p=0.5),
-         ["attn_mask", "is_causal"]),
+        (
+            "mask with causal, 3-d",
+            lambda lib, d: sdpa(
+                lib,
+                *qkv(lib, (3, 4, 8), (3, 5, 8), (3, 5, 8)),
+                attn_mask=lib.ones(4, 5, dtype=lib.bool),
+                is_causal=True,
+            ),
+            ["attn_mask", "is_causal"],
+        ),
+        (
+            "mask with causal and dropout",
+            lambda lib, d: sdpa(
+                lib, *qkv(lib), attn_mask=lib.ones(4, 5, dtype=lib.bool), is_causal=True, dropout_p=0.5
+            ),
+            ["attn_mask", "is_causal"],
+        ),
         ("dtypes differ", lambda lib, d: sdpa(lib, qkv(lib)[0], *qkv(lib, dtype="float64")[1:]), ["same dtype"]),
-        ("mask dtype", lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.zeros(4, 5, dtype=lib.float64)),
-         ["attn_mask dtype"]),
-        ("int mask", lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.zeros(4, 5, dtype=lib.int64)),
-         ["attn_mask dtype"]),
+        (
+            "mask dtype",
+            lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.zeros(4, 5, dtype=lib.float64)),
+            ["attn_mask dtype"],
+        ),
+        (
+            "int mask",
+            lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.zeros(4, 5, dtype=lib.int64)),
+            ["attn_mask dtype"],
+        ),
         ("1-d", lambda lib, d: sdpa(lib, lib.zeros(8), lib.zeros(8), lib.zeros(8)), ["at least 2 dimensional"]),
         ("dropout p", lambda lib, d: sdpa(lib, *qkv(lib), dropout_p=1.5), ["dropout probability"]),
         ("gqa heads", lambda lib, d: sdpa(lib, *qkv(lib, q=(2, 4, 4, 8)), enable_gqa=True), ["must divide"]),
-        ("heads without gqa", lambda lib, d: sdpa(lib, *qkv(lib, q=(2, 4, 4, 8))), ["size of tensor a (4)",
-                                                                                    "dimension 1"]),
+        (
+            "heads without gqa",
+            lambda lib, d: sdpa(lib, *qkv(lib, q=(2, 4, 4, 8))),
+            ["size of tensor a (4)", "dimension 1"],
+        ),
         ("mask shape", lambda lib, d: sdpa(lib, *qkv(lib), attn_mask=lib.zeros(4, 6)), ["(5)", "(6)"]),
         ("int inputs", lambda lib, d: sdpa(lib, *(x.long() for x in qkv(lib))), ["expected scalar type"]),
     ]
@@ -252,20 +272,21 @@ def test_float32_stays_float32_with_a_float_mask():
     assert out.dtype == trainkit.float32 and q.grad.dtype == trainkit.float32 and m.grad.dtype == trainkit.float32
 
 
-@pytest.mark.parametrize("kw", [{"is_causal": True}, {"mask": "bool"}, {"mask": "float"}, {"dropout_p": 0.5}],
-                         ids=str)
+@pytest.mark.parametrize("kw", [{"is_causal": True}, {"mask": "bool"}, {"mask": "float"}, {"dropout_p": 0.5}], ids=str)
 def test_on_each_device(device, kw):
     """The op on ``device`` gives the CPU's numbers (dropout: the same mean, zeros where dropped)."""
     rng = np.random.default_rng(9)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 2, 4, 8), (2, 2, 5, 8), (2, 2, 5, 8))]
     mask = {"bool": rng.random((4, 5)) > 0.3, "float": rng.standard_normal((4, 5)).astype(np.float32)}.get(
-        kw.get("mask"))
+        kw.get("mask")
+    )
     results = []
     for dev in ("cpu", device):
         ins = [trainkit.tensor(a).to(dev).requires_grad_(True) for a in arrays]
         m = None if mask is None else trainkit.tensor(mask).to(dev)
-        out = F.scaled_dot_product_attention(*ins, attn_mask=m, is_causal=kw.get("is_causal", False),
-                                             dropout_p=kw.get("dropout_p", 0.0))
+        out = F.scaled_dot_product_attention(
+            *ins, attn_mask=m, is_causal=kw.get("is_causal", False), dropout_p=kw.get("dropout_p", 0.0)
+        )
         out.sum().backward()
         assert out.device.type == trainkit.device(dev).type and out.dtype == trainkit.float32
         results.append([to_numpy(out)] + [to_numpy(x.grad) for x in ins])
@@ -280,8 +301,11 @@ def test_on_each_device(device, kw):
 def test_large_enough_to_split_between_threads(torch, kw):
     """Scores of 1 MiB or more are shared between threads: the same numbers as torch (fully masked rows too)."""
     rng = np.random.default_rng(10)
-    shapes = ((4, 4, 128, 16), (4, 2 if kw.get("enable_gqa") else 4, 128, 16), (4, 2 if kw.get("enable_gqa") else 4,
-                                                                              128, 8))
+    shapes = (
+        (4, 4, 128, 16),
+        (4, 2 if kw.get("enable_gqa") else 4, 128, 16),
+        (4, 2 if kw.get("enable_gqa") else 4, 128, 8),
+    )
     mask = None
     if kw.pop("mask", False):
         mask = rng.random((4, 1, 128, 128)) > 0.5

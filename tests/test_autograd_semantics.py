@@ -35,9 +35,7 @@ def graph_shape(fn, depth: int = 3):
     """A node's ``next_functions`` as nested tuples of (class name, output index, children)."""
     if fn is None or depth == 0:
         return None
-    return tuple(
-        (node_name(nxt), nr, graph_shape(nxt, depth - 1)) for nxt, nr in fn.next_functions
-    )
+    return tuple((node_name(nxt), nr, graph_shape(nxt, depth - 1)) for nxt, nr in fn.next_functions)
 
 
 def no_warnings(fn):
@@ -1218,8 +1216,15 @@ def test_python_scalars_do_not_promote_float32(torch, case):
         lambda lib, i: lib.tensor([1.0, 2.0]) + lib.tensor([1.0, 2.0], dtype=lib.float64),
         lambda lib, i: i + True,
     ],
-    ids=["int_times_float", "int_plus_int", "int_div", "int_times_0d_float", "f32_times_0d_f64", "f32_plus_f64",
-         "int_plus_bool"],
+    ids=[
+        "int_times_float",
+        "int_plus_int",
+        "int_div",
+        "int_times_0d_float",
+        "f32_times_0d_f64",
+        "f32_plus_f64",
+        "int_plus_bool",
+    ],
 )
 def test_dtype_promotion_matches_torch(torch, expr):
     def snippet(lib, dev):

@@ -39,7 +39,8 @@ def test_a_new_run_keeps_the_sections_below_it():
 
     old = "# Benchmarks\n\n| old run |\n\n## Data-parallel W1 over MPI\nddp\n\n## Targets\nnotes\n"
     assert with_run("# Benchmarks\n\n| new run |\n", old) == (
-        "# Benchmarks\n\n| new run |\n\n## Data-parallel W1 over MPI\nddp\n\n## Targets\nnotes\n")
+        "# Benchmarks\n\n| new run |\n\n## Data-parallel W1 over MPI\nddp\n\n## Targets\nnotes\n"
+    )
     assert with_run("# Benchmarks\n", "") == "# Benchmarks\n"
 
 

@@ -23,8 +23,9 @@ class FakeTerminal(io.StringIO):
 def make_trainer(callbacks, **kwargs):
     trainkit.manual_seed(0)
     model = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 1))
-    return Trainer(model, optim.SGD(model.parameters(), lr=0.1), "mse", callbacks=callbacks, seed=0,
-                   verbose=False, **kwargs)
+    return Trainer(
+        model, optim.SGD(model.parameters(), lr=0.1), "mse", callbacks=callbacks, seed=0, verbose=False, **kwargs
+    )
 
 
 class Seen(Callback):

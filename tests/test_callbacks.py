@@ -122,8 +122,9 @@ class StubTrainer:
 def real_trainer(callbacks=(), seed=0, **kwargs):
     trainkit.manual_seed(seed)
     net = Net()
-    return Trainer(net, optim.SGD(net.parameters(), lr=0.1), nn.MSELoss(), callbacks=callbacks, seed=seed,
-                   verbose=False, **kwargs)
+    return Trainer(
+        net, optim.SGD(net.parameters(), lr=0.1), nn.MSELoss(), callbacks=callbacks, seed=seed, verbose=False, **kwargs
+    )
 
 
 class Recorder(Callback):
@@ -584,8 +585,11 @@ def test_gradient_monitor_follows_freezing_and_unfreezing():
     trainer.callbacks.append(Look())
     trainer.callbacks.set_trainer(trainer)
     history = trainer.fit(epochs=3, batches=1)
-    assert seen == [["predict.bias", "predict.weight"], ["hidden.bias", "hidden.weight", "predict.bias",
-                                                         "predict.weight"], ["hidden.bias", "hidden.weight"]]
+    assert seen == [
+        ["predict.bias", "predict.weight"],
+        ["hidden.bias", "hidden.weight", "predict.bias", "predict.weight"],
+        ["hidden.bias", "hidden.weight"],
+    ]
     # the stub trainer appends the keys of each epoch: hidden from epoch 1 on, predict in epochs 0 and 1
     assert len(history["grad_norm/hidden.weight"]) == 2 and len(history["grad_norm/predict.weight"]) == 2
     assert len(history["grad_norm/global"]) == 3
@@ -622,7 +626,8 @@ def test_activation_monitor_norms_equal_the_retained_grads(capsys):
     assert "retain_grad" in capsys.readouterr().out
     for name in ("hidden", "predict"):
         trainer.model.get_submodule(name).register_forward_hook(
-            lambda m, a, out, name=name: outputs.__setitem__(name, out))
+            lambda m, a, out, name=name: outputs.__setitem__(name, out)
+        )
     x, y = regression_curve(12, seed=0).tensors
     trainer.callbacks.on_train_batch_begin(0, {})
     trainer.loss_fn(trainer.model(x), y).backward()
@@ -712,10 +717,25 @@ def test_plot_callback_without_matplotlib_warns_once_and_training_goes_on(monkey
 
 def test_plot_callback_panels_pair_metrics_and_group_grad_norms():
     plot = PlotCallback()
-    plot.on_epoch_end(0, {"loss": 1.0, "val_loss": 1.1, "mae": 0.5, "val_mae": 0.6, "lr": 0.1,
-                          "grad_norm/global": 2.0, "grad_norm/hidden.weight": 1.0, "grad_max/hidden.weight": 3.0})
-    assert plot.panels() == [("loss", ["loss", "val_loss"]), ("mae", ["mae", "val_mae"]), ("lr", ["lr"]),
-                             ("gradient norm", ["grad_norm/global", "grad_norm/hidden.weight"])]
+    plot.on_epoch_end(
+        0,
+        {
+            "loss": 1.0,
+            "val_loss": 1.1,
+            "mae": 0.5,
+            "val_mae": 0.6,
+            "lr": 0.1,
+            "grad_norm/global": 2.0,
+            "grad_norm/hidden.weight": 1.0,
+            "grad_max/hidden.weight": 3.0,
+        },
+    )
+    assert plot.panels() == [
+        ("loss", ["loss", "val_loss"]),
+        ("mae", ["mae", "val_mae"]),
+        ("lr", ["lr"]),
+        ("gradient norm", ["grad_norm/global", "grad_norm/hidden.weight"]),
+    ]
 
 
 def test_plot_callback_writes_the_image_with_matplotlib(tmp_path):

@@ -20,8 +20,13 @@ TEXT = ROOT / "examples" / "charlm" / "shakespeare.txt"
 
 
 def trainkit(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +43,15 @@ SMALL = {  # a few seconds: a tiny model over 6000 characters
 
 
 def train_small(config: Path, text: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    sets = [f"output_dir={out}", "trainer.epochs=1", f"data.path={text}", "data.block_size=32",
-            "callbacks=[{name: TextSample, prompt: 'ROMEO:', length: 30}]", *SMALL[config], *extra]
+    sets = [
+        f"output_dir={out}",
+        "trainer.epochs=1",
+        f"data.path={text}",
+        "data.block_size=32",
+        "callbacks=[{name: TextSample, prompt: 'ROMEO:', length: 30}]",
+        *SMALL[config],
+        *extra,
+    ]
     return trainkit("train", config, *[arg for s in sets for arg in ("--set", s)])
 
 
@@ -66,8 +78,17 @@ def check_run(result: subprocess.CompletedProcess, run: Path, short_text: Path) 
 
 
 def check_evaluate(config: Path, run: Path, short_text: Path) -> None:
-    result = trainkit("evaluate", config, "--checkpoint", run / "checkpoints" / "last.npz",
-                      "--set", f"data.path={short_text}", "--set", "data.block_size=32", *SMALL_SETS[config])
+    result = trainkit(
+        "evaluate",
+        config,
+        "--checkpoint",
+        run / "checkpoints" / "last.npz",
+        "--set",
+        f"data.path={short_text}",
+        "--set",
+        "data.block_size=32",
+        *SMALL_SETS[config],
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("val (") and ", perplexity " in result.stdout
     history = json.loads((run / "history.jsonl").read_text().splitlines()[-1])
@@ -90,8 +111,17 @@ def test_gpt_evaluate_prints_perplexity(gpt_run, short_text):
 def test_evaluate_refuses_characters_the_run_never_saw(gpt_run, short_text, tmp_path):
     other = tmp_path / "other.txt"
     other.write_text(short_text.read_text(encoding="utf-8") + "Ωμέγα\n", encoding="utf-8")
-    result = trainkit("evaluate", GPT_CONFIG, "--checkpoint", gpt_run[1] / "checkpoints" / "last.npz",
-                      "--set", f"data.path={other}", "--set", "data.block_size=32", *SMALL_SETS[GPT_CONFIG])
+    result = trainkit(
+        "evaluate",
+        GPT_CONFIG,
+        "--checkpoint",
+        gpt_run[1] / "checkpoints" / "last.npz",
+        "--set",
+        f"data.path={other}",
+        "--set",
+        "data.block_size=32",
+        *SMALL_SETS[GPT_CONFIG],
+    )
     assert result.returncode == 2, result.stderr
     assert "'data.path'" in result.stderr and str(other) in result.stderr and "'Ω' (1 time)" in result.stderr
     assert str(gpt_run[1] / "vocab.json") in result.stderr
@@ -105,24 +135,37 @@ def test_lstm_config_trains_and_evaluates(short_text, tmp_path):
 
 
 # the first two in a subprocess, as a user meets them; the others through the same entry point in this process
-@pytest.mark.parametrize("content, sets, key, message, subprocess_run", [
-    (None, [], "data.path", "no such file", True),
-    (b"\xff\xfe not utf-8", [], "data.path", "is not UTF-8 text: byte 0xff at offset 0", True),
-    (b"", [], "data.path", "is empty", False),
-    (b"too short", [], "data.block_size", "holds 9 characters, too few for one window of block_size 32", False),
-    ("ok", ["data.block_size=0"], "data.block_size", "must be at least 1, got 0", False),
-    ("ok", ["data.max_mb=0.000001"], "data.max_mb", "over the limit of 1e-06 MB", False),
-    ("ok", ["loss=mse"], "loss", "is 'mse', but data.kind text gives next-token class ids", False),
-])
-def test_broken_inputs_exit_2_naming_the_key_and_the_file(tmp_path, short_text, capsys, content, sets, key, message,
-                                                         subprocess_run):
+@pytest.mark.parametrize(
+    "content, sets, key, message, subprocess_run",
+    [
+        (None, [], "data.path", "no such file", True),
+        (b"\xff\xfe not utf-8", [], "data.path", "is not UTF-8 text: byte 0xff at offset 0", True),
+        (b"", [], "data.path", "is empty", False),
+        (b"too short", [], "data.block_size", "holds 9 characters, too few for one window of block_size 32", False),
+        ("ok", ["data.block_size=0"], "data.block_size", "must be at least 1, got 0", False),
+        ("ok", ["data.max_mb=0.000001"], "data.max_mb", "over the limit of 1e-06 MB", False),
+        ("ok", ["loss=mse"], "loss", "is 'mse', but data.kind text gives next-token class ids", False),
+    ],
+)
+def test_broken_inputs_exit_2_naming_the_key_and_the_file(
+    tmp_path, short_text, capsys, content, sets, key, message, subprocess_run
+):
     path = tmp_path / "bad.txt"
     if content == "ok":
         path.write_text(short_text.read_text(encoding="utf-8"), encoding="utf-8")
     elif content is not None:
         path.write_bytes(content)
-    args = ["train", GPT_CONFIG, "--set", f"output_dir={tmp_path / 'runs'}", "--set", f"data.path={path}", "--set",
-            "data.block_size=32", *[a for s in sets for a in ("--set", s)]]
+    args = [
+        "train",
+        GPT_CONFIG,
+        "--set",
+        f"output_dir={tmp_path / 'runs'}",
+        "--set",
+        f"data.path={path}",
+        "--set",
+        "data.block_size=32",
+        *[a for s in sets for a in ("--set", s)],
+    ]
     if subprocess_run:
         result = trainkit(*args)
         code, stderr = result.returncode, result.stderr
@@ -141,17 +184,22 @@ def example_models(library: str):
     """examples/charlm/model.py run with ``library`` as ``torch``: the file is PyTorch code but for its imports."""
     source = (ROOT / "examples" / "charlm" / "model.py").read_text()
     if library == "torch":
-        source = source.replace("import trainkit as torch\nimport trainkit.nn.functional as F\nfrom trainkit import nn",
-                                "import torch\nimport torch.nn.functional as F\nfrom torch import nn")
+        source = source.replace(
+            "import trainkit as torch\nimport trainkit.nn.functional as F\nfrom trainkit import nn",
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn",
+        )
     namespace: dict = {"__name__": f"charlm_models_{library}"}
     exec(compile(source, f"model.py ({library})", "exec"), namespace)
     return namespace
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("GPT", {"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "n_embd": 16}),
-    ("LSTMLanguageModel", {"vocab_size": 11, "block_size": 8, "embedding_dim": 6, "hidden_size": 10}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("GPT", {"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "n_embd": 16}),
+        ("LSTMLanguageModel", {"vocab_size": 11, "block_size": 8, "embedding_dim": 6, "hidden_size": 10}),
+    ],
+)
 def test_the_example_models_match_pytorch(torch, name, kwargs):
     import trainkit
 

@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def check(config: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", "check", config], capture_output=True, text=True,
-                          cwd=config.parent, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", "check", config],
+        capture_output=True,
+        text=True,
+        cwd=config.parent,
+        timeout=300,
+    )
 
 
 def test_a_config_that_fits_reports_its_batch():
@@ -32,8 +37,9 @@ def test_a_config_that_fits_reports_its_batch():
 def test_inputs_that_do_not_fit_the_first_layer_name_it_with_a_hint(tmp_path):
     np.savez(tmp_path / "d.npz", x=np.zeros((8, 3), np.float32), y=np.zeros((8, 1), np.float32))
     config = tmp_path / "c.yaml"
-    config.write_text(f"model: {{class_path: {ROOT / 'examples/regression/model.py'}:Net}}\n"
-                      "data: {kind: npz, path: d.npz}\n")
+    config.write_text(
+        f"model: {{class_path: {ROOT / 'examples/regression/model.py'}:Net}}\ndata: {{kind: npz, path: d.npz}}\n"
+    )
     done = check(config)
     assert done.returncode == 2
     assert "forward (train mode) failed in layer 'hidden' (Linear), given (8, 3) float32" in done.stderr
@@ -43,8 +49,11 @@ def test_inputs_that_do_not_fit_the_first_layer_name_it_with_a_hint(tmp_path):
 def test_labels_beyond_the_models_classes_are_reported_at_the_loss():
     trainer = Trainer(nn.Linear(2, 3), loss="cross_entropy", verbose=False)
     data = trainkit.utils.data.TensorDataset(trainkit.zeros(4, 2), trainkit.tensor([0, 1, 2, 7]))
-    with pytest.raises(BatchCheckError, match=r"the loss failed on the model's output \(4, 3\) float32 and the "
-                                              r"targets \(4,\) int64"):
+    with pytest.raises(
+        BatchCheckError,
+        match=r"the loss failed on the model's output \(4, 3\) float32 and the "
+        r"targets \(4,\) int64",
+    ):
         one_batch(trainer, data, 4)
 
 

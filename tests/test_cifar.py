@@ -24,8 +24,12 @@ TRAIN = [f"data_batch_{i}" for i in range(1, 6)]
 
 def _batch(n: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    return {b"batch_label": b"testing batch", b"labels": rng.integers(0, 10, n).tolist(),
-            b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"filenames": [b"x.png"] * n}
+    return {
+        b"batch_label": b"testing batch",
+        b"labels": rng.integers(0, 10, n).tolist(),
+        b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+        b"filenames": [b"x.png"] * n,
+    }
 
 
 def _write(root: Path, n: int = 4) -> dict[str, dict]:
@@ -54,8 +58,9 @@ def test_train_and_test_splits_read_as_torchvision_lays_them_out(tmp_path):
 def test_transforms_receive_the_uint8_image(tmp_path):
     batches = _write(tmp_path)
     seen = []
-    data = CIFAR10(tmp_path, train=False, transform=lambda im: seen.append(im) or im.mean(),
-                   target_transform=lambda t: t + 100)
+    data = CIFAR10(
+        tmp_path, train=False, transform=lambda im: seen.append(im) or im.mean(), target_transform=lambda t: t + 100
+    )
     value, target = data[0]
     assert seen[0].shape == (32, 32, 3) and seen[0].dtype == np.uint8
     np.testing.assert_array_equal(seen[0], batches["test_batch"][b"data"][0].reshape(3, 32, 32).transpose(1, 2, 0))
@@ -77,13 +82,16 @@ def test_a_batch_that_names_a_function_is_refused_without_running_it(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"not a pickle at all", "not a CIFAR batch"),
-    (pickle.dumps([1, 2, 3], protocol=2), r"uint8 data of shape \(N, 3072\)"),
-    (pickle.dumps({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}, protocol=2), r"\(N, 3072\)"),
-    (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0]}, protocol=2), "2 labels from 0 to 9"),
-    (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 10]}, protocol=2), "labels from 0 to 9"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"not a pickle at all", "not a CIFAR batch"),
+        (pickle.dumps([1, 2, 3], protocol=2), r"uint8 data of shape \(N, 3072\)"),
+        (pickle.dumps({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}, protocol=2), r"\(N, 3072\)"),
+        (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0]}, protocol=2), "2 labels from 0 to 9"),
+        (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 10]}, protocol=2), "labels from 0 to 9"),
+    ],
+)
 def test_broken_batches_name_the_file_and_the_problem(tmp_path, content, message):
     path = tmp_path / "data_batch_1"
     path.write_bytes(content)

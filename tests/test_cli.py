@@ -17,8 +17,13 @@ CONFIG = ROOT / "configs" / "regression.yaml"
 
 
 def trainkit(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=300,
+    )
 
 
 def write(path: Path, text: str) -> Path:
@@ -61,8 +66,14 @@ def test_check_and_print_config():
 
 
 def test_frozen_config_keeps_hidden_unchanged(tmp_path):
-    result = trainkit("train", ROOT / "configs" / "regression_frozen.yaml", "--set", f"output_dir={tmp_path}",
-                      "--set", "trainer.epochs=20")
+    result = trainkit(
+        "train",
+        ROOT / "configs" / "regression_frozen.yaml",
+        "--set",
+        f"output_dir={tmp_path}",
+        "--set",
+        "trainer.epochs=20",
+    )
     assert result.returncode == 0, result.stderr
     assert "Trainable params: 11 | Frozen params: 20" in result.stdout
     state = checkpoint.load(tmp_path / "regression_frozen" / "version_0" / "checkpoints" / "last.npz")["model"]
@@ -134,8 +145,18 @@ def test_interrupted_run_exits_130_and_leaves_loadable_checkpoints(tmp_path):
     last = checkpoint.load(run / "version_0" / "checkpoints" / "last.npz")
     assert last["epoch"] == 2
     assert "model" in checkpoint.load(run / "version_0" / "checkpoints" / "interrupted.npz")
-    resumed = trainkit("train", tmp_path / "stopping.yaml", "--set", f"output_dir={tmp_path}", "--set",
-                       "callbacks=[]", "--set", "trainer.epochs=5", "--resume", run)
+    resumed = trainkit(
+        "train",
+        tmp_path / "stopping.yaml",
+        "--set",
+        f"output_dir={tmp_path}",
+        "--set",
+        "callbacks=[]",
+        "--set",
+        "trainer.epochs=5",
+        "--resume",
+        run,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "done: 5 epochs" in resumed.stdout
 
@@ -150,8 +171,9 @@ def test_a_failing_run_exits_1_with_one_line(tmp_path):
 
 def test_digits_classification_config(tmp_path):
     pytest.importorskip("sklearn")
-    result = trainkit("train", ROOT / "configs" / "digits.yaml", "--set", f"output_dir={tmp_path}",
-                      "--set", "trainer.epochs=4")
+    result = trainkit(
+        "train", ROOT / "configs" / "digits.yaml", "--set", f"output_dir={tmp_path}", "--set", "trainer.epochs=4"
+    )
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader((tmp_path / "digits" / "version_0" / "metrics.csv").open()))
     assert len(rows) == 4 and float(rows[-1]["val_accuracy"]) > 0.7

@@ -12,8 +12,9 @@ from trainkit.registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDUL
 
 
 def help_of(*args) -> str:
-    done = subprocess.run([sys.executable, "-m", "trainkit", *args, "--help"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", *args, "--help"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

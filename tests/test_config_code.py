@@ -17,18 +17,28 @@ MODEL = "model: {class_path: trainkit.nn.Linear, init_args: {in_features: 1, out
 
 
 def run(command: str, config: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", command, config], capture_output=True, text=True,
-                          cwd=config.parent, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", command, config],
+        capture_output=True,
+        text=True,
+        cwd=config.parent,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("command", ["check", "train"])
-@pytest.mark.parametrize("text,key", [
-    ("model: {class_path: os.system, init_args: {command: 'touch {marker}'}}\n", "model.class_path"),
-    (MODEL + "data: {kind: class_path, class_path: subprocess.run, init_args: {args: [touch, '{marker}']}}\n",
-     "data.class_path"),
-    (MODEL + "callbacks: [{class_path: subprocess.getoutput, cmd: 'touch {marker}'}]\n", "callbacks[0].class_path"),
-    (MODEL + "optimizer: {class_path: os.system, options: {command: 'touch {marker}'}}\n", "optimizer.class_path"),
-])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("model: {class_path: os.system, init_args: {command: 'touch {marker}'}}\n", "model.class_path"),
+        (
+            MODEL + "data: {kind: class_path, class_path: subprocess.run, init_args: {args: [touch, '{marker}']}}\n",
+            "data.class_path",
+        ),
+        (MODEL + "callbacks: [{class_path: subprocess.getoutput, cmd: 'touch {marker}'}]\n", "callbacks[0].class_path"),
+        (MODEL + "optimizer: {class_path: os.system, options: {command: 'touch {marker}'}}\n", "optimizer.class_path"),
+    ],
+)
 def test_a_class_path_to_any_other_callable_is_refused_and_nothing_runs(tmp_path, command, text, key):
     marker = tmp_path / "pwned"
     config = tmp_path / "c.yaml"
@@ -63,8 +73,13 @@ def test_the_reference_page_says_a_config_is_code():
 def test_a_set_value_that_is_not_plain_yaml_is_a_config_error(tmp_path, value):
     config = tmp_path / "c.yaml"
     config.write_text(MODEL)
-    done = subprocess.run([sys.executable, "-m", "trainkit", "check", config, "--set", f"trainer.device={value}"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "check", config, "--set", f"trainer.device={value}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr
     assert f"{config}: --set trainer.device: the value is not valid YAML" in done.stderr
     assert "Traceback" not in done.stderr

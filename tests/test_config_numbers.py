@@ -19,12 +19,15 @@ MODEL = "model: {class_path: trainkit.nn.Linear, init_args: {in_features: 1, out
 
 
 def trainkit(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
-@pytest.mark.parametrize("written,value", [("1e-3", 1e-3), ("1E-3", 1e-3), ("2.5e-4", 2.5e-4), ("1e+1", 10.0),
-                                           (".5", 0.5), ("0.01", 0.01), ("1", 1)])
+@pytest.mark.parametrize(
+    "written,value",
+    [("1e-3", 1e-3), ("1E-3", 1e-3), ("2.5e-4", 2.5e-4), ("1e+1", 10.0), (".5", 0.5), ("0.01", 0.01), ("1", 1)],
+)
 def test_a_learning_rate_as_written(tmp_path, written, value):
     path = tmp_path / "c.yaml"
     path.write_text(MODEL + f"optimizer: {{name: Adam, lr: {written}}}\n")
@@ -51,9 +54,19 @@ def test_quoted_numbers_stay_strings_and_python_tags_stay_refused(tmp_path):
 
 
 def test_python_dash_m_trainkit_is_the_command(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "trainkit", "check", ROOT / "configs" / "regression.yaml"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "check", ROOT / "configs" / "regression.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
-    bad = subprocess.run([sys.executable, "-m", "trainkit", "check", tmp_path / "missing.yaml"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, "-m", "trainkit", "check", tmp_path / "missing.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "no such config file" in bad.stderr

@@ -28,8 +28,9 @@ MINIMAL = "model: {class_path: trainkit.nn.Linear, init_args: {in_features: 1, o
 
 
 def trainkit(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
 
 
 @pytest.fixture
@@ -83,7 +84,8 @@ def test_a_declared_trainer_key_reaches_the_trainer_by_name(minimal, warmup_key,
 
 def test_every_trainer_key_is_taken_by_the_trainer_or_fit():
     takes = set(inspect.signature(run_module.Trainer).parameters) | set(
-        inspect.signature(run_module.Trainer.fit).parameters)
+        inspect.signature(run_module.Trainer.fit).parameters
+    )
     assert {f.name for f in dataclasses.fields(cfg.TrainerSection)} <= takes
 
 
@@ -174,11 +176,16 @@ def test_a_registered_name_is_accepted_without_touching_the_config_module(minima
         ("trainer.verbose=1", "'trainer.verbose' must be true/false, got 1"),
         ("trainer.epochs=0", "'trainer.epochs' must be at least 1, got 0"),
         ("trainer.bucket_cap_mb=0", "'trainer.bucket_cap_mb' must be positive, got 0"),
-        ("trainer.strategy=dpp", "'trainer.strategy' must be one of auto, ddp, single_device, got 'dpp'; did you "
-                                 "mean 'ddp'?"),
+        (
+            "trainer.strategy=dpp",
+            "'trainer.strategy' must be one of auto, ddp, single_device, got 'dpp'; did you mean 'ddp'?",
+        ),
         ("data.validation_split=1.5", "'data.validation_split' must be in [0, 1), got 1.5"),
-        ("data.kind=regresion_curve", "'data.kind' names an unknown data kind 'regresion_curve'; did you mean "
-                                      "'regression_curve'? (known: class_path, csv, npz, regression_curve, text)"),
+        (
+            "data.kind=regresion_curve",
+            "'data.kind' names an unknown data kind 'regresion_curve'; did you mean "
+            "'regression_curve'? (known: class_path, csv, npz, regression_curve, text)",
+        ),
         ("data.kind=csv", "'data.path' is required for data.kind csv"),
         ("optimizer.lr=fast", "'optimizer.lr' must be a number or null, got 'fast'"),
         ("optimizer.options=3", "'optimizer.options' must be a mapping or null, got 3"),
@@ -199,8 +206,15 @@ def test_the_model_class_is_required(tmp_path):
 
 
 def test_set_reaches_nested_keys(minimal):
-    loaded = cfg.load(minimal, ["optimizer.options.momentum=0.9", "scheduler.name=StepLR",
-                                "scheduler.options.step_size=3", "trainer.grad_clip_norm=1.5"])
+    loaded = cfg.load(
+        minimal,
+        [
+            "optimizer.options.momentum=0.9",
+            "scheduler.name=StepLR",
+            "scheduler.options.step_size=3",
+            "trainer.grad_clip_norm=1.5",
+        ],
+    )
     assert loaded.optimizer.options == {"momentum": 0.9}
     assert dataclasses.asdict(loaded.scheduler) == {"name": "StepLR", "options": {"step_size": 3}}
     assert loaded.trainer.grad_clip_norm == 1.5
@@ -209,17 +223,28 @@ def test_set_reaches_nested_keys(minimal):
 
 
 def test_set_of_a_nested_key_on_the_command_line():
-    result = trainkit("train", CONFIG, "--set", "optimizer.options.momentum=0.9", "--set", "trainer.seed=3",
-                      "--print-config")
+    result = trainkit(
+        "train", CONFIG, "--set", "optimizer.options.momentum=0.9", "--set", "trainer.seed=3", "--print-config"
+    )
     assert result.returncode == 0, result.stderr
     printed = yaml.safe_load(result.stdout)
     assert printed["optimizer"]["options"] == {"momentum": 0.9} and printed["trainer"]["seed"] == 3
 
 
 def test_build_makes_the_named_parts(minimal):
-    run = run_module.build(cfg.load(minimal, [
-        "trainer.verbose=false", "scheduler.name=StepLR", "scheduler.options.step_size=2", "loss={name: huber}",
-        "callbacks=[TerminateOnNaN]", "data.validation_split=0.25"]))
+    run = run_module.build(
+        cfg.load(
+            minimal,
+            [
+                "trainer.verbose=false",
+                "scheduler.name=StepLR",
+                "scheduler.options.step_size=2",
+                "loss={name: huber}",
+                "callbacks=[TerminateOnNaN]",
+                "data.validation_split=0.25",
+            ],
+        )
+    )
     assert type(run.trainer.scheduler).__name__ == "StepLR"
     assert type(run.trainer.loss_fn).__name__ == "HuberLoss"
     assert run.trainer.optimizer.param_groups[0]["lr"] == 0.01
@@ -259,7 +284,8 @@ def _dataset_config(tmp_path, class_path: str) -> cfg.RunConfig:
     (tmp_path / "data.py").write_text(
         "from trainkit.registry import dataset_factory\n\n"
         "@dataset_factory\ndef needs_a_missing_library():\n    import no_such_library_here  # noqa: F401\n\n"
-        "@dataset_factory\ndef loses_a_key():\n    return {}['x']\n")
+        "@dataset_factory\ndef loses_a_key():\n    return {}['x']\n"
+    )
     path = tmp_path / "c.yaml"
     path.write_text(MINIMAL + f"data: {{kind: class_path, class_path: {class_path}}}\n")
     return cfg.load(path)

@@ -36,8 +36,11 @@ def _both(torch, dtype, *arrays):
 
 def _compare(torch, fn, tfn, x_shape, w_shape, bias: bool, dtype, **kw):
     rng = np.random.default_rng(len(x_shape) * 100 + sum(w_shape))
-    arrays = [rng.standard_normal(x_shape), rng.standard_normal(w_shape),
-              rng.standard_normal(w_shape[0] if fn is F.conv1d else w_shape[1] * kw.get("groups", 1)) if bias else None]
+    arrays = [
+        rng.standard_normal(x_shape),
+        rng.standard_normal(w_shape),
+        rng.standard_normal(w_shape[0] if fn is F.conv1d else w_shape[1] * kw.get("groups", 1)) if bias else None,
+    ]
     ours, theirs = _both(torch, dtype, *arrays)
     out, expected = fn(*ours, **kw), tfn(*theirs, **kw)
     assert tuple(out.shape) == tuple(expected.shape)
@@ -94,8 +97,9 @@ TRANSPOSE_CASES = [
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("x_shape, w_shape, bias, kw", TRANSPOSE_CASES)
 def test_conv_transpose1d_matches_torch(torch, dtype, x_shape, w_shape, bias, kw):
-    out, expected = _compare(torch, F.conv_transpose1d, torch.nn.functional.conv_transpose1d, x_shape, w_shape, bias,
-                             dtype, **kw)
+    out, expected = _compare(
+        torch, F.conv_transpose1d, torch.nn.functional.conv_transpose1d, x_shape, w_shape, bias, dtype, **kw
+    )
     assert out.grad_fn.name() == type(expected.grad_fn).__name__
 
 
@@ -157,28 +161,40 @@ CONV_ERRORS = [
     (lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(5, 2, 3), groups=2), ("divisible by 2", "[[5, 2, 3]]")),
     (lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(0, 4, 3)), ("at least 1 at dimension 0",)),
     (lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(6, 4)), ("at least three dimensions",)),
-    (lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(6, 4, 3, dtype=lib.float64)),
-     ("torch.FloatTensor", "torch.DoubleTensor")),
+    (
+        lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(6, 4, 3, dtype=lib.float64)),
+        ("torch.FloatTensor", "torch.DoubleTensor"),
+    ),
     (lambda lib, x: lib.nn.functional.conv1d(x.double(), lib.ones(6, 4, 3)), ("expected scalar type Double",)),
-    (lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(6, 4, 3), lib.ones(6, dtype=lib.float64)),
-     ("bias type (double)",)),
+    (
+        lambda lib, x: lib.nn.functional.conv1d(x, lib.ones(6, 4, 3), lib.ones(6, dtype=lib.float64)),
+        ("bias type (double)",),
+    ),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(3, 3, 3)), ("transposed=1", "input[2, 4, 10]")),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3, 3)), ("4-dimensional weight",)),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x.reshape(80), lib.ones(4, 3, 3)), ("input of size: [80]",)),
-    (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), stride=2, output_padding=2),
-     ("output_padding_width: 2 stride_height: 1 stride_width: 2",)),
+    (
+        lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), stride=2, output_padding=2),
+        ("output_padding_width: 2 stride_height: 1 stride_width: 2",),
+    ),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), padding="same"), ("must be tuple",)),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), lib.ones(4)), ("bias of size [4]",)),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), groups=3), ("divisible by 3",)),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), groups=8), ("at least 8",)),
-    (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), output_padding=-1),
-     ("negative output_padding",)),
+    (
+        lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), output_padding=-1),
+        ("negative output_padding",),
+    ),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3), stride=0), ("non-positive stride",)),
     (lambda lib, x: lib.nn.functional.conv_transpose1d(x[:, :, :0], lib.ones(4, 3, 3)), ("[2, 4, 1, 0]",)),
-    (lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3, dtype=lib.float64)),
-     ("torch.DoubleTensor",)),
-    (lambda lib, x: lib.nn.functional.conv_transpose1d(x.double(), lib.ones(4, 3, 3, dtype=lib.float64), padding=20),
-     ("Output size is too small",)),
+    (
+        lambda lib, x: lib.nn.functional.conv_transpose1d(x, lib.ones(4, 3, 3, dtype=lib.float64)),
+        ("torch.DoubleTensor",),
+    ),
+    (
+        lambda lib, x: lib.nn.functional.conv_transpose1d(x.double(), lib.ones(4, 3, 3, dtype=lib.float64), padding=20),
+        ("Output size is too small",),
+    ),
 ]
 
 
@@ -194,13 +210,23 @@ def _load(ours, theirs):
     ours.load_state_dict({k: trainkit.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
 
 
-MODULE_CASES = [dict(kernel_size=3, padding=1), dict(kernel_size=4, padding="same", dilation=2),
-                dict(kernel_size=3, stride=2, padding=2, groups=2, bias=False), dict(kernel_size=2, padding="valid")]
+MODULE_CASES = [
+    dict(kernel_size=3, padding=1),
+    dict(kernel_size=4, padding="same", dilation=2),
+    dict(kernel_size=3, stride=2, padding=2, groups=2, bias=False),
+    dict(kernel_size=2, padding="valid"),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mode, kw", [(mode, kw) for i, mode in enumerate(["zeros", "reflect", "replicate", "circular"])
-                                      for kw in (MODULE_CASES[i], MODULE_CASES[(i + 1) % 4])])
+@pytest.mark.parametrize(
+    "mode, kw",
+    [
+        (mode, kw)
+        for i, mode in enumerate(["zeros", "reflect", "replicate", "circular"])
+        for kw in (MODULE_CASES[i], MODULE_CASES[(i + 1) % 4])
+    ],
+)
 def test_conv1d_module_from_torch_state_dict(torch, dtype, mode, kw):
     tdtype = torch.float64 if dtype == np.float64 else torch.float32
     theirs = torch.nn.Conv1d(4, 6, padding_mode=mode, dtype=tdtype, **kw)
@@ -259,10 +285,14 @@ MODULE_ERRORS = [
     (lambda lib: lib.nn.Conv1d(4, 6, 3, groups=3), ("in_channels must be divisible",)),
     (lambda lib: lib.nn.Conv1d(4, 6, 3, groups=4), ("out_channels must be divisible",)),
     (lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, padding_mode="reflect"), ('"zeros" padding mode',)),
-    (lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=3)(lib.ones(2, 4, 3), output_size=[8]),
-     ("valid sizes range from [9] to [11]",)),
-    (lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=3)(lib.ones(2, 4, 3), output_size=[1, 2, 3, 4]),
-     ("must have 1 or 3 elements (got 4)",)),
+    (
+        lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=3)(lib.ones(2, 4, 3), output_size=[8]),
+        ("valid sizes range from [9] to [11]",),
+    ),
+    (
+        lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=3)(lib.ones(2, 4, 3), output_size=[1, 2, 3, 4]),
+        ("must have 1 or 3 elements (got 4)",),
+    ),
 ]
 
 
@@ -313,8 +343,11 @@ def test_on_device_as_on_cpu(device):
         with trainkit.no_grad():
             conv.weight.copy_(xs[1])
             conv.bias.copy_(xs[2])
-        out = (F.conv1d(xs[0], xs[1], xs[2], stride=2, padding="valid", groups=2).sum()
-               + F.conv_transpose1d(xs[0], xs[3], stride=2, output_padding=1).square().sum() + conv(xs[0]).sum())
+        out = (
+            F.conv1d(xs[0], xs[1], xs[2], stride=2, padding="valid", groups=2).sum()
+            + F.conv_transpose1d(xs[0], xs[3], stride=2, output_padding=1).square().sum()
+            + conv(xs[0]).sum()
+        )
         out.backward()
         results.append([to_numpy(out)] + [to_numpy(t.grad) for t in xs] + [to_numpy(conv.weight.grad)])
     for a, c in zip(*results):

@@ -70,21 +70,38 @@ CONV_CASES = [
 @pytest.mark.parametrize("xs, ws, bias, kwargs", CONV_CASES, ids=[str(c[3]) + str(c[1]) for c in CONV_CASES])
 def test_conv2d_values_and_grads_match_torch(xs, ws, bias, kwargs, device, torch, rng):
     bs = (ws[0],) if bias else None
-    _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, **kwargs),
-             lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kwargs), [xs, ws, bs])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x, w, b: tkF.conv2d(x, w, b, **kwargs),
+        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, **kwargs),
+        [xs, ws, bs],
+    )
 
 
 @pytest.mark.parametrize("cache_bytes", [1, 3000])  # one image at a time, and slices of two with a shorter last
 def test_conv2d_input_grad_in_slices_of_the_batch_matches_torch(cache_bytes, monkeypatch, device, torch, rng):
     monkeypatch.setattr(conv, "_CACHE_BYTES", cache_bytes)
-    _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, stride=2, padding=1),
-             lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride=2, padding=1),
-             [(5, 3, 7, 6), (4, 3, 3, 3), (4,)])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x, w, b: tkF.conv2d(x, w, b, stride=2, padding=1),
+        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+        [(5, 3, 7, 6), (4, 3, 3, 3), (4,)],
+    )
 
 
 def test_conv2d_unbatched_input_is_squeezed_back_as_in_torch(device, torch, rng):
-    out, _ = _compare(torch, rng, device, lambda x, w, b: tkF.conv2d(x, w, b, padding=1),
-                      lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1), [(3, 6, 5), (4, 3, 3, 3), (4,)])
+    out, _ = _compare(
+        torch,
+        rng,
+        device,
+        lambda x, w, b: tkF.conv2d(x, w, b, padding=1),
+        lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1),
+        [(3, 6, 5), (4, 3, 3, 3), (4,)],
+    )
     assert _node_name(out) == "SqueezeBackward1"
 
 
@@ -177,8 +194,10 @@ CONV_ERRORS = [
 @pytest.mark.parametrize("xs, ws, kwargs, words", CONV_ERRORS, ids=[str(e[3][0]) for e in CONV_ERRORS])
 def test_conv2d_errors_match_torch(xs, ws, kwargs, words, torch):
     def fn(lib, dev):
-        return lib.nn.functional.conv2d(lib.ones(*xs), lib.ones(*ws), **kwargs) if lib is torch else tkF.conv2d(
-            trainkit.ones(*xs), trainkit.ones(*ws), **kwargs
+        return (
+            lib.nn.functional.conv2d(lib.ones(*xs), lib.ones(*ws), **kwargs)
+            if lib is torch
+            else tkF.conv2d(trainkit.ones(*xs), trainkit.ones(*ws), **kwargs)
         )
 
     assert_same_error(torch, fn, *words)
@@ -214,8 +233,14 @@ MAX_CASES = [
 
 @pytest.mark.parametrize("shape, kwargs", MAX_CASES, ids=[str(c[1]) for c in MAX_CASES])
 def test_max_pool2d_values_indices_and_grads_match_torch(shape, kwargs, device, torch, rng):
-    _compare(torch, rng, device, lambda x: tkF.max_pool2d(x, **kwargs),
-             lambda x: torch.nn.functional.max_pool2d(x, **kwargs), [shape])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x: tkF.max_pool2d(x, **kwargs),
+        lambda x: torch.nn.functional.max_pool2d(x, **kwargs),
+        [shape],
+    )
     x = rng.standard_normal(shape).astype(np.float32)
     _, tk_idx = tkF.max_pool2d(trainkit.tensor(x, device=device), return_indices=True, **kwargs)
     _, th_idx = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kwargs)
@@ -223,13 +248,26 @@ def test_max_pool2d_values_indices_and_grads_match_torch(shape, kwargs, device, 
     np.testing.assert_array_equal(to_numpy(tk_idx), th_idx.numpy())
 
 
-@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 1, "padding": 1},
-                                    {"kernel_size": 2, "stride": 1, "ceil_mode": True}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kernel_size": 2},
+        {"kernel_size": 3, "stride": 1, "padding": 1},
+        {"kernel_size": 2, "stride": 1, "ceil_mode": True},
+    ],
+)
 def test_max_pool2d_ties_pick_the_same_element_as_torch(kwargs, device, torch, rng):
     # few distinct values: many windows hold their maximum more than once, and overlapping windows share it
     x = rng.integers(0, 3, (2, 2, 6, 6)).astype(np.float32)
-    _compare(torch, rng, device, lambda t: tkF.max_pool2d(t, **kwargs),
-             lambda t: torch.nn.functional.max_pool2d(t, **kwargs), None, values=[x])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda t: tkF.max_pool2d(t, **kwargs),
+        lambda t: torch.nn.functional.max_pool2d(t, **kwargs),
+        None,
+        values=[x],
+    )
     _, tk_idx = tkF.max_pool2d(trainkit.tensor(x, device=device), return_indices=True, **kwargs)
     _, th_idx = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kwargs)
     np.testing.assert_array_equal(to_numpy(tk_idx), th_idx.numpy())
@@ -294,8 +332,14 @@ AVG_CASES = [
 
 @pytest.mark.parametrize("shape, kwargs", AVG_CASES, ids=[str(c[1]) for c in AVG_CASES])
 def test_avg_pool2d_values_and_grads_match_torch(shape, kwargs, device, torch, rng):
-    _compare(torch, rng, device, lambda x: tkF.avg_pool2d(x, **kwargs),
-             lambda x: torch.nn.functional.avg_pool2d(x, **kwargs), [shape])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x: tkF.avg_pool2d(x, **kwargs),
+        lambda x: torch.nn.functional.avg_pool2d(x, **kwargs),
+        [shape],
+    )
 
 
 def test_avg_pool2d_on_integers_truncates_as_torch(torch):
@@ -319,8 +363,14 @@ ADAPTIVE_CASES = [
 
 @pytest.mark.parametrize("shape, size", ADAPTIVE_CASES, ids=[str(c[1]) for c in ADAPTIVE_CASES])
 def test_adaptive_avg_pool2d_values_and_grads_match_torch(shape, size, device, torch, rng):
-    _compare(torch, rng, device, lambda x: tkF.adaptive_avg_pool2d(x, size),
-             lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size), [shape])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x: tkF.adaptive_avg_pool2d(x, size),
+        lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size),
+        [shape],
+    )
 
 
 def test_adaptive_avg_pool2d_errors_match_torch(torch):
@@ -340,11 +390,23 @@ def test_adaptive_avg_pool2d_errors_match_torch(torch):
 # ------------------------------------------------------------------------------------------- unfold / fold
 def test_unfold_and_fold_match_torch(device, torch, rng):
     kwargs = {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1, "stride": (2, 1)}
-    _compare(torch, rng, device, lambda x: tkF.unfold(x, **kwargs),
-             lambda x: torch.nn.functional.unfold(x, **kwargs), [(2, 3, 7, 8)])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x: tkF.unfold(x, **kwargs),
+        lambda x: torch.nn.functional.unfold(x, **kwargs),
+        [(2, 3, 7, 8)],
+    )
     cols = torch.nn.functional.unfold(torch.zeros(2, 3, 7, 8), **kwargs).shape
-    _compare(torch, rng, device, lambda x: tkF.fold(x, (7, 8), **kwargs),
-             lambda x: torch.nn.functional.fold(x, (7, 8), **kwargs), [tuple(cols)])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x: tkF.fold(x, (7, 8), **kwargs),
+        lambda x: torch.nn.functional.fold(x, (7, 8), **kwargs),
+        [tuple(cols)],
+    )
 
 
 # ------------------------------------------------------------------------- finite differences (float64)
@@ -358,13 +420,17 @@ def _f64(rng, device, *shape, distinct=False):
 
 
 GRADCHECK_CASES = {
-    "conv2d": (lambda x, w, b: tkF.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
-               [(2, 4, 5, 4), (4, 2, 3, 2), (4,)]),
+    "conv2d": (
+        lambda x, w, b: tkF.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+        [(2, 4, 5, 4), (4, 2, 3, 2), (4,)],
+    ),
     "conv2d_same": (lambda x, w: tkF.conv2d(x, w, padding="same"), [(1, 2, 4, 5), (3, 2, 2, 3)]),
     "max_pool2d": (lambda x: tkF.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), [(2, 2, 6, 5)]),
     "max_pool2d_overlap": (lambda x: tkF.max_pool2d(x, 2, stride=1, dilation=(1, 2)), [(1, 2, 4, 5)]),
-    "avg_pool2d": (lambda x: tkF.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-                   [(2, 2, 6, 5)]),
+    "avg_pool2d": (
+        lambda x: tkF.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        [(2, 2, 6, 5)],
+    ),
     "adaptive_avg_pool2d": (lambda x: tkF.adaptive_avg_pool2d(x, (4, 3)), [(2, 2, 6, 5)]),
     "unfold": (lambda x: tkF.unfold(x, 2, padding=1, stride=(1, 2)), [(1, 2, 4, 5)]),
     "fold": (lambda x: tkF.fold(x, (4, 5), 2, padding=1), [(1, 8, 30)]),
@@ -464,16 +530,18 @@ def test_conv2d_init_draws_from_trainkit_seeded_stream():
     assert Conv2d(3, 4, 3, dtype=trainkit.float64).weight.dtype == trainkit.float64
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"groups": 0}, "groups must be a positive integer"),
-    ({"groups": 3}, "in_channels must be divisible by groups"),
-    ({"padding": "full"}, "Invalid padding string"),
-    ({"padding": "same", "stride": 2}, "not supported for strided"),
-    ({"padding_mode": "mirror"}, "padding_mode must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"groups": 0}, "groups must be a positive integer"),
+        ({"groups": 3}, "in_channels must be divisible by groups"),
+        ({"padding": "full"}, "Invalid padding string"),
+        ({"padding": "same", "stride": 2}, "not supported for strided"),
+        ({"padding_mode": "mirror"}, "padding_mode must be one of"),
+    ],
+)
 def test_conv2d_layer_errors_match_torch(kwargs, message, torch):
-    assert_same_error(torch, lambda lib, dev: (torch.nn.Conv2d if lib is torch else Conv2d)(4, 6, 3, **kwargs),
-                      message)
+    assert_same_error(torch, lambda lib, dev: (torch.nn.Conv2d if lib is torch else Conv2d)(4, 6, 3, **kwargs), message)
 
 
 def test_conv2d_of_an_empty_batch_has_empty_and_zero_grads_as_torch(torch):
@@ -486,8 +554,9 @@ def test_conv2d_of_an_empty_batch_has_empty_and_zero_grads_as_torch(torch):
     np.testing.assert_array_equal(tw.grad.numpy(), wt.grad.numpy())
 
 
-@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2},
-                                    {"kernel_size": 2, "padding": 1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "padding": 1}]
+)
 def test_max_pool2d_backward_of_inf_and_nan_grads_matches_torch(kwargs, torch):
     x = np.random.default_rng(0).standard_normal((1, 2, 6, 6)).astype(np.float32)
     ours = trainkit.tensor(x, requires_grad=True)

@@ -69,8 +69,14 @@ CASES = [
 @pytest.mark.parametrize("xs, ws, bias, kwargs", CASES, ids=[f"{c[0]}{c[1]}{c[3]}" for c in CASES])
 def test_conv_transpose2d_values_and_grads_match_torch(xs, ws, bias, kwargs, device, torch, rng):
     bs = (ws[1] * kwargs.get("groups", 1),) if bias else None
-    _compare(torch, rng, device, lambda x, w, b: conv_transpose2d(x, w, b, **kwargs),
-             lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, **kwargs), [xs, ws, bs])
+    _compare(
+        torch,
+        rng,
+        device,
+        lambda x, w, b: conv_transpose2d(x, w, b, **kwargs),
+        lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, **kwargs),
+        [xs, ws, bs],
+    )
 
 
 def test_conv_transpose2d_is_one_node_with_torch_name(device, rng):
@@ -83,9 +89,14 @@ def test_conv_transpose2d_is_one_node_with_torch_name(device, rng):
 
 
 def test_conv_transpose2d_unbatched_input_is_squeezed_back_as_in_torch(device, torch, rng):
-    out, _ = _compare(torch, rng, device, lambda x, w, b: conv_transpose2d(x, w, b, stride=2),
-                      lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, stride=2),
-                      [(3, 4, 5), (3, 2, 3, 3), (2,)])
+    out, _ = _compare(
+        torch,
+        rng,
+        device,
+        lambda x, w, b: conv_transpose2d(x, w, b, stride=2),
+        lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, stride=2),
+        [(3, 4, 5), (3, 2, 3, 3), (2,)],
+    )
     assert _node_name(out) == "SqueezeBackward1"
 
 
@@ -113,10 +124,14 @@ def _f64(rng, device, *shape):
 
 GRADCHECK_CASES = {
     "plain": (lambda x, w, b: conv_transpose2d(x, w, b), [(2, 3, 3, 4), (3, 2, 2, 3), (2,)]),
-    "strided": (lambda x, w, b: conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
-                [(1, 2, 3, 3), (2, 3, 3, 3), (3,)]),
-    "groups_dilation": (lambda x, w: conv_transpose2d(x, w, stride=(1, 2), groups=2, dilation=(2, 1)),
-                        [(2, 4, 3, 3), (4, 1, 2, 3)]),
+    "strided": (
+        lambda x, w, b: conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+        [(1, 2, 3, 3), (2, 3, 3, 3), (3,)],
+    ),
+    "groups_dilation": (
+        lambda x, w: conv_transpose2d(x, w, stride=(1, 2), groups=2, dilation=(2, 1)),
+        [(2, 4, 3, 3), (4, 1, 2, 3)],
+    ),
     "unbatched": (lambda x, w: conv_transpose2d(x, w, stride=2), [(2, 3, 2), (2, 2, 2, 2)]),
 }
 
@@ -162,14 +177,24 @@ ERROR_CASES = [
     ({"output_padding": -1}, ["negative output_padding is not supported"]),
     ({"groups": 0}, ["non-positive groups is not supported"]),
     ({"groups": 3}, ["Given groups=3, expected weight to be divisible by 3 at dimension 0"]),
-    ({"w_shape": (3, 3, 3, 3)}, ["Given transposed=1, weight of size [3, 3, 3, 3], expected input[2, 4, 5, 5]",
-                                 "to have 3 channels, but got 4 channels instead"]),
+    (
+        {"w_shape": (3, 3, 3, 3)},
+        [
+            "Given transposed=1, weight of size [3, 3, 3, 3], expected input[2, 4, 5, 5]",
+            "to have 3 channels, but got 4 channels instead",
+        ],
+    ),
     ({"bias": (2,)}, ["expected bias to be 1-dimensional with 3 elements, but got bias of size [2] instead"]),
     ({"bias": (3,), "groups": 2}, ["expected bias to be 1-dimensional with 6 elements"]),
     ({"x_shape": (2, 4, 0, 5)}, ["Only zero batch or zero channel inputs are supported", "[2, 4, 0, 5]"]),
     ({"x_dtype": "float64"}, ["expected scalar type Double but found Float"]),
-    ({"stride": 2, "output_padding": 2}, ["output padding must be smaller than either stride or dilation",
-                                          "output_padding_height: 2 output_padding_width: 2 stride_height: 2"]),
+    (
+        {"stride": 2, "output_padding": 2},
+        [
+            "output padding must be smaller than either stride or dilation",
+            "output_padding_height: 2 output_padding_width: 2 stride_height: 2",
+        ],
+    ),
     ({"output_padding": 1}, ["output padding must be smaller than either stride or dilation"]),
     ({"x_dtype": "int32", "w_shape": (4, 3, 3, 3)}, []),
 ]
@@ -178,6 +203,7 @@ ERROR_CASES = [
 @pytest.mark.parametrize("kwargs, words", ERROR_CASES, ids=[str(c[0]) for c in ERROR_CASES])
 def test_conv_transpose2d_errors_match_torch(kwargs, words, torch):
     if kwargs.get("x_dtype") == "int32":  # an integer weight too: torch has no integer kernel
+
         def fn(lib, dev):
             f = conv_transpose2d if lib is trainkit else lib.nn.functional.conv_transpose2d
             return f(lib.ones(1, 2, 3, 3, dtype=lib.int32), lib.ones(2, 1, 2, 2, dtype=lib.int32))
@@ -197,10 +223,12 @@ def test_conv_transpose2d_dtype_mismatches_match_torch(torch):
         return [getattr(lib, n) for n in names]
 
     # torch words these by the kernel it picks (which depends on the sizes): only the dtypes are sure to appear
-    assert_same_error(torch, lambda lib, dev: run(lib, *dtypes(lib, "float32", "float64", "float32")),
-                      "float", "double")
-    assert_same_error(torch, lambda lib, dev: run(lib, *dtypes(lib, "float64", "float32", "float64")),
-                      "float", "double")
+    assert_same_error(
+        torch, lambda lib, dev: run(lib, *dtypes(lib, "float32", "float64", "float32")), "float", "double"
+    )
+    assert_same_error(
+        torch, lambda lib, dev: run(lib, *dtypes(lib, "float64", "float32", "float64")), "float", "double"
+    )
     # torch's kernel for other dtypes casts a bias of another type
     assert run(trainkit, *dtypes(trainkit, "float64", "float64", "float32")).dtype == trainkit.float64
     assert run(torch, *dtypes(torch, "float64", "float64", "float32")).dtype == torch.float64
@@ -215,8 +243,10 @@ def test_conv_transpose2d_rejects_padding_strings_and_too_small_outputs(torch):
 # ------------------------------------------------------------------------------------------------ layer
 LAYER_CASES = [
     ((16, 33, 3), {"stride": 2}),
-    ((4, 6, (3, 5)), {"stride": (2, 1), "padding": (4, 2), "output_padding": (1, 0), "groups": 2, "bias": False,
-                      "dilation": (1, 3)}),
+    (
+        (4, 6, (3, 5)),
+        {"stride": (2, 1), "padding": (4, 2), "output_padding": (1, 0), "groups": 2, "bias": False, "dilation": (1, 3)},
+    ),
     ((4, 4, 2), {"stride": 2, "dilation": 2, "output_padding": 1}),
     ((3, 2, 1), {}),
 ]
@@ -256,8 +286,10 @@ def test_layer_default_init_follows_torch_bounds(torch):
 @pytest.mark.parametrize("output_size", [[10, 10], [9, 10], (2, 4, 10, 9), [4, 10, 9]])
 def test_layer_output_size_matches_torch(output_size, torch, rng):
     batched = len(output_size) != 3
-    layer, reference = ConvTranspose2d(3, 4, 3, stride=2, padding=1), torch.nn.ConvTranspose2d(3, 4, 3, stride=2,
-                                                                                                 padding=1)
+    layer, reference = (
+        ConvTranspose2d(3, 4, 3, stride=2, padding=1),
+        torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1),
+    )
     with torch.no_grad():
         reference.weight.copy_(torch.from_numpy(layer.weight.detach().numpy()))
         reference.bias.copy_(torch.from_numpy(layer.bias.detach().numpy()))
@@ -272,10 +304,19 @@ def test_layer_errors_match_torch(torch):
     def layer(lib, **kwargs):
         return (ConvTranspose2d if lib is trainkit else lib.nn.ConvTranspose2d)(4, 2, 3, stride=2, **kwargs)
 
-    assert_same_error(torch, lambda lib, dev: layer(lib, padding_mode="reflect"),
-                      'Only "zeros" padding mode is supported for ConvTranspose2d')
+    assert_same_error(
+        torch,
+        lambda lib, dev: layer(lib, padding_mode="reflect"),
+        'Only "zeros" padding mode is supported for ConvTranspose2d',
+    )
     assert_same_error(torch, lambda lib, dev: layer(lib, groups=3), "in_channels must be divisible by groups")
-    assert_same_error(torch, lambda lib, dev: layer(lib)(lib.ones(1, 4, 5, 5), output_size=[13, 11]),
-                      "requested an output size of [13, 11], but valid sizes range from [11, 11] to [12, 12]")
-    assert_same_error(torch, lambda lib, dev: layer(lib)(lib.ones(1, 4, 5, 5), output_size=[11]),
-                      "ConvTranspose2D: for 4D input, output_size must have 2 or 4 elements (got 1)")
+    assert_same_error(
+        torch,
+        lambda lib, dev: layer(lib)(lib.ones(1, 4, 5, 5), output_size=[13, 11]),
+        "requested an output size of [13, 11], but valid sizes range from [11, 11] to [12, 12]",
+    )
+    assert_same_error(
+        torch,
+        lambda lib, dev: layer(lib)(lib.ones(1, 4, 5, 5), output_size=[11]),
+        "ConvTranspose2D: for 4D input, output_size must have 2 or 4 elements (got 1)",
+    )

@@ -57,7 +57,8 @@ def test_tensor_dataset_matches_torch(torch):
 
 def test_tensor_dataset_size_mismatch(torch):
     got, _ = assert_same_error(
-        torch, lambda lib, dev: data_of(lib).TensorDataset(lib.zeros(3, 2), lib.zeros(4)), "Size mismatch")
+        torch, lambda lib, dev: data_of(lib).TensorDataset(lib.zeros(3, 2), lib.zeros(4)), "Size mismatch"
+    )
     assert "[3, 4]" in str(got)
 
 
@@ -104,21 +105,26 @@ def test_random_sampler():
     assert len(drawn) == 50 and set(drawn) == {0, 1, 2}
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda data: data.BatchSampler(range(3), 0, False), ["batch_size should be a positive integer"]),
-    (lambda data: data.BatchSampler(range(3), True, False), ["batch_size should be a positive integer"]),
-    (lambda data: data.BatchSampler(range(3), 2, 1), ["drop_last should be a boolean"]),
-    (lambda data: data.RandomSampler(range(3), replacement=1), ["replacement should be a boolean"]),
-    (lambda data: data.RandomSampler(range(3), num_samples=0), ["num_samples should be a positive integer"]),
-    (lambda data: data.RandomSampler([]), ["num_samples should be a positive integer"]),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda data: data.BatchSampler(range(3), 0, False), ["batch_size should be a positive integer"]),
+        (lambda data: data.BatchSampler(range(3), True, False), ["batch_size should be a positive integer"]),
+        (lambda data: data.BatchSampler(range(3), 2, 1), ["drop_last should be a boolean"]),
+        (lambda data: data.RandomSampler(range(3), replacement=1), ["replacement should be a boolean"]),
+        (lambda data: data.RandomSampler(range(3), num_samples=0), ["num_samples should be a positive integer"]),
+        (lambda data: data.RandomSampler([]), ["num_samples should be a positive integer"]),
+    ],
+)
 def test_sampler_errors(torch, make, words):
     assert_same_error(torch, lambda lib, dev: make(data_of(lib)), *words)
 
 
 # ------------------------------------------------------------------------------------------------- loader
-@pytest.mark.parametrize("n, batch_size, drop_last", [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False),
-                                                       (2, 5, True), (7, 1, False)])
+@pytest.mark.parametrize(
+    "n, batch_size, drop_last",
+    [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False), (2, 5, True), (7, 1, False)],
+)
 def test_len_and_batches_match_torch(torch, n, batch_size, drop_last):
     ours = DataLoader(indexed(n), batch_size=batch_size, drop_last=drop_last)
     ref = torch.utils.data.DataLoader(indexed(n, torch), batch_size=batch_size, drop_last=drop_last)
@@ -184,18 +190,27 @@ def test_shuffle_with_drop_last():
 def test_sampler_argument(torch):
     loader = DataLoader(indexed(6), batch_size=2, sampler=[5, 4, 3, 0])
     assert labels(loader) == [[5, 4], [3, 0]] and len(loader) == 2
-    assert_same_error(torch, lambda lib, dev: data_of(lib).DataLoader(range(3), sampler=[0], shuffle=True),
-                      "mutually exclusive with shuffle")
-    assert_same_error(torch, lambda lib, dev: data_of(lib).DataLoader(range(3), batch_size=0),
-                      "batch_size should be a positive integer")
+    assert_same_error(
+        torch,
+        lambda lib, dev: data_of(lib).DataLoader(range(3), sampler=[0], shuffle=True),
+        "mutually exclusive with shuffle",
+    )
+    assert_same_error(
+        torch,
+        lambda lib, dev: data_of(lib).DataLoader(range(3), batch_size=0),
+        "batch_size should be a positive integer",
+    )
 
 
 def test_batch_size_none_yields_samples(torch):
     ours = list(DataLoader([1.5, 2.5], batch_size=None))
     ref = list(torch.utils.data.DataLoader([1.5, 2.5], batch_size=None))
     assert ours == ref == [1.5, 2.5]
-    assert_same_error(torch, lambda lib, dev: data_of(lib).DataLoader(range(3), batch_size=None, drop_last=True),
-                      "mutually exclusive with drop_last")
+    assert_same_error(
+        torch,
+        lambda lib, dev: data_of(lib).DataLoader(range(3), batch_size=None, drop_last=True),
+        "mutually exclusive with drop_last",
+    )
 
 
 def test_generic_dataset_and_collate_fn():
@@ -233,8 +248,9 @@ def test_fast_path_same_batches_as_generic_path(device, shuffle, drop_last):
 
     def batches(collate_fn):
         g = trainkit.Generator().manual_seed(5)
-        return list(DataLoader(ds, batch_size=5, shuffle=shuffle, drop_last=drop_last, generator=g,
-                               collate_fn=collate_fn))
+        return list(
+            DataLoader(ds, batch_size=5, shuffle=shuffle, drop_last=drop_last, generator=g, collate_fn=collate_fn)
+        )
 
     fast, generic = batches(None), batches(default_collate)
     assert len(fast) == len(generic) == (4 if drop_last else 5)
@@ -305,15 +321,19 @@ def assert_same_structure(ours, ref):
 Point = collections.namedtuple("Point", "x y")
 
 
-@pytest.mark.parametrize("batch_of", [
-    lambda lib: [(lib.ones(2), 1), (lib.zeros(2), 2)],
-    lambda lib: [{"x": lib.ones(2, 2), "label": 0, "name": "a"}, {"x": lib.zeros(2, 2), "label": 1, "name": "b"}],
-    lambda lib: [[1.5, True], [2.5, False]],
-    lambda lib: [(np.ones(3, dtype=np.float64), np.int32(4)), (np.zeros(3, dtype=np.float64), np.int32(5))],
-    lambda lib: [np.float32(1.0), np.float32(2.0)],
-    lambda lib: [{"pair": (lib.ones(1), {"deep": 3.0})}, {"pair": (lib.zeros(1), {"deep": 4.0})}],
-    lambda lib: [Point(1, 2.0), Point(3, 4.0)],
-], ids=["tuple", "dict", "list-of-numbers", "numpy", "numpy-scalars", "nested", "namedtuple"])
+@pytest.mark.parametrize(
+    "batch_of",
+    [
+        lambda lib: [(lib.ones(2), 1), (lib.zeros(2), 2)],
+        lambda lib: [{"x": lib.ones(2, 2), "label": 0, "name": "a"}, {"x": lib.zeros(2, 2), "label": 1, "name": "b"}],
+        lambda lib: [[1.5, True], [2.5, False]],
+        lambda lib: [(np.ones(3, dtype=np.float64), np.int32(4)), (np.zeros(3, dtype=np.float64), np.int32(5))],
+        lambda lib: [np.float32(1.0), np.float32(2.0)],
+        lambda lib: [{"pair": (lib.ones(1), {"deep": 3.0})}, {"pair": (lib.zeros(1), {"deep": 4.0})}],
+        lambda lib: [Point(1, 2.0), Point(3, 4.0)],
+    ],
+    ids=["tuple", "dict", "list-of-numbers", "numpy", "numpy-scalars", "nested", "namedtuple"],
+)
 def test_collate_matches_torch(torch, batch_of):
     assert_same_structure(*collate_both(torch, batch_of))
 
@@ -325,10 +345,20 @@ def test_collate_errors(torch):
 
 
 # ------------------------------------------------------------------------------------------------- random_split
-@pytest.mark.parametrize("n, lengths", [
-    (10, [3, 7]), (10, [0.3, 0.7]), (10, [0.5, 0.5]), (30, [0.3, 0.3, 0.4]), (11, [0.5, 0.5]),
-    (7, [0.25, 0.25, 0.25, 0.25]), (101, [0.8, 0.1, 0.1]), (5, [1.0]), (3, [0, 3]),
-])
+@pytest.mark.parametrize(
+    "n, lengths",
+    [
+        (10, [3, 7]),
+        (10, [0.3, 0.7]),
+        (10, [0.5, 0.5]),
+        (30, [0.3, 0.3, 0.4]),
+        (11, [0.5, 0.5]),
+        (7, [0.25, 0.25, 0.25, 0.25]),
+        (101, [0.8, 0.1, 0.1]),
+        (5, [1.0]),
+        (3, [0, 3]),
+    ],
+)
 def test_random_split_sizes_match_torch(torch, n, lengths):
     parts = random_split(range(n), lengths, generator=trainkit.Generator().manual_seed(0))
     ref = torch.utils.data.random_split(range(n), lengths, generator=torch.Generator().manual_seed(0))
@@ -360,12 +390,15 @@ def test_random_split_zero_length_warns(torch):
     assert "Length of split at index 1 is 0" in messages[0][0]
 
 
-@pytest.mark.parametrize("lengths, words", [
-    ([3, 6], ["Sum of input lengths does not equal"]),
-    ([0.5, 0.4], ["Sum of input lengths does not equal"]),
-    ([0.6, 0.6], ["Sum of input lengths does not equal"]),
-    ([1.5, -0.5], ["Fraction at index 0 is not between 0 and 1"]),
-])
+@pytest.mark.parametrize(
+    "lengths, words",
+    [
+        ([3, 6], ["Sum of input lengths does not equal"]),
+        ([0.5, 0.4], ["Sum of input lengths does not equal"]),
+        ([0.6, 0.6], ["Sum of input lengths does not equal"]),
+        ([1.5, -0.5], ["Fraction at index 0 is not between 0 and 1"]),
+    ],
+)
 def test_random_split_errors(torch, lengths, words):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -452,7 +485,7 @@ def test_regression_curve(torch):
     assert x.shape == y.shape == (100, 1) and x.dtype == y.dtype == trainkit.float32
     # within one float32 step: trainkit.linspace rounds from float64, torch computes in float32
     np.testing.assert_allclose(to_numpy(x), to_numpy(torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)), atol=1e-7)
-    residual = to_numpy(y - x ** 2)
+    residual = to_numpy(y - x**2)
     assert 0.05 < residual.std() < 0.15 and abs(residual.mean()) < 0.05
 
 

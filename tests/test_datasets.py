@@ -80,8 +80,11 @@ def test_transforms_receive_the_uint8_array(tmp_path):
         seen.append(image)
         return image
 
-    ds = MNIST(tmp_path, transform=Compose([spy, ToTensor(), Normalize((0.1307,), (0.3081,))]),
-               target_transform=lambda t: t + 100)
+    ds = MNIST(
+        tmp_path,
+        transform=Compose([spy, ToTensor(), Normalize((0.1307,), (0.3081,))]),
+        target_transform=lambda t: t + 100,
+    )
     image, target = ds[2]
     assert seen[0].dtype == np.uint8 and seen[0].shape == (28, 28)
     assert target == labels[2] + 100
@@ -101,8 +104,11 @@ def test_dataloader_over_mnist(tmp_path):
 
 
 def test_missing_files_say_where_to_put_them(tmp_path):
-    with pytest.raises(RuntimeError, match=r"Dataset not found: put train-images-idx3-ubyte and "
-                                           r"train-labels-idx1-ubyte .* in .*MNIST/raw"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Dataset not found: put train-images-idx3-ubyte and "
+        r"train-labels-idx1-ubyte .* in .*MNIST/raw",
+    ):
         MNIST(tmp_path)
     _write(tmp_path, compress=True)
     assert len(MNIST(tmp_path, download=True)) == N  # the files are there: nothing to download
@@ -222,7 +228,7 @@ def test_random_crop_padding_and_seed():
     assert any(o.min().item() == 0.0 for o in outs)  # some crops reach into the zero border
     for o in outs:  # every crop is a window of the padded image
         padded = np.pad(x.numpy(), ((0, 0), (2, 2), (2, 2)))
-        windows = [padded[:, i:i + 4, j:j + 4] for i in range(5) for j in range(5)]
+        windows = [padded[:, i : i + 4, j : j + 4] for i in range(5) for j in range(5)]
         assert any(np.array_equal(o.numpy(), w) for w in windows)
     trainkit.manual_seed(0)
     assert all(np.array_equal(crop(x).numpy(), o.numpy()) for o in outs)
@@ -240,8 +246,9 @@ def test_random_crop_padding_and_seed():
 
 def test_mnist_with_augmentation_in_a_dataloader(tmp_path):
     _write(tmp_path)
-    transform = Compose([ToTensor(), RandomCrop(28, padding=4), RandomHorizontalFlip(),
-                         Normalize((0.1307,), (0.3081,))])
+    transform = Compose(
+        [ToTensor(), RandomCrop(28, padding=4), RandomHorizontalFlip(), Normalize((0.1307,), (0.3081,))]
+    )
     trainkit.manual_seed(0)
     first = [x.numpy().copy() for x, _ in DataLoader(MNIST(tmp_path, transform=transform), batch_size=5)]
     trainkit.manual_seed(0)
@@ -261,8 +268,10 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "data")
     exec(compile(blocks[0], "docs/ecosystem.md", "exec"), {})
-    assert capsys.readouterr().out.splitlines() == [f"{N} (1, 28, 28) trainkit.float32 int",
-                                                    "(4, 1, 28, 28) trainkit.int64"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"{N} (1, 28, 28) trainkit.float32 int",
+        "(4, 1, 28, 28) trainkit.int64",
+    ]
 
 
 def test_the_mnist_config_trains_from_a_local_folder(tmp_path):
@@ -271,13 +280,29 @@ def test_the_mnist_config_trains_from_a_local_folder(tmp_path):
 
     _write(tmp_path / "data", compress=True, n=200)
     config = Path(__file__).resolve().parents[1] / "configs" / "mnist.yaml"
-    sets = ["--set", f"data.init_args.root={tmp_path / 'data'}", "--set", "trainer.epochs=2", "--set",
-            "trainer.batch_size=50"]
-    checked = subprocess.run([sys.executable, "-m", "trainkit", "check", config, *sets], capture_output=True,
-                             text=True, cwd=tmp_path, timeout=300)
+    sets = [
+        "--set",
+        f"data.init_args.root={tmp_path / 'data'}",
+        "--set",
+        "trainer.epochs=2",
+        "--set",
+        "trainer.batch_size=50",
+    ]
+    checked = subprocess.run(
+        [sys.executable, "-m", "trainkit", "check", config, *sets],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert checked.returncode == 0, checked.stderr
     assert "OK (MnistCNN" in checked.stdout and "inputs (50, 1, 28, 28) float32, targets (50,) int64" in checked.stdout
-    trained = subprocess.run([sys.executable, "-m", "trainkit", "train", config, *sets], capture_output=True,
-                             text=True, cwd=tmp_path, timeout=300)
+    trained = subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", config, *sets],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert trained.returncode == 0, trained.stderr
     assert trained.stdout.strip().splitlines()[-1].startswith("done: 2 epochs")

@@ -119,8 +119,9 @@ def test_ddp_strategy_in_a_world_of_one_trains_as_a_single_process():
         trainkit.manual_seed(0)
         model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
         x, y = trainkit.randn(40, 2), trainkit.randn(40, 1)
-        trainer = Trainer(model, optim.SGD(model.parameters(), lr=0.1, momentum=0.9), "mse", seed=0,
-                          verbose=False, strategy=strategy)
+        trainer = Trainer(
+            model, optim.SGD(model.parameters(), lr=0.1, momentum=0.9), "mse", seed=0, verbose=False, strategy=strategy
+        )
         trainer.fit(x, y, epochs=2, batch_size=8)
         return [p.detach().numpy() for p in model.parameters()], trainer
 
@@ -163,8 +164,11 @@ def test_ddp_wrapper_reports_parameters_left_out_of_the_loss():
 
     model = dist.DistributedDataParallel(TwoHeads())
     model(trainkit.ones(1, 2))[0].sum().backward()  # head b takes no part
-    with pytest.raises(RuntimeError, match=r"finished reduction in the prior iteration.*2 of 4 trainable parameters"
-                                           r" got no gradient in the last backward \(b.weight, b.bias\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"finished reduction in the prior iteration.*2 of 4 trainable parameters"
+        r" got no gradient in the last backward \(b.weight, b.bias\)",
+    ):
         model(trainkit.ones(1, 2))
 
 
@@ -181,16 +185,16 @@ def test_checkpoint_of_another_world_size_is_refused(tmp_path):
 
 def test_strategy_in_config_is_checked(tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("model: {class_path: trainkit.nn.Identity}\ndata: {kind: regression_curve}\n"
-                   "trainer: {strategy: dpp}\n")
+    cfg.write_text(
+        "model: {class_path: trainkit.nn.Identity}\ndata: {kind: regression_curve}\ntrainer: {strategy: dpp}\n"
+    )
     with pytest.raises(ConfigError, match=r"c.yaml: 'trainer.strategy' must be one of auto, ddp, single_device"):
         load_config(cfg)
 
 
 def test_dataloader_takes_torch_worker_options_and_batch_sampler(torch):
     ds = TensorDataset(trainkit.arange(6.0))
-    loader = DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True, persistent_workers=True,
-                        prefetch_factor=2)
+    loader = DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True, persistent_workers=True, prefetch_factor=2)
     assert loader.num_workers == 2 and [b[0].tolist() for b in loader] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
     loader = DataLoader(ds, batch_sampler=[[5, 0], [1]])
     assert [b[0].tolist() for b in loader] == [[5.0, 0.0], [1.0]] and len(loader) == 2
@@ -198,9 +202,12 @@ def test_dataloader_takes_torch_worker_options_and_batch_sampler(torch):
     def data_of(lib):
         return lib.utils.data
 
-    for kwargs, fragment in [({"num_workers": -1}, "non-negative"), ({"prefetch_factor": 2}, "prefetch_factor"),
-                             ({"persistent_workers": True}, "persistent_workers"),
-                             ({"batch_sampler": [[0]], "batch_size": 2}, "mutually exclusive")]:
+    for kwargs, fragment in [
+        ({"num_workers": -1}, "non-negative"),
+        ({"prefetch_factor": 2}, "prefetch_factor"),
+        ({"persistent_workers": True}, "persistent_workers"),
+        ({"batch_sampler": [[0]], "batch_size": 2}, "mutually exclusive"),
+    ]:
         assert_same_error(torch, lambda lib, dev, kw=kwargs: data_of(lib).DataLoader(range(3), **kw), fragment)
 
 
@@ -210,8 +217,10 @@ def _mpiexec() -> str | None:
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
-needs_mpi = pytest.mark.skipif(not dist.is_available() or _mpiexec() is None,
-                               reason="mpi4py and an mpiexec launcher are needed (pip install 'trainkit[distributed]')")
+needs_mpi = pytest.mark.skipif(
+    not dist.is_available() or _mpiexec() is None,
+    reason="mpi4py and an mpiexec launcher are needed (pip install 'trainkit[distributed]')",
+)
 
 
 def _run(args: list[str], cwd: Path, ranks: int | None = 2, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -228,8 +237,9 @@ def test_two_ranks_equal_one_process(tmp_path):
     for mode, ranks in (("ddp", 2), ("wrapped", 2), ("accumulate", None), ("single", None)):
         done = _run([sys.executable, script, mode, "64", str(tmp_path / f"{mode}.npz")], tmp_path, ranks)
         assert done.returncode == 0, done.stderr
-    ddp, wrapped, accumulate, single = (np.load(tmp_path / f"{m}.npz")
-                                        for m in ("ddp", "wrapped", "accumulate", "single"))
+    ddp, wrapped, accumulate, single = (
+        np.load(tmp_path / f"{m}.npz") for m in ("ddp", "wrapped", "accumulate", "single")
+    )
     assert int(ddp["steps"]) == int(single["steps"]) == 8
     for key in ddp.files:
         np.testing.assert_array_equal(ddp[key], wrapped[key], err_msg=key)  # the DDP wrapper's hooks, same sums
@@ -270,8 +280,12 @@ def test_command_under_mpiexec_writes_once_and_resumes(tmp_path):
 
     half = _run(trainkit_cmd + common + ["--set", "trainer.epochs=2", "--set", "name=split"], tmp_path)
     assert half.returncode == 0, half.stderr
-    resumed = _run(trainkit_cmd + common + ["--set", "trainer.epochs=4", "--set", "name=split", "--resume",
-                                            str(tmp_path / "runs" / "split")], tmp_path)
+    resumed = _run(
+        trainkit_cmd
+        + common
+        + ["--set", "trainer.epochs=4", "--set", "name=split", "--resume", str(tmp_path / "runs" / "split")],
+        tmp_path,
+    )
     assert resumed.returncode == 0, resumed.stderr
     whole = trainkit.training.checkpoint.load(tmp_path / "runs" / "whole" / "version_0" / "checkpoints" / "last.npz")
     split = trainkit.training.checkpoint.load(tmp_path / "runs" / "split" / "version_0" / "checkpoints" / "last.npz")
@@ -279,8 +293,13 @@ def test_command_under_mpiexec_writes_once_and_resumes(tmp_path):
     for name, value in whole["model"].items():
         np.testing.assert_array_equal(value.numpy(), split["model"][name].numpy(), err_msg=name)
 
-    alone = _run(trainkit_cmd + common + ["--set", "trainer.epochs=6", "--set", "name=split", "--resume",
-                                          str(tmp_path / "runs" / "split")], tmp_path, ranks=None)
+    alone = _run(
+        trainkit_cmd
+        + common
+        + ["--set", "trainer.epochs=6", "--set", "name=split", "--resume", str(tmp_path / "runs" / "split")],
+        tmp_path,
+        ranks=None,
+    )
     assert alone.returncode == 1 and "resume it with the same number (this run has 1)" in alone.stderr
 
 
@@ -289,7 +308,8 @@ def test_a_failing_rank_ends_the_job_instead_of_hanging(tmp_path):
     done = _run([sys.executable, str(SCRIPTS / "fail_on_rank1.py")], tmp_path, timeout=60)
     assert done.returncode != 0
     assert "rank 1 of 2: training failed with ValueError: broken batch on purpose; aborting all 2 ranks" in (
-        done.stderr + done.stdout)
+        done.stderr + done.stdout
+    )
     assert 'raise ValueError("broken batch on purpose")' in done.stderr  # the traceback, as Python shows one
 
 
@@ -297,8 +317,9 @@ def _train_fragile(tmp_path, model: str, debug: bool):
     """``trainkit train`` on 2 ranks of a config whose model (``file:Class`` in tests/mpi_scripts) fails on rank 1."""
     path, cls = model.split(":")
     config = tmp_path / "fragile.yaml"
-    config.write_text(f"model: {{class_path: '{SCRIPTS / path}:{cls}'}}\n"
-                      f"data: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n")
+    config.write_text(
+        f"model: {{class_path: '{SCRIPTS / path}:{cls}'}}\ndata: {{kind: regression_curve}}\noutput_dir: '{tmp_path}'\n"
+    )
     args = [sys.executable, "-m", "trainkit.cli"] + (["--debug"] if debug else []) + ["train", str(config)]
     return _run(args, tmp_path, timeout=60)
 
@@ -325,8 +346,21 @@ def test_data_parallel_benchmark_runs(capsys):
 def test_validation_is_reduced_over_ranks(tmp_path):
     """Each rank evaluates its share of the validation data; the reduced figures equal one process's."""
     config = str(ROOT / "configs" / "regression.yaml")
-    args = [sys.executable, "-m", "trainkit.cli", "train", config, "--set", f"output_dir={tmp_path}",
-            "--set", "trainer.epochs=2", "--set", "data.validation_split=0.25", "--set", "trainer.verbose=false"]
+    args = [
+        sys.executable,
+        "-m",
+        "trainkit.cli",
+        "train",
+        config,
+        "--set",
+        f"output_dir={tmp_path}",
+        "--set",
+        "trainer.epochs=2",
+        "--set",
+        "data.validation_split=0.25",
+        "--set",
+        "trainer.verbose=false",
+    ]
     lines = []
     for ranks in (3, None):
         done = _run(args, tmp_path, ranks)
@@ -341,8 +375,9 @@ def test_validation_is_reduced_over_ranks(tmp_path):
 def test_corner_cases_match_one_process(tmp_path, case):
     """3 ranks on batches of 4 out of 10 samples: the last batch leaves rank 2 nothing; collated samples, the
     DistributedDataParallel wrapper, and a parameter no rank has a grad for (which weight decay must not move)."""
-    _assert_ranks_match_one_process(tmp_path, lambda mode, out: ["edge_cases.py", case, mode, out], ("ddp", 3),
-                                    "single_device")
+    _assert_ranks_match_one_process(
+        tmp_path, lambda mode, out: ["edge_cases.py", case, mode, out], ("ddp", 3), "single_device"
+    )
 
 
 @needs_mpi
@@ -355,8 +390,11 @@ def test_batchnorm_statistics_stay_the_same_on_every_rank(tmp_path):
 
 @needs_mpi
 def test_a_failure_outside_fit_ends_the_job_too(tmp_path):
-    done = _run([sys.executable, str(SCRIPTS / "edge_cases.py"), "fail_eval", "ddp", str(tmp_path / "x.npz")],
-                tmp_path, timeout=60)
+    done = _run(
+        [sys.executable, str(SCRIPTS / "edge_cases.py"), "fail_eval", "ddp", str(tmp_path / "x.npz")],
+        tmp_path,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "rank 1 of 2: uncaught ValueError: evaluation broke on purpose; aborting all 2 ranks" in done.stderr
 
@@ -389,8 +427,7 @@ def test_abort_ends_the_job_even_when_a_second_interrupt_cuts_its_pause_short(mo
         group.abort("interrupted", 130, detail="Traceback (most recent call last): ...\n")
     assert aborted == [130]
     err = capsys.readouterr().err
-    assert err == ("Traceback (most recent call last): ...\n"
-                   "trainkit: rank 1 of 2: interrupted; aborting all 2 ranks\n")
+    assert err == ("Traceback (most recent call last): ...\ntrainkit: rank 1 of 2: interrupted; aborting all 2 ranks\n")
 
 
 @needs_mpi
@@ -413,8 +450,19 @@ def test_a_collective_that_waits_past_its_timeout_ends_the_job(tmp_path):
 
 @needs_mpi
 def test_training_with_a_collective_timeout_runs_as_without(tmp_path):
-    args = [sys.executable, "-m", "trainkit.cli", "train", str(ROOT / "configs" / "regression.yaml"), "--set",
-            "trainer.epochs=3", "--set", "trainer.collective_timeout_s=30", "--set", f"output_dir={tmp_path}"]
+    args = [
+        sys.executable,
+        "-m",
+        "trainkit.cli",
+        "train",
+        str(ROOT / "configs" / "regression.yaml"),
+        "--set",
+        "trainer.epochs=3",
+        "--set",
+        "trainer.collective_timeout_s=30",
+        "--set",
+        f"output_dir={tmp_path}",
+    ]
     done = _run(args, tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "done: 3 epochs" in done.stdout

@@ -14,10 +14,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def train(tmp_path, *sets) -> subprocess.CompletedProcess:
-    args = ["--set", "optimizer.lr=3", "--set", "trainer.epochs=12", "--set", f"output_dir={tmp_path}",
-            "--set", "callbacks=[]"] + [a for s in sets for a in ("--set", s)]
-    return subprocess.run([sys.executable, "-m", "trainkit", "train", ROOT / "configs" / "regression.yaml", *args],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    args = [
+        "--set",
+        "optimizer.lr=3",
+        "--set",
+        "trainer.epochs=12",
+        "--set",
+        f"output_dir={tmp_path}",
+        "--set",
+        "callbacks=[]",
+    ] + [a for s in sets for a in ("--set", s)]
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", ROOT / "configs" / "regression.yaml", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("stop", [True, False])

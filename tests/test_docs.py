@@ -88,9 +88,7 @@ def test_docs_page_has_examples():
     assert sum(len(blocks) for _, blocks in SECTIONS) > 0, f"{DOCS} has no ```python blocks"
 
 
-@pytest.mark.parametrize(
-    "title,blocks", [pytest.param(title, blocks, id=_slug(title)) for title, blocks in SECTIONS]
-)
+@pytest.mark.parametrize("title,blocks", [pytest.param(title, blocks, id=_slug(title)) for title, blocks in SECTIONS])
 def test_docs_section(title: str, blocks: list[Block]):
     globs: dict = {"__name__": "docs_autograd"}
     grad_mode = trainkit.is_grad_enabled()
@@ -127,20 +125,24 @@ def test_module_doctests(module_name: str):
     finally:
         trainkit.set_grad_enabled(grad_mode)
     if runner.failures:
-        pytest.fail(f"{runner.failures} of {runner.tries} docstring examples failed in {module_name}:\n"
-                    f"{out.getvalue()}", pytrace=False)
+        pytest.fail(
+            f"{runner.failures} of {runner.tries} docstring examples failed in {module_name}:\n{out.getvalue()}",
+            pytrace=False,
+        )
 
 
 def test_architecture_page_example():
     """The ```python blocks of docs/architecture.md run as doctests and print what the page says."""
     page = DOCS.parent / "architecture.md"
-    blocks = [Block(m.group(1), page.read_text().count("\n", 0, m.start(1)) + 1)
-              for m in FENCE.finditer(page.read_text())]
+    blocks = [
+        Block(m.group(1), page.read_text().count("\n", 0, m.start(1)) + 1) for m in FENCE.finditer(page.read_text())
+    ]
     assert blocks and all(block.is_doctest for block in blocks)
     globs: dict = {"__name__": "docs_architecture"}
     for block in blocks:
-        test = doctest.DocTestParser().get_doctest(block.code, globs, f"{page.name}:{block.line}", str(page),
-                                                   block.line - 1)
+        test = doctest.DocTestParser().get_doctest(
+            block.code, globs, f"{page.name}:{block.line}", str(page), block.line - 1
+        )
         out = io.StringIO()
         result = doctest.DocTestRunner(optionflags=OPTIONFLAGS).run(test, out=out.write)
         assert not result.failed, out.getvalue()

@@ -45,7 +45,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.end_headers()
         if path.name in self.cut:
             self.cut.discard(path.name)
-            self.wfile.write(data[start:start + (len(data) - start) // 2])  # half, then the connection drops
+            self.wfile.write(data[start : start + (len(data) - start) // 2])  # half, then the connection drops
             self.close_connection = True
             return
         self.wfile.write(data[start:])
@@ -68,8 +68,10 @@ def _mnist_files(folder: Path, n: int = 12) -> list[tuple[str, str]]:
     rng = np.random.default_rng(0)
     resources = []
     for prefix in ("train", "t10k"):
-        for name, array in ((f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)),
-                            (f"{prefix}-labels-idx1-ubyte.gz", rng.integers(0, 10, n, dtype=np.uint8))):
+        for name, array in (
+            (f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)),
+            (f"{prefix}-labels-idx1-ubyte.gz", rng.integers(0, 10, n, dtype=np.uint8)),
+        ):
             data = gzip.compress(_idx(array))
             (folder / name).write_bytes(data)
             resources.append((name, hashlib.md5(data).hexdigest()))

@@ -17,8 +17,9 @@ from trainkit import functional
 from trainkit.autograd import gradcheck, gradgradcheck
 from trainkit.autograd.ops import elementwise, trigonometric
 
-ew = SimpleNamespace(**{n: getattr(m, n) for m in (elementwise, trigonometric) for n in m.__all__},
-                     softplus=functional.softplus)
+ew = SimpleNamespace(
+    **{n: getattr(m, n) for m in (elementwise, trigonometric) for n in m.__all__}, softplus=functional.softplus
+)
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -91,8 +92,12 @@ CASES = [
     Case("fmod-tensor", lambda m, a, b: m.fmod(a * 3, b), (N, ((4,), "away"))),
     Case("lerp-number", lambda m, a, b: m.lerp(a, b, 0.3), (N, ((4,), "normal")), gradgrad=True),
     Case("lerp-tensor", lambda m, a, b, w: m.lerp(a, b, w), (N, N, ((3, 1), "unit")), gradgrad=True),
-    Case("addcmul", lambda m, a, b, c: m.addcmul(a, b, c, value=0.5), (N, ((4,), "normal"), ((3, 1), "normal")),
-         gradgrad=True),
+    Case(
+        "addcmul",
+        lambda m, a, b, c: m.addcmul(a, b, c, value=0.5),
+        (N, ((4,), "normal"), ((3, 1), "normal")),
+        gradgrad=True,
+    ),
     Case("addcdiv", lambda m, a, b, c: m.addcdiv(a, b, c, value=-2), (N, N, ((4,), "away")), gradgrad=True),
     Case("addcmul-default-value", lambda m, a, b, c: m.addcmul(a, b, c), (N, N, N)),
 ]
@@ -186,11 +191,39 @@ def test_rounding_ops_give_zero_gradients_and_tests_give_none(device):
 def test_float32_stays_float32(device):
     x = trainkit.tensor([0.25, 0.5], device=device, requires_grad=True)
     w = trainkit.tensor([0.1, 0.9], device=device, requires_grad=True)
-    outs = [getattr(ew, n)(x) for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "exp2",
-                                       "expm1", "log2", "log10", "log1p", "rsqrt", "square", "erf", "softplus",
-                                       "frac", "floor")]
-    outs += [ew.atan2(x, w), ew.fmod(x, w), ew.fmod(x, 0.2), ew.lerp(x, w, 0.5), ew.lerp(x, w, w),
-             ew.addcmul(x, w, w), ew.addcdiv(x, w, w)]
+    outs = [
+        getattr(ew, n)(x)
+        for n in (
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "exp2",
+            "expm1",
+            "log2",
+            "log10",
+            "log1p",
+            "rsqrt",
+            "square",
+            "erf",
+            "softplus",
+            "frac",
+            "floor",
+        )
+    ]
+    outs += [
+        ew.atan2(x, w),
+        ew.fmod(x, w),
+        ew.fmod(x, 0.2),
+        ew.lerp(x, w, 0.5),
+        ew.lerp(x, w, w),
+        ew.addcmul(x, w, w),
+        ew.addcdiv(x, w, w),
+    ]
     for out in outs:
         assert out.dtype == trainkit.float32, type(out.grad_fn).__name__
         (gx,) = trainkit.autograd.grad(out.sum(), x)

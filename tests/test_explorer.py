@@ -57,8 +57,7 @@ def test_nodes_and_edges_match_the_graph():
     data = collect(loss, net)
     assert len(data["nodes"]) == len(graph(loss)) == data["totals"]["nodes"] == 12
     assert data["totals"]["ops"] == 8 and data["totals"]["leaves"] == 4
-    assert [n["name"] for n in data["nodes"][:4]] == ["MeanBackward0", "PowBackward0", "SubBackward0",
-                                                      "AddmmBackward0"]
+    assert [n["name"] for n in data["nodes"][:4]] == ["MeanBackward0", "PowBackward0", "SubBackward0", "AddmmBackward0"]
     assert sum(1 for n in data["nodes"] for e in n["next"] if e is not None) == len(data["edges"])
     addmm = data["nodes"][3]
     assert addmm["next"][0] == [4, 0] and data["nodes"][4]["label"] == "out.bias"
@@ -76,8 +75,12 @@ def test_parameters_are_named_and_grouped_by_module():
         assert modules == {"hidden", "out"}  # each Linear's op belongs to its module, through the weight's TBackward0
         assert by_name(data, "TanhBackward0")[0]["module"] is None
     unnamed = collect(loss)
-    assert {n["label"] for n in unnamed["nodes"] if n["kind"] == "leaf"} == {"leaf (10, 3)", "leaf (10,)",
-                                                                              "leaf (1, 10)", "leaf (1,)"}
+    assert {n["label"] for n in unnamed["nodes"] if n["kind"] == "leaf"} == {
+        "leaf (10, 3)",
+        "leaf (10,)",
+        "leaf (1, 10)",
+        "leaf (1,)",
+    }
 
 
 def test_a_module_called_several_times_owns_the_ops_of_every_call():
@@ -89,6 +92,7 @@ def test_a_module_called_several_times_owns_the_ops_of_every_call():
     assert {n["module"] for n in by_name(data, "TBackward0") + by_name(data, "AddmmBackward0")} == {"cell"}
     assert {n["module"] for n in by_name(data, "TanhBackward0")} == {None}
 
+
 def test_saved_tensors_and_totals_by_module():
     net, loss = mlp_loss()
     data = collect(loss, net)
@@ -97,8 +101,18 @@ def test_saved_tensors_and_totals_by_module():
     assert sum(totals["saved_by_module"].values()) == totals["saved_bytes"]
     assert totals["saved_by_module"]["hidden"] == 8 * 3 * 4  # the input, saved by hidden's addmm
     tanh = by_name(data, "TanhBackward0")[0]
-    assert tanh["saved"] == [{"shape": [8, 10], "dtype": "float32", "bytes": 320, "saved_version": 0, "version": 0,
-                              "stale": False, "freed": False, "what": "output 0 of this node"}]
+    assert tanh["saved"] == [
+        {
+            "shape": [8, 10],
+            "dtype": "float32",
+            "bytes": 320,
+            "saved_version": 0,
+            "version": 0,
+            "stale": False,
+            "freed": False,
+            "what": "output 0 of this node",
+        }
+    ]
 
 
 def test_a_stale_saved_tensor_is_marked_with_both_versions():
@@ -236,7 +250,8 @@ def test_the_page_embeds_escaped_json_and_is_written(tmp_path):
     data = json.loads(payload)
     assert data["nodes"][-1]["label"] == name
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
-        '"http://www.w3.org/2000/svg"', "")  # nothing fetched at view time
+        '"http://www.w3.org/2000/svg"', ""
+    )  # nothing fetched at view time
     assert "<script src" not in html and "<link" not in html
 
 
@@ -275,10 +290,10 @@ def test_the_inplace_error_names_node_versions_and_fix():
     with pytest.raises(RuntimeError) as err:
         y.sum().backward()
     text = str(err.value)
-    assert text.startswith("one of the variables needed for gradient computation has been modified by an inplace "
-                           "operation")
-    for part in ("ExpBackward0", "is at version 1; expected version 0", "clone()", "out of place",
-                 "detect_anomaly"):
+    assert text.startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace operation"
+    )
+    for part in ("ExpBackward0", "is at version 1; expected version 0", "clone()", "out of place", "detect_anomaly"):
         assert part in text
 
 
@@ -287,7 +302,8 @@ def test_anomaly_mode_names_the_line_of_the_inplace_change():
     with torch.autograd.detect_anomaly():
         y = x * 2
         z = y.exp()
-        z += 1; line = sys._getframe().f_lineno  # noqa: E702
+        z += 1
+        line = sys._getframe().f_lineno - 1  # the line above
         with pytest.raises(RuntimeError) as err:
             z.sum().backward()
         data = collect(z.sum())
@@ -334,8 +350,14 @@ def test_every_concept_has_an_example():
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_examples_write_their_page_into_the_given_folder(example, tmp_path):
-    result = subprocess.run([sys.executable, str(example), str(tmp_path)], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path, check=False)
+    result = subprocess.run(
+        [sys.executable, str(example), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     pages = list(tmp_path.glob("*.html"))
     assert pages and all(p.stat().st_size > 5000 for p in pages)

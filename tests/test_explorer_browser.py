@@ -22,16 +22,25 @@ from trainkit.autograd.explore import collect, explore, record
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 if CHROMIUM is None:  # said in the warnings summary too, which pytest prints by default (skip reasons need -rs)
-    warnings.warn("chromium not installed: the explorer's browser tests skip (apt-get install chromium)",
-                  stacklevel=1)
+    warnings.warn("chromium not installed: the explorer's browser tests skip (apt-get install chromium)", stacklevel=1)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
 
 
 def chromium(tmp_path: Path, url: str, *args: str) -> str:
     """Run headless Chromium on ``url`` with its own profile folder; returns what it printed (the DOM)."""
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    command = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--mute-audio",
-               f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args, url]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        *args,
+        url,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
@@ -135,11 +144,13 @@ def test_a_screenshot_shows_the_page(tmp_path):
 
 def small_cnn():
     """Two convolutions and a Linear in nested Sequentials, as examples/digits/model.py has them."""
+
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.features = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                                          nn.Conv2d(4, 8, 3, padding=1), nn.ReLU())
+            self.features = nn.Sequential(
+                nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 8, 3, padding=1), nn.ReLU()
+            )
             self.classify = nn.Sequential(nn.Flatten(), nn.Linear(8 * 2 * 2, 3))
 
         def forward(self, x):
@@ -176,8 +187,11 @@ def test_each_module_is_one_box_clear_of_its_siblings(tmp_path, build):
         if parent[a]:  # and a module inside another is drawn inside its box
             (x0, y0, x1, y1), (px0, py0, px1, py1) = box[a], box[parent[a]]
             assert px0 <= x0 and py0 <= y0 and x1 <= px1 and y1 <= py1
-    places = re.findall(r'<g class="node [^"]*" data-id="(\d+)"[^>]*transform="translate\(([-\d.e]+),([-\d.e]+)\)">'
-                        r'<rect width="([\d.]+)" height="([\d.]+)"', html)
+    places = re.findall(
+        r'<g class="node [^"]*" data-id="(\d+)"[^>]*transform="translate\(([-\d.e]+),([-\d.e]+)\)">'
+        r'<rect width="([\d.]+)" height="([\d.]+)"',
+        html,
+    )
     assert len(places) == len(data["nodes"])
     for i, nx, ny, w, h in places:  # every node inside its module's box, and inside no box of another module
         nx, ny, w, h = float(nx), float(ny), float(w), float(h)

@@ -41,8 +41,13 @@ def blobs(n=60):
 def train(tmp_path, data: str) -> subprocess.CompletedProcess:
     config = tmp_path / "blobs.yaml"
     config.write_text(CLASSIFIER.format(data=data))
-    return subprocess.run([sys.executable, "-m", "trainkit", "train", str(config), "--set", "output_dir=runs"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", str(config), "--set", "output_dir=runs"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
 
 
 def test_npz_integer_labels_train_cross_entropy(tmp_path):

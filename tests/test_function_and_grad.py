@@ -838,7 +838,13 @@ def test_mark_dirty_rewrites_the_inputs_history_as_torch(torch):
 
 
 def test_mark_dirty_errors_match_torch(torch):
-    assert_same_error(torch, lambda lib, dev: _mul_in_place(lib).apply(lib.ones(2, requires_grad=True)),
-                      "leaf Variable that requires grad")
-    assert_same_error(torch, lambda lib, dev: _mul_in_place(lib, False).apply(lib.ones(2, requires_grad=True) * 1),
-                      "marked as dirty during the forward method were not returned")
+    assert_same_error(
+        torch,
+        lambda lib, dev: _mul_in_place(lib).apply(lib.ones(2, requires_grad=True)),
+        "leaf Variable that requires grad",
+    )
+    assert_same_error(
+        torch,
+        lambda lib, dev: _mul_in_place(lib, False).apply(lib.ones(2, requires_grad=True) * 1),
+        "marked as dirty during the forward method were not returned",
+    )

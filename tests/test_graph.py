@@ -164,7 +164,12 @@ def test_graph_names_a_models_parameters(tmp_path):
 
 def test_graph_command_labels_parameters_by_name(tmp_path):
     config = Path(__file__).resolve().parents[1] / "configs" / "regression.yaml"
-    done = subprocess.run([sys.executable, "-m", "trainkit", "graph", config, "--format", "dot", "--set",
-                           f"output_dir={tmp_path}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "graph", config, "--format", "dot", "--set", f"output_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "AccumulateGrad  hidden.weight (10, 1) float32" in done.stdout

@@ -12,8 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def graph(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", "graph", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", "graph", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_the_page_is_written_where_asked_with_its_folders(tmp_path):

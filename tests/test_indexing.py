@@ -13,8 +13,16 @@ from test_ops_gradcheck import Lib
 import trainkit
 from trainkit.autograd import gradcheck, gradgradcheck, ops
 
-MODULES = (ops.gather_scatter, ops.masking, ops.rearrange, ops.triangular, ops.sorting, ops.cumulative, ops.norm,
-           ops.einsum)
+MODULES = (
+    ops.gather_scatter,
+    ops.masking,
+    ops.rearrange,
+    ops.triangular,
+    ops.sorting,
+    ops.cumulative,
+    ops.norm,
+    ops.einsum,
+)
 ix = SimpleNamespace(**{name: getattr(module, name) for module in MODULES for name in module.__all__})
 
 INF = float("inf")

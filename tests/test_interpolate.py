@@ -172,30 +172,57 @@ def _interp(lib, shape=(1, 2, 4, 5), **kwargs):
 ERROR_CASES = [
     ({}, ValueError, ["either size or scale_factor should be defined"]),
     ({"size": 3, "scale_factor": 2}, ValueError, ["only one of size or scale_factor should be defined"]),
-    ({"size": (2, 3, 4)}, ValueError, ["Input and output must have the same number of spatial dimensions",
-                                       "spatial dimensions of [4, 5] and output size of (2, 3, 4)"]),
-    ({"scale_factor": [2]}, ValueError, ["Input and scale_factor must have the same number of spatial dimensions",
-                                         "scale_factor of shape [2]"]),
+    (
+        {"size": (2, 3, 4)},
+        ValueError,
+        [
+            "Input and output must have the same number of spatial dimensions",
+            "spatial dimensions of [4, 5] and output size of (2, 3, 4)",
+        ],
+    ),
+    (
+        {"scale_factor": [2]},
+        ValueError,
+        ["Input and scale_factor must have the same number of spatial dimensions", "scale_factor of shape [2]"],
+    ),
     ({"size": (2, 3.0)}, TypeError, ["expected size to be one of int or Tuple[int]"]),
     ({"size": 3, "recompute_scale_factor": True}, ValueError, ["recompute_scale_factor is not meaningful"]),
     ({"size": 3, "align_corners": True}, ValueError, ["align_corners option can only be set with the interpolating"]),
     ({"size": 3, "mode": "nearest", "antialias": True}, ValueError, ["Anti-alias option is restricted to bilinear"]),
-    ({"size": (0, 3)}, RuntimeError, ["Input and output sizes should be greater than 0, but got input (H: 4, W: 5) "
-                                      "output (H: 0, W: 3)"]),
+    (
+        {"size": (0, 3)},
+        RuntimeError,
+        ["Input and output sizes should be greater than 0, but got input (H: 4, W: 5) output (H: 0, W: 3)"],
+    ),
     ({"scale_factor": 0.1}, RuntimeError, ["output (H: 0, W: 0)"]),
-    ({"shape": (2, 3, 5), "size": 0, "mode": "linear"}, RuntimeError,
-     ["Input and output sizes should be greater than 0, but got input (W: 5) and output (W: 0)"]),
-    ({"shape": (1, 2, 3, 4, 5), "size": (0, 1, 2)}, RuntimeError,
-     ["input (D: 3, H: 4, W: 5) output (D: 0, H: 1, W: 2)"]),
-    ({"shape": (1, 0, 4, 5), "size": 3}, RuntimeError,
-     ["Non-empty 4D data tensor expected but got a tensor with sizes [1, 0, 4, 5]"]),
+    (
+        {"shape": (2, 3, 5), "size": 0, "mode": "linear"},
+        RuntimeError,
+        ["Input and output sizes should be greater than 0, but got input (W: 5) and output (W: 0)"],
+    ),
+    (
+        {"shape": (1, 2, 3, 4, 5), "size": (0, 1, 2)},
+        RuntimeError,
+        ["input (D: 3, H: 4, W: 5) output (D: 0, H: 1, W: 2)"],
+    ),
+    (
+        {"shape": (1, 0, 4, 5), "size": 3},
+        RuntimeError,
+        ["Non-empty 4D data tensor expected but got a tensor with sizes [1, 0, 4, 5]"],
+    ),
     ({"scale_factor": float("inf")}, RuntimeError, ["value cannot be converted to type int64_t without overflow"]),
     ({"size": 3, "mode": "linear"}, NotImplementedError, ["Got 4D input, but linear mode needs 3D input"]),
-    ({"shape": (2, 3, 5), "size": 3, "mode": "bilinear"}, NotImplementedError,
-     ["Got 3D input, but bilinear mode needs 4D input"]),
+    (
+        {"shape": (2, 3, 5), "size": 3, "mode": "bilinear"},
+        NotImplementedError,
+        ["Got 3D input, but bilinear mode needs 4D input"],
+    ),
     ({"size": 3, "mode": "trilinear"}, NotImplementedError, ["Got 4D input, but trilinear mode needs 5D input"]),
-    ({"shape": (4, 5), "size": 3}, NotImplementedError, ["Only 3D, 4D and 5D input Tensors supported (got 2D)",
-                                                         "(got nearest)"]),
+    (
+        {"shape": (4, 5), "size": 3},
+        NotImplementedError,
+        ["Only 3D, 4D and 5D input Tensors supported (got 2D)", "(got nearest)"],
+    ),
     ({"size": 3, "mode": "foo"}, NotImplementedError, ["(got foo)"]),
 ]
 
@@ -212,7 +239,7 @@ def test_integer_inputs_raise_as_torch(torch):
         return fn(lib.ones(1, 2, 4, dtype=lib.int32), size=3, mode=mode)
 
     assert_same_error(torch, lambda lib, dev: run(lib, "nearest"), "not implemented for 'Int'")
-    assert_same_error(torch, lambda lib, dev: run(lib, "linear"), "\"compute_indices_weights_linear\" not implemented")
+    assert_same_error(torch, lambda lib, dev: run(lib, "linear"), '"compute_indices_weights_linear" not implemented')
 
 
 def test_modes_not_implemented_say_so():
@@ -260,11 +287,16 @@ def test_antialias_gradcheck_and_double_backward(rng, mode):
     assert gradgradcheck(lambda t: interpolate(t, size=(3, 4), mode=mode, antialias=True), (x,))
 
 
-@pytest.mark.parametrize("shape,kwargs", [
-    ((1, 2, 5), {"size": 3, "mode": "nearest-exact"}), ((1, 2, 4, 5), {"size": (7, 3), "mode": "nearest-exact"}),
-    ((1, 1, 3, 4, 5), {"scale_factor": 1.5, "mode": "nearest-exact"}), ((2, 3, 7), {"size": 3, "mode": "area"}),
-    ((1, 2, 4), {"size": 9, "mode": "area"}),
-])
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [
+        ((1, 2, 5), {"size": 3, "mode": "nearest-exact"}),
+        ((1, 2, 4, 5), {"size": (7, 3), "mode": "nearest-exact"}),
+        ((1, 1, 3, 4, 5), {"scale_factor": 1.5, "mode": "nearest-exact"}),
+        ((2, 3, 7), {"size": 3, "mode": "area"}),
+        ((1, 2, 4), {"size": 9, "mode": "area"}),
+    ],
+)
 def test_nearest_exact_and_area_on_1d_match_torch(torch, rng, shape, kwargs):
     data = rng.standard_normal(shape).astype(np.float32)
     grads = []
@@ -280,9 +312,11 @@ def test_nearest_exact_and_area_on_1d_match_torch(torch, rng, shape, kwargs):
 
 def test_deprecated_upsample_functions_warn_and_match_torch(torch, rng):
     data = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
-    pairs = [(upsample, torch.nn.functional.upsample, {"scale_factor": 2, "mode": "bilinear"}),
-             (upsample_nearest, torch.nn.functional.upsample_nearest, {"size": (5, 6)}),
-             (upsample_bilinear, torch.nn.functional.upsample_bilinear, {"scale_factor": 2})]
+    pairs = [
+        (upsample, torch.nn.functional.upsample, {"scale_factor": 2, "mode": "bilinear"}),
+        (upsample_nearest, torch.nn.functional.upsample_nearest, {"size": (5, 6)}),
+        (upsample_bilinear, torch.nn.functional.upsample_bilinear, {"scale_factor": 2}),
+    ]
     for ours, theirs, kwargs in pairs:
         with pytest.warns(UserWarning, match="is deprecated. Use `nn.functional.interpolate` instead"):
             got = ours(trainkit.tensor(data), **kwargs)
@@ -312,8 +346,10 @@ def test_upsample_layer_repr_and_forward_match_torch(kwargs, device, torch, rng)
 
 @pytest.mark.parametrize("kwargs", [{"size": 7}, {"scale_factor": 2}], ids=str)
 def test_upsampling_2d_layers_match_torch(kwargs, device, torch, rng):
-    for ours, theirs in ((UpsamplingNearest2d, torch.nn.UpsamplingNearest2d),
-                         (UpsamplingBilinear2d, torch.nn.UpsamplingBilinear2d)):
+    for ours, theirs in (
+        (UpsamplingNearest2d, torch.nn.UpsamplingNearest2d),
+        (UpsamplingBilinear2d, torch.nn.UpsamplingBilinear2d),
+    ):
         layer, reference = ours(**kwargs), theirs(**kwargs)
         assert repr(layer) == repr(reference)
         _compare(torch, rng, device, (2, 3, 4, 5), None, tk_fn=layer, th_fn=reference)

@@ -230,7 +230,9 @@ LOSSES = {
     "SmoothL1Loss": ("SmoothL1Loss(beta=0.5, reduction='sum')", "normal"),
     "CrossEntropyLoss": ("CrossEntropyLoss()", "index"),
     "CrossEntropyLoss-options": (
-        "CrossEntropyLoss(weight=w, ignore_index=1, label_smoothing=0.1, reduction='sum')", "index"),
+        "CrossEntropyLoss(weight=w, ignore_index=1, label_smoothing=0.1, reduction='sum')",
+        "index",
+    ),
     "CrossEntropyLoss-probabilities": ("CrossEntropyLoss(weight=w)", "probs"),
     "NLLLoss": ("NLLLoss(weight=w, reduction='none')", "index"),
     "BCELoss": ("BCELoss(weight=w)", "prob"),
@@ -279,13 +281,38 @@ def test_loss_module_legacy_flags_warn_and_set_reduction(torch):
 
 # ------------------------------------------------------------------------------------- registration and repr
 REPRS = [
-    "ReLU()", "ReLU(inplace=True)", "LeakyReLU()", "LeakyReLU(0.2, inplace=True)", "Sigmoid()", "Tanh()",
-    "GELU()", "GELU('tanh')", "Softmax()", "Softmax(dim=1)", "LogSoftmax(dim=-1)", "Identity()", "Flatten()",
-    "Flatten(0, 2)", "Linear(3, 4)", "Linear(3, 4, bias=False)", "Dropout()", "Dropout(0.2, inplace=True)",
-    "BatchNorm1d(3)", "BatchNorm2d(8, eps=0.001, momentum=None, affine=False, track_running_stats=False)",
-    "BatchNorm2d(8, bias=False)", "Embedding(10, 3)", "Embedding(10, 3, padding_idx=-2)",
-    "Embedding(10, 3, max_norm=1.0, scale_grad_by_freq=True)", "MSELoss()", "L1Loss()", "HuberLoss()",
-    "SmoothL1Loss()", "CrossEntropyLoss()", "NLLLoss()", "BCELoss()", "BCEWithLogitsLoss()",
+    "ReLU()",
+    "ReLU(inplace=True)",
+    "LeakyReLU()",
+    "LeakyReLU(0.2, inplace=True)",
+    "Sigmoid()",
+    "Tanh()",
+    "GELU()",
+    "GELU('tanh')",
+    "Softmax()",
+    "Softmax(dim=1)",
+    "LogSoftmax(dim=-1)",
+    "Identity()",
+    "Flatten()",
+    "Flatten(0, 2)",
+    "Linear(3, 4)",
+    "Linear(3, 4, bias=False)",
+    "Dropout()",
+    "Dropout(0.2, inplace=True)",
+    "BatchNorm1d(3)",
+    "BatchNorm2d(8, eps=0.001, momentum=None, affine=False, track_running_stats=False)",
+    "BatchNorm2d(8, bias=False)",
+    "Embedding(10, 3)",
+    "Embedding(10, 3, padding_idx=-2)",
+    "Embedding(10, 3, max_norm=1.0, scale_grad_by_freq=True)",
+    "MSELoss()",
+    "L1Loss()",
+    "HuberLoss()",
+    "SmoothL1Loss()",
+    "CrossEntropyLoss()",
+    "NLLLoss()",
+    "BCELoss()",
+    "BCEWithLogitsLoss()",
 ]
 
 
@@ -350,8 +377,17 @@ def test_linear_default_init_bounds_and_spread_match_torch(fan_in, fan_out, torc
 # -------------------------------------------------------------------------------------------- init functions
 @pytest.mark.parametrize(
     "nonlinearity, param",
-    [("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None), ("leaky_relu", None),
-     ("leaky_relu", 0.2), ("leaky_relu", 3), ("selu", None)],
+    [
+        ("linear", None),
+        ("conv2d", None),
+        ("sigmoid", None),
+        ("tanh", None),
+        ("relu", None),
+        ("leaky_relu", None),
+        ("leaky_relu", 0.2),
+        ("leaky_relu", 3),
+        ("selu", None),
+    ],
 )
 def test_calculate_gain_matches_torch(nonlinearity, param, torch):
     assert init.calculate_gain(nonlinearity, param) == torch.nn.init.calculate_gain(nonlinearity, param)
@@ -416,8 +452,9 @@ def test_xavier_bounds_and_std_follow_torchs_formulas(shape, gain, device, torch
 
 
 @pytest.mark.parametrize("mode", ["fan_in", "fan_out"])
-@pytest.mark.parametrize("nonlinearity, a", [("leaky_relu", 0), ("leaky_relu", math.sqrt(5)), ("relu", 0),
-                                             ("tanh", 0), ("linear", 0)])
+@pytest.mark.parametrize(
+    "nonlinearity, a", [("leaky_relu", 0), ("leaky_relu", math.sqrt(5)), ("relu", 0), ("tanh", 0), ("linear", 0)]
+)
 def test_kaiming_bounds_and_std_follow_torchs_formulas(mode, nonlinearity, a, device, torch):
     shape = (120, 40, 3, 3)
     fan_in, fan_out = torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(*shape))

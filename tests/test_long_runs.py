@@ -21,8 +21,9 @@ CONFIG = ROOT / "configs" / "regression.yaml"
 def make(run_dir):
     trainkit.manual_seed(0)
     model = nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1))
-    return Trainer(model, optim.SGD(model.parameters(), lr=0.1), "mse", metrics=["mae"], seed=0, verbose=False,
-                   run_dir=run_dir)
+    return Trainer(
+        model, optim.SGD(model.parameters(), lr=0.1), "mse", metrics=["mae"], seed=0, verbose=False, run_dir=run_dir
+    )
 
 
 def test_the_checkpoint_does_not_grow_with_the_epochs(tmp_path):
@@ -41,8 +42,9 @@ def test_fit_after_a_resume_returns_the_history_of_every_epoch(tmp_path):
     data = regression_curve(32, seed=0)
     full = make(tmp_path / "full").fit(data, epochs=6, batch_size=8)
     make(tmp_path / "half").fit(data, epochs=2, batch_size=8)
-    resumed = make(tmp_path / "again").fit(data, epochs=6, batch_size=8,
-                                           resume_from=tmp_path / "half" / "checkpoints" / "last.npz")
+    resumed = make(tmp_path / "again").fit(
+        data, epochs=6, batch_size=8, resume_from=tmp_path / "half" / "checkpoints" / "last.npz"
+    )
     assert resumed.history == full.history and len(resumed.history["loss"]) == 6
     assert len((tmp_path / "again" / "history.jsonl").read_text().splitlines()) == 6
 
@@ -68,7 +70,12 @@ def test_without_a_run_folder_the_checkpoint_keeps_its_rows(tmp_path):
 
 
 def test_the_long_run_benchmark_prints_both_figures():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "long_run.py"), "--epochs", "30", "--window",
-                           "5"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "long_run.py"), "--epochs", "30", "--window", "5"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert "epoch 30:" in done.stdout and "ms/epoch" in done.stdout and "last.npz" in done.stdout

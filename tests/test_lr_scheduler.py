@@ -133,8 +133,38 @@ def test_state_dict_round_trip(torch, name):
 
 
 # ----------------------------------------------------------------------------------------- ReduceLROnPlateau
-METRICS = [1.0, 0.9, 0.95, 0.95, 0.95, 0.94, 0.9, 0.9, 0.9, 0.9, 0.85, 0.86, 0.86, 0.86, 0.86,
-           0.86, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.49999, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+METRICS = [
+    1.0,
+    0.9,
+    0.95,
+    0.95,
+    0.95,
+    0.94,
+    0.9,
+    0.9,
+    0.9,
+    0.9,
+    0.85,
+    0.86,
+    0.86,
+    0.86,
+    0.86,
+    0.86,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.49999,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+    0.5,
+]
 
 PLATEAU = {
     "defaults": {},
@@ -208,7 +238,9 @@ BAD = {
     "plateau factor": (_sched(lambda s, o: s.ReduceLROnPlateau(o, factor=1.0)), ValueError, "Factor should be < 1.0"),
     "plateau mode": (_sched(lambda s, o: s.ReduceLROnPlateau(o, mode="avg")), ValueError, "mode avg is unknown"),
     "plateau threshold_mode": (
-        _sched(lambda s, o: s.ReduceLROnPlateau(o, threshold_mode="pct")), ValueError, "threshold mode pct"
+        _sched(lambda s, o: s.ReduceLROnPlateau(o, threshold_mode="pct")),
+        ValueError,
+        "threshold mode pct",
     ),
     "plateau min_lrs": (_sched(lambda s, o: s.ReduceLROnPlateau(o, min_lr=[0.1])), ValueError, "expected 2 min_lrs"),
 }
@@ -269,6 +301,14 @@ def test_initial_lr_and_base_lrs(torch):
 
 
 def test_module_names():
-    for name in ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR",
-                 "LinearLR", "ReduceLROnPlateau"]:
+    for name in [
+        "LRScheduler",
+        "StepLR",
+        "MultiStepLR",
+        "ExponentialLR",
+        "CosineAnnealingLR",
+        "LambdaLR",
+        "LinearLR",
+        "ReduceLROnPlateau",
+    ]:
         assert issubclass(getattr(lr_scheduler, name), lr_scheduler.LRScheduler)

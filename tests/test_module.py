@@ -370,13 +370,16 @@ def test_plain_attribute_before_super_init_is_allowed(torch):
 
 
 @pytest.mark.parametrize("method", ["register_parameter", "add_module", "register_buffer"])
-@pytest.mark.parametrize("name, error, words", [
-    ("a.b", KeyError, ["name can", "contain", '"."']),
-    ("", KeyError, ["name can", "empty"]),
-    ("forward", KeyError, ["attribute 'forward' already exists"]),
-    ("training", KeyError, ["attribute 'training' already exists"]),
-    (3, TypeError, ["name should be a string"]),
-])
+@pytest.mark.parametrize(
+    "name, error, words",
+    [
+        ("a.b", KeyError, ["name can", "contain", '"."']),
+        ("", KeyError, ["name can", "empty"]),
+        ("forward", KeyError, ["attribute 'forward' already exists"]),
+        ("training", KeyError, ["attribute 'training' already exists"]),
+        (3, TypeError, ["name should be a string"]),
+    ],
+)
 def test_register_name_checks(torch, method, name, error, words):
     def snippet(lib, dev):
         module = lib.nn.Module()
@@ -391,11 +394,14 @@ def test_register_name_checks(torch, method, name, error, words):
     assert isinstance(got, error)
 
 
-@pytest.mark.parametrize("method, value, words", [
-    ("register_parameter", "tensor", ["cannot assign", "object to parameter 'p'", "Parameter or None required"]),
-    ("add_module", "int", ["is not a Module subclass"]),
-    ("register_buffer", "list", ["cannot assign 'list' object to buffer 'p'"]),
-])
+@pytest.mark.parametrize(
+    "method, value, words",
+    [
+        ("register_parameter", "tensor", ["cannot assign", "object to parameter 'p'", "Parameter or None required"]),
+        ("add_module", "int", ["is not a Module subclass"]),
+        ("register_buffer", "list", ["cannot assign 'list' object to buffer 'p'"]),
+    ],
+)
 def test_register_value_checks(torch, method, value, words):
     def snippet(lib, dev):
         module = lib.nn.Module()
@@ -506,7 +512,12 @@ def test_named_parameters_names_order_and_values(torch):
     got, expected = list(got), list(expected)
     assert names_of(got) == names_of(expected)
     assert names_of(got) == [
-        "gain", "block.fc1.weight", "block.fc1.bias", "block.fc2.weight", "head.weight", "head.bias"
+        "gain",
+        "block.fc1.weight",
+        "block.fc1.bias",
+        "block.fc2.weight",
+        "head.weight",
+        "head.bias",
     ]
     assert_all_close([p for _, p in got], [p for _, p in expected])
     assert all(type(p).__name__ == "Parameter" for _, p in got)
@@ -1053,11 +1064,20 @@ def test_state_dict_keys_order_and_values(torch, device):
     got, expected = run_both(torch, snippet, device)
     assert list(got) == list(expected)
     assert list(got) == [
-        "gain", "offset",
-        "block.fc1.weight", "block.fc1.bias", "block.fc1.scale", "block.fc1.steps",
+        "gain",
+        "offset",
+        "block.fc1.weight",
+        "block.fc1.bias",
+        "block.fc1.scale",
+        "block.fc1.steps",
         "block.norm.mean",
-        "block.fc2.weight", "block.fc2.scale", "block.fc2.steps",
-        "head.weight", "head.bias", "head.scale", "head.steps",
+        "block.fc2.weight",
+        "block.fc2.scale",
+        "block.fc2.steps",
+        "head.weight",
+        "head.bias",
+        "head.scale",
+        "head.steps",
     ]
     assert_all_close(list(got.values()), list(expected.values()))
     assert [dtype_name(t) for t in got.values()] == [dtype_name(t) for t in expected.values()]
@@ -1156,8 +1176,12 @@ def test_load_state_dict_strict_names_every_missing_key(torch):
         make_classes(lib).Net().load_state_dict(sd)
 
     got, _ = assert_same_error(
-        torch, snippet, "Error(s) in loading state_dict for Net", "Missing key(s) in state_dict",
-        '"block.fc1.scale"', '"head.bias"',
+        torch,
+        snippet,
+        "Error(s) in loading state_dict for Net",
+        "Missing key(s) in state_dict",
+        '"block.fc1.scale"',
+        '"head.bias"',
     )
     assert "Unexpected" not in str(got)
 
@@ -1182,8 +1206,12 @@ def test_load_state_dict_names_every_shape_mismatch(torch, strict):
         make_classes(lib).Net().load_state_dict(sd, strict=strict)
 
     assert_same_error(
-        torch, snippet, "size mismatch for head.weight", "size mismatch for block.fc1.scale",
-        "from checkpoint", "the shape in current model is",
+        torch,
+        snippet,
+        "size mismatch for head.weight",
+        "size mismatch for block.fc1.scale",
+        "from checkpoint",
+        "the shape in current model is",
     )
 
 
@@ -1631,8 +1659,14 @@ def test_parameter_is_a_leaf_that_requires_grad(torch):
         p = lib.nn.Parameter(base)
         frozen = lib.nn.Parameter(lib.tensor([3.0]), requires_grad=False)
         return (
-            p.is_leaf, p.requires_grad, p.grad_fn is None, isinstance(p, lib.Tensor), type(p).__name__,
-            frozen.requires_grad, frozen.is_leaf, type(frozen).__name__,
+            p.is_leaf,
+            p.requires_grad,
+            p.grad_fn is None,
+            isinstance(p, lib.Tensor),
+            type(p).__name__,
+            frozen.requires_grad,
+            frozen.is_leaf,
+            type(frozen).__name__,
         )
 
     got, expected = run_both(torch, snippet)

@@ -22,8 +22,17 @@ def _modules(torch, dtype: str, **kw):
     return mod, ref
 
 
-def _run(torch, rng, dtype="float64", kw=None, call=None, shapes=((5, 3, 8), (6, 3, 8), (6, 3, 8)), same=False,
-         masks=None, train=True):
+def _run(
+    torch,
+    rng,
+    dtype="float64",
+    kw=None,
+    call=None,
+    shapes=((5, 3, 8), (6, 3, 8), (6, 3, 8)),
+    same=False,
+    masks=None,
+    train=True,
+):
     """Both modules on the same inputs, weights and masks; compares outputs, weights and every gradient."""
     mod, ref = _modules(torch, dtype, **(kw or {}))
     mod.train(train)
@@ -44,7 +53,7 @@ def _run(torch, rng, dtype="float64", kw=None, call=None, shapes=((5, 3, 8), (6,
         if g is None:
             g = rng.standard_normal(tuple(out.shape))
         (out * lib.tensor(g, dtype=d)).sum().backward()
-        grads = [to_numpy(x.grad) for x in ins[:1 if same else 3]]
+        grads = [to_numpy(x.grad) for x in ins[: 1 if same else 3]]
         grads += [to_numpy(p.grad) for _, p in m.named_parameters()]
         results.append((out, weights, grads))
     (out, weights, grads), (rout, rweights, rgrads) = results
@@ -122,11 +131,13 @@ MASK_CASES = [
     ("kpm float", lambda kpm, am, r: {"key_padding_mask": np.where(kpm, -1e9, 0.0)}, {}),
     ("attn 2-d bool and kpm", lambda kpm, am, r: {"attn_mask": am, "key_padding_mask": kpm}, {}),
     ("attn 2-d float", lambda kpm, am, r: {"attn_mask": r.standard_normal((5, 6))}, {}),
-    ("attn 3-d float per head", lambda kpm, am, r: {"attn_mask": r.standard_normal((6, 5, 6))},
-     {"average_attn_weights": False}),
+    (
+        "attn 3-d float per head",
+        lambda kpm, am, r: {"attn_mask": r.standard_normal((6, 5, 6))},
+        {"average_attn_weights": False},
+    ),
     ("attn 3-d bool no weights", lambda kpm, am, r: {"attn_mask": r.random((6, 5, 6)) > 0.8}, {"need_weights": False}),
-    ("attn and kpm no weights", lambda kpm, am, r: {"attn_mask": am, "key_padding_mask": kpm},
-     {"need_weights": False}),
+    ("attn and kpm no weights", lambda kpm, am, r: {"attn_mask": am, "key_padding_mask": kpm}, {"need_weights": False}),
 ]
 
 
@@ -142,8 +153,14 @@ def test_masks_with_bias_kv_and_zero_attn(torch):
     rng = np.random.default_rng(2)
     kpm, am = _masks(rng)
     for call in ({}, {"need_weights": False}):
-        _run(torch, rng, "float64", {"add_bias_kv": True, "add_zero_attn": True}, call,
-             masks={"attn_mask": am, "key_padding_mask": kpm})
+        _run(
+            torch,
+            rng,
+            "float64",
+            {"add_bias_kv": True, "add_zero_attn": True},
+            call,
+            masks={"attn_mask": am, "key_padding_mask": kpm},
+        )
 
 
 @pytest.mark.parametrize("call", [{"need_weights": False, "is_causal": True}, {"is_causal": True}], ids=str)
@@ -153,8 +170,16 @@ def test_is_causal_with_its_mask(torch, call):
     _run(torch, rng, "float64", {}, call, shapes=((5, 3, 8),) * 3, same=True, masks={"attn_mask": causal})
     kpm = rng.random((3, 5)) > 0.7
     kpm[:, 0] = False
-    _run(torch, rng, "float64", {}, call, shapes=((5, 3, 8),) * 3, same=True,
-         masks={"attn_mask": causal, "key_padding_mask": np.where(kpm, -np.inf, 0.0)})
+    _run(
+        torch,
+        rng,
+        "float64",
+        {},
+        call,
+        shapes=((5, 3, 8),) * 3,
+        same=True,
+        masks={"attn_mask": causal, "key_padding_mask": np.where(kpm, -np.inf, 0.0)},
+    )
 
 
 def test_need_weights_false_runs_the_fused_op():
@@ -191,15 +216,36 @@ def test_dropout_in_training_changes_weights():
 def test_functional_with_static_k_and_v(torch):
     rng = np.random.default_rng(4)
     L, N, E, H, S = 4, 2, 8, 2, 3
-    arrays = {"q": rng.standard_normal((L, N, E)), "w": rng.standard_normal((3 * E, E)) * 0.3,
-              "b": rng.standard_normal(3 * E), "ow": rng.standard_normal((E, E)) * 0.3, "ob": rng.standard_normal(E),
-              "sk": rng.standard_normal((N * H, S, E // H)), "sv": rng.standard_normal((N * H, S, E // H))}
+    arrays = {
+        "q": rng.standard_normal((L, N, E)),
+        "w": rng.standard_normal((3 * E, E)) * 0.3,
+        "b": rng.standard_normal(3 * E),
+        "ow": rng.standard_normal((E, E)) * 0.3,
+        "ob": rng.standard_normal(E),
+        "sk": rng.standard_normal((N * H, S, E // H)),
+        "sv": rng.standard_normal((N * H, S, E // H)),
+    }
     results = []
     for lib in (trainkit, torch):
         t = {k: lib.tensor(v, requires_grad=True) for k, v in arrays.items()}
         out, w = lib.nn.functional.multi_head_attention_forward(
-            t["q"], t["q"], t["q"], E, H, t["w"], t["b"], None, None, False, 0.0, t["ow"], t["ob"],
-            static_k=t["sk"], static_v=t["sv"], average_attn_weights=False)
+            t["q"],
+            t["q"],
+            t["q"],
+            E,
+            H,
+            t["w"],
+            t["b"],
+            None,
+            None,
+            False,
+            0.0,
+            t["ow"],
+            t["ob"],
+            static_k=t["sk"],
+            static_v=t["sv"],
+            average_attn_weights=False,
+        )
         (out.sum() + (w * w).sum()).backward()
         results.append([out, w] + [t[k].grad for k in ("q", "w", "ow", "ob", "sk", "sv")])
     for a, b in zip(*results):
@@ -212,9 +258,28 @@ def test_functional_separate_weights_without_training(torch):
     outs = []
     for lib in (trainkit, torch):
         q, k, v, wq, wk, wv, wo = (lib.tensor(a) for a in arrays)
-        outs.append(lib.nn.functional.multi_head_attention_forward(
-            q, k, v, 8, 2, None, None, None, None, True, 0.9, wo, None, training=False,
-            use_separate_proj_weight=True, q_proj_weight=wq, k_proj_weight=wk, v_proj_weight=wv))
+        outs.append(
+            lib.nn.functional.multi_head_attention_forward(
+                q,
+                k,
+                v,
+                8,
+                2,
+                None,
+                None,
+                None,
+                None,
+                True,
+                0.9,
+                wo,
+                None,
+                training=False,
+                use_separate_proj_weight=True,
+                q_proj_weight=wq,
+                k_proj_weight=wk,
+                v_proj_weight=wv,
+            )
+        )
     for a, b in zip(*outs):
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), **TOL["float64"])
 
@@ -230,36 +295,109 @@ def _m(lib):
 ERRORS = [
     ("heads do not divide", lambda lib, d: lib.nn.MultiheadAttention(8, 3), ["divisible"]),
     ("zero embed_dim", lambda lib, d: lib.nn.MultiheadAttention(0, 3), ["greater than 0"]),
-    ("int kpm", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                       key_padding_mask=lib.zeros(3, 4, dtype=lib.int64)), ["bool and floating"]),
-    ("2-d mask shape", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                              attn_mask=lib.zeros(4, 5)), ["2D attn_mask", "should be (4, 4)"]),
-    ("3-d mask shape", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                              attn_mask=lib.zeros(5, 4, 4)), ["3D attn_mask", "(6, 4, 4)"]),
-    ("4-d mask", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                        attn_mask=lib.zeros(1, 6, 4, 4)), ["4-D tensor"]),
-    ("causal without mask", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                                   is_causal=True), ["Need attn_mask"]),
-    ("kpm length", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                          key_padding_mask=lib.zeros(3, 5, dtype=lib.bool)), ["key_padded_mask",
-                                                                                              "to be 4"]),
-    ("kpm batch", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8),
-                                         key_padding_mask=lib.zeros(2, 4, dtype=lib.bool)), ["to be 3"]),
-    ("key value shapes", lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 2, 8), _x(lib, 4, 3, 8)),
-     ["does not match value shape"]),
-    ("unbatched query, batched key", lambda lib, d: _m(lib)(_x(lib, 4, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8)),
-     ["unbatched (2-D)", "3-D and 3-D"]),
+    (
+        "int kpm",
+        lambda lib, d: _m(lib)(
+            _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), key_padding_mask=lib.zeros(3, 4, dtype=lib.int64)
+        ),
+        ["bool and floating"],
+    ),
+    (
+        "2-d mask shape",
+        lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), attn_mask=lib.zeros(4, 5)),
+        ["2D attn_mask", "should be (4, 4)"],
+    ),
+    (
+        "3-d mask shape",
+        lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), attn_mask=lib.zeros(5, 4, 4)),
+        ["3D attn_mask", "(6, 4, 4)"],
+    ),
+    (
+        "4-d mask",
+        lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), attn_mask=lib.zeros(1, 6, 4, 4)),
+        ["4-D tensor"],
+    ),
+    (
+        "causal without mask",
+        lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), is_causal=True),
+        ["Need attn_mask"],
+    ),
+    (
+        "kpm length",
+        lambda lib, d: _m(lib)(
+            _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), key_padding_mask=lib.zeros(3, 5, dtype=lib.bool)
+        ),
+        ["key_padded_mask", "to be 4"],
+    ),
+    (
+        "kpm batch",
+        lambda lib, d: _m(lib)(
+            _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), key_padding_mask=lib.zeros(2, 4, dtype=lib.bool)
+        ),
+        ["to be 3"],
+    ),
+    (
+        "key value shapes",
+        lambda lib, d: _m(lib)(_x(lib, 4, 3, 8), _x(lib, 4, 2, 8), _x(lib, 4, 3, 8)),
+        ["does not match value shape"],
+    ),
+    (
+        "unbatched query, batched key",
+        lambda lib, d: _m(lib)(_x(lib, 4, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8)),
+        ["unbatched (2-D)", "3-D and 3-D"],
+    ),
     ("4-d query", lambda lib, d: _m(lib)(_x(lib, 2, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8)), ["4-D query"]),
-    ("unbatched 3-d mask", lambda lib, d: _m(lib)(_x(lib, 4, 8), _x(lib, 4, 8), _x(lib, 4, 8),
-                                                  attn_mask=lib.zeros(3, 4, 4)), ["(2, 4, 4)"]),
-    ("unbatched 2-d kpm", lambda lib, d: _m(lib)(_x(lib, 4, 8), _x(lib, 4, 8), _x(lib, 4, 8),
-                                                 key_padding_mask=lib.zeros(3, 4, dtype=lib.bool)), ["1-D"]),
-    ("embed dim", lambda lib, d: lib.nn.functional.multi_head_attention_forward(
-        _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), 6, 2, _x(lib, 24, 8), None, None, None, False, 0.0,
-        _x(lib, 8, 8), None), ["expecting embedding dimension of 6"]),
-    ("static_k heads", lambda lib, d: lib.nn.functional.multi_head_attention_forward(
-        _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), _x(lib, 4, 3, 8), 8, 2, _x(lib, 24, 8), None, None, None, False, 0.0,
-        _x(lib, 8, 8), None, static_k=_x(lib, 5, 4, 4)), ["static_k.size(0) of 6"]),
+    (
+        "unbatched 3-d mask",
+        lambda lib, d: _m(lib)(_x(lib, 4, 8), _x(lib, 4, 8), _x(lib, 4, 8), attn_mask=lib.zeros(3, 4, 4)),
+        ["(2, 4, 4)"],
+    ),
+    (
+        "unbatched 2-d kpm",
+        lambda lib, d: _m(lib)(
+            _x(lib, 4, 8), _x(lib, 4, 8), _x(lib, 4, 8), key_padding_mask=lib.zeros(3, 4, dtype=lib.bool)
+        ),
+        ["1-D"],
+    ),
+    (
+        "embed dim",
+        lambda lib, d: lib.nn.functional.multi_head_attention_forward(
+            _x(lib, 4, 3, 8),
+            _x(lib, 4, 3, 8),
+            _x(lib, 4, 3, 8),
+            6,
+            2,
+            _x(lib, 24, 8),
+            None,
+            None,
+            None,
+            False,
+            0.0,
+            _x(lib, 8, 8),
+            None,
+        ),
+        ["expecting embedding dimension of 6"],
+    ),
+    (
+        "static_k heads",
+        lambda lib, d: lib.nn.functional.multi_head_attention_forward(
+            _x(lib, 4, 3, 8),
+            _x(lib, 4, 3, 8),
+            _x(lib, 4, 3, 8),
+            8,
+            2,
+            _x(lib, 24, 8),
+            None,
+            None,
+            None,
+            False,
+            0.0,
+            _x(lib, 8, 8),
+            None,
+            static_k=_x(lib, 5, 4, 4),
+        ),
+        ["static_k.size(0) of 6"],
+    ),
 ]
 
 

@@ -100,8 +100,11 @@ def test_out_keyword(torch):
     resized = trainkit.empty(5, dtype=trainkit.int64)
     multinomial(trainkit.ones(2, 3), 2, out=resized)
     assert tuple(resized.shape) == (2, 2)
-    assert_same_error(torch, lambda lib, dev: _function(lib)(lib.ones(3), 2, out=lib.empty(2)),
-                      "multinomial expects Long tensor out, got: Float")
+    assert_same_error(
+        torch,
+        lambda lib, dev: _function(lib)(lib.ones(3), 2, out=lib.empty(2)),
+        "multinomial expects Long tensor out, got: Float",
+    )
 
 
 def _function(lib):

@@ -119,8 +119,9 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(id: str, fn: Callable, *args: Arg, gradgrad: bool = False, node: str | None = None,
-         derivative: bool = True) -> None:
+def case(
+    id: str, fn: Callable, *args: Arg, gradgrad: bool = False, node: str | None = None, derivative: bool = True
+) -> None:
     CASES.append(Case(id, fn, args, gradgrad, node, derivative))
 
 
@@ -150,48 +151,129 @@ case("linear-frozen-weight", lambda m, x, w, b: m.F.linear(x, w, b), normal(4, 3
 
 # ----------------------------------------------------------------------------------------------- batch norm
 _bn = "batch_norm"
-case(f"{_bn}-train-2d", lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
-     normal(6, 3), positive(3), normal(3), gradgrad=True)
-case(f"{_bn}-train-3d", lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
-     normal(4, 3, 5), positive(3), normal(3))
-case(f"{_bn}-train-4d", lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
-     normal(3, 2, 4, 5), positive(2), normal(2), gradgrad=True)
-case(f"{_bn}-train-no-affine", lambda m, x: m.F.batch_norm(x, None, None, training=True), normal(6, 3),
-     gradgrad=True)
-case(f"{_bn}-train-weight-only", lambda m, x, w: m.F.batch_norm(x, None, None, w, training=True, eps=1e-3),
-     normal(5, 3), positive(3))
-case(f"{_bn}-train-running-stats", lambda m, x, rm, rv: m.F.batch_norm(x, rm, rv, training=True, momentum=0.3),
-     normal(6, 3), normal(3, grad=False), positive(3, grad=False))
-case(f"{_bn}-eval", lambda m, x, w, b, rm, rv: m.F.batch_norm(x, rm, rv, w, b),
-     normal(6, 3), positive(3), normal(3), normal(3, grad=False), positive(3, grad=False), gradgrad=True)
-case(f"{_bn}-eval-4d", lambda m, x, w, b, rm, rv: m.F.batch_norm(x, rm, rv, w, b, training=False),
-     normal(2, 3, 4, 4), positive(3), normal(3), normal(3, grad=False), positive(3, grad=False))
-case(f"{_bn}-eval-no-affine", lambda m, x, rm, rv: m.F.batch_norm(x, rm, rv),
-     normal(6, 3), normal(3, grad=False), positive(3, grad=False))
+case(
+    f"{_bn}-train-2d",
+    lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
+    normal(6, 3),
+    positive(3),
+    normal(3),
+    gradgrad=True,
+)
+case(
+    f"{_bn}-train-3d",
+    lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
+    normal(4, 3, 5),
+    positive(3),
+    normal(3),
+)
+case(
+    f"{_bn}-train-4d",
+    lambda m, x, w, b: m.F.batch_norm(x, None, None, w, b, training=True),
+    normal(3, 2, 4, 5),
+    positive(2),
+    normal(2),
+    gradgrad=True,
+)
+case(f"{_bn}-train-no-affine", lambda m, x: m.F.batch_norm(x, None, None, training=True), normal(6, 3), gradgrad=True)
+case(
+    f"{_bn}-train-weight-only",
+    lambda m, x, w: m.F.batch_norm(x, None, None, w, training=True, eps=1e-3),
+    normal(5, 3),
+    positive(3),
+)
+case(
+    f"{_bn}-train-running-stats",
+    lambda m, x, rm, rv: m.F.batch_norm(x, rm, rv, training=True, momentum=0.3),
+    normal(6, 3),
+    normal(3, grad=False),
+    positive(3, grad=False),
+)
+case(
+    f"{_bn}-eval",
+    lambda m, x, w, b, rm, rv: m.F.batch_norm(x, rm, rv, w, b),
+    normal(6, 3),
+    positive(3),
+    normal(3),
+    normal(3, grad=False),
+    positive(3, grad=False),
+    gradgrad=True,
+)
+case(
+    f"{_bn}-eval-4d",
+    lambda m, x, w, b, rm, rv: m.F.batch_norm(x, rm, rv, w, b, training=False),
+    normal(2, 3, 4, 4),
+    positive(3),
+    normal(3),
+    normal(3, grad=False),
+    positive(3, grad=False),
+)
+case(
+    f"{_bn}-eval-no-affine",
+    lambda m, x, rm, rv: m.F.batch_norm(x, rm, rv),
+    normal(6, 3),
+    normal(3, grad=False),
+    positive(3, grad=False),
+)
 
 # ------------------------------------------------------------------------------------------------ embedding
 _IDX = [[1, 2, 2, 0], [9, 2, 1, 1], [4, 4, 4, 9]]
 case("embedding", lambda m, w, i: m.F.embedding(i, w), normal(10, 3), const(_IDX), gradgrad=True)
 case("embedding-1d", lambda m, w, i: m.F.embedding(i, w), normal(10, 3), const([3, 3, 7]))
-case("embedding-padding", lambda m, w, i: m.F.embedding(i, w, padding_idx=2), normal(10, 3), const(_IDX),
-     gradgrad=True, derivative=False)
-case("embedding-negative-padding", lambda m, w, i: m.F.embedding(i, w, padding_idx=-1), normal(10, 3), const(_IDX),
-     derivative=False)
-case("embedding-scale-grad-by-freq", lambda m, w, i: m.F.embedding(i, w, scale_grad_by_freq=True), normal(10, 3),
-     const(_IDX), gradgrad=True, derivative=False)
-case("embedding-scale-grad-by-freq-padding",
-     lambda m, w, i: m.F.embedding(i, w, padding_idx=0, scale_grad_by_freq=True), normal(10, 3), const(_IDX),
-     derivative=False)
+case(
+    "embedding-padding",
+    lambda m, w, i: m.F.embedding(i, w, padding_idx=2),
+    normal(10, 3),
+    const(_IDX),
+    gradgrad=True,
+    derivative=False,
+)
+case(
+    "embedding-negative-padding",
+    lambda m, w, i: m.F.embedding(i, w, padding_idx=-1),
+    normal(10, 3),
+    const(_IDX),
+    derivative=False,
+)
+case(
+    "embedding-scale-grad-by-freq",
+    lambda m, w, i: m.F.embedding(i, w, scale_grad_by_freq=True),
+    normal(10, 3),
+    const(_IDX),
+    gradgrad=True,
+    derivative=False,
+)
+case(
+    "embedding-scale-grad-by-freq-padding",
+    lambda m, w, i: m.F.embedding(i, w, padding_idx=0, scale_grad_by_freq=True),
+    normal(10, 3),
+    const(_IDX),
+    derivative=False,
+)
 
 # ---------------------------------------------------------------------------------------- regression losses
 for _r in REDUCTIONS:
-    case(f"mse_loss-{_r}", lambda m, x, t, r=_r: m.F.mse_loss(x, t, reduction=r), normal(3, 4), normal(3, 4),
-         gradgrad=_r == "mean")
+    case(
+        f"mse_loss-{_r}",
+        lambda m, x, t, r=_r: m.F.mse_loss(x, t, reduction=r),
+        normal(3, 4),
+        normal(3, 4),
+        gradgrad=_r == "mean",
+    )
     case(f"l1_loss-{_r}", lambda m, x, t, r=_r: m.F.l1_loss(x, t, reduction=r), normal(3, 4), normal(3, 4))
-    case(f"huber_loss-{_r}", lambda m, x, t, r=_r: m.F.huber_loss(x, t, reduction=r, delta=0.7), normal(3, 4),
-         normal(3, 4), gradgrad=_r == "none")
-    case(f"smooth_l1_loss-{_r}", lambda m, x, t, r=_r: m.F.smooth_l1_loss(x, t, reduction=r, beta=0.7),
-         normal(3, 4), normal(3, 4), gradgrad=_r == "sum")
+    case(
+        f"huber_loss-{_r}",
+        lambda m, x, t, r=_r: m.F.huber_loss(x, t, reduction=r, delta=0.7),
+        normal(3, 4),
+        normal(3, 4),
+        gradgrad=_r == "none",
+    )
+    case(
+        f"smooth_l1_loss-{_r}",
+        lambda m, x, t, r=_r: m.F.smooth_l1_loss(x, t, reduction=r, beta=0.7),
+        normal(3, 4),
+        normal(3, 4),
+        gradgrad=_r == "sum",
+    )
 case("huber_loss-default-delta", lambda m, x, t: m.F.huber_loss(x * 2, t), normal(3, 4), normal(3, 4))
 case("smooth_l1_loss-default-beta", lambda m, x, t: m.F.smooth_l1_loss(x * 2, t), normal(3, 4), normal(3, 4))
 case("smooth_l1_loss-beta-0", lambda m, x, t: m.F.smooth_l1_loss(x, t, beta=0.0), normal(3, 4), normal(3, 4))
@@ -209,8 +291,7 @@ def _quiet(fn):
     return run
 
 
-case("mse_loss-broadcast-target", _quiet(lambda m, x, t: m.F.mse_loss(x, t, reduction="sum")), normal(3, 4),
-     normal(4))
+case("mse_loss-broadcast-target", _quiet(lambda m, x, t: m.F.mse_loss(x, t, reduction="sum")), normal(3, 4), normal(4))
 case("huber_loss-broadcast-input", _quiet(lambda m, x, t: m.F.huber_loss(x, t)), normal(4), normal(3, 4))
 case("l1_loss-broadcast-target", _quiet(lambda m, x, t: m.F.l1_loss(x, t)), normal(3, 4), normal(3, 1))
 
@@ -218,74 +299,190 @@ case("l1_loss-broadcast-target", _quiet(lambda m, x, t: m.F.l1_loss(x, t)), norm
 _T = [0, 3, 1, 1, 2]
 _T_IGNORED = [0, -100, 1, 3, -100]
 for _r in REDUCTIONS:
-    case(f"cross_entropy-{_r}", lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r), normal(5, C),
-         const(_T), gradgrad=_r == "mean")
-    case(f"cross_entropy-weight-ignore-{_r}",
-         lambda m, x, t, w, r=_r: m.F.cross_entropy(x, t, weight=w, reduction=r), normal(5, C), const(_T_IGNORED),
-         positive(C, grad=False))
-    case(f"cross_entropy-smoothing-{_r}",
-         lambda m, x, t, w, r=_r: m.F.cross_entropy(x, t, w, reduction=r, label_smoothing=0.2),
-         normal(5, C), const(_T_IGNORED), positive(C, grad=False), gradgrad=_r == "mean")
-    case(f"cross_entropy-probs-{_r}", lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r), normal(5, C),
-         simplex(5, C), gradgrad=_r == "none")
-    case(f"cross_entropy-3d-{_r}", lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r), normal(2, C, 3),
-         const([[0, 1, 3], [2, -100, 2]]))
-    case(f"cross_entropy-4d-{_r}", lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r), normal(2, C, 2, 3),
-         const([[[0, 1, 3], [2, 2, 0]], [[1, 1, 1], [3, 0, -100]]]))
-    case(f"nll_loss-{_r}", lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r), normal(5, C), const(_T),
-         gradgrad=_r == "sum")
-    case(f"nll_loss-weight-ignore-{_r}", lambda m, x, t, w, r=_r: m.F.nll_loss(x, t, w, reduction=r),
-         normal(5, C), const(_T_IGNORED), positive(C, grad=False))
-    case(f"nll_loss-3d-{_r}", lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r), normal(2, C, 3),
-         const([[0, 1, 3], [2, 0, 2]]))
-    case(f"nll_loss-4d-{_r}", lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r), normal(2, C, 2, 2),
-         const([[[0, 1], [3, 2]], [[2, 0], [1, 1]]]))
-    case(f"binary_cross_entropy-{_r}", lambda m, x, t, r=_r: m.F.binary_cross_entropy(x, t, reduction=r),
-         prob(3, 4), prob(3, 4), gradgrad=_r == "mean")
-    case(f"binary_cross_entropy-weight-{_r}",
-         lambda m, x, t, w, r=_r: m.F.binary_cross_entropy(x, t, w, reduction=r), prob(3, 4), prob(3, 4),
-         positive(4, grad=False))
-    case(f"bce_with_logits-{_r}", lambda m, x, t, r=_r: m.F.binary_cross_entropy_with_logits(x, t, reduction=r),
-         normal(3, 4), prob(3, 4), gradgrad=_r == "mean")
-    case(f"bce_with_logits-weights-{_r}",
-         lambda m, x, t, w, pw, r=_r: m.F.binary_cross_entropy_with_logits(x, t, w, reduction=r, pos_weight=pw),
-         normal(3, 4), prob(3, 4), positive(3, 1, grad=False), positive(4, grad=False), gradgrad=_r == "sum")
+    case(
+        f"cross_entropy-{_r}",
+        lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r),
+        normal(5, C),
+        const(_T),
+        gradgrad=_r == "mean",
+    )
+    case(
+        f"cross_entropy-weight-ignore-{_r}",
+        lambda m, x, t, w, r=_r: m.F.cross_entropy(x, t, weight=w, reduction=r),
+        normal(5, C),
+        const(_T_IGNORED),
+        positive(C, grad=False),
+    )
+    case(
+        f"cross_entropy-smoothing-{_r}",
+        lambda m, x, t, w, r=_r: m.F.cross_entropy(x, t, w, reduction=r, label_smoothing=0.2),
+        normal(5, C),
+        const(_T_IGNORED),
+        positive(C, grad=False),
+        gradgrad=_r == "mean",
+    )
+    case(
+        f"cross_entropy-probs-{_r}",
+        lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r),
+        normal(5, C),
+        simplex(5, C),
+        gradgrad=_r == "none",
+    )
+    case(
+        f"cross_entropy-3d-{_r}",
+        lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r),
+        normal(2, C, 3),
+        const([[0, 1, 3], [2, -100, 2]]),
+    )
+    case(
+        f"cross_entropy-4d-{_r}",
+        lambda m, x, t, r=_r: m.F.cross_entropy(x, t, reduction=r),
+        normal(2, C, 2, 3),
+        const([[[0, 1, 3], [2, 2, 0]], [[1, 1, 1], [3, 0, -100]]]),
+    )
+    case(
+        f"nll_loss-{_r}",
+        lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r),
+        normal(5, C),
+        const(_T),
+        gradgrad=_r == "sum",
+    )
+    case(
+        f"nll_loss-weight-ignore-{_r}",
+        lambda m, x, t, w, r=_r: m.F.nll_loss(x, t, w, reduction=r),
+        normal(5, C),
+        const(_T_IGNORED),
+        positive(C, grad=False),
+    )
+    case(
+        f"nll_loss-3d-{_r}",
+        lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r),
+        normal(2, C, 3),
+        const([[0, 1, 3], [2, 0, 2]]),
+    )
+    case(
+        f"nll_loss-4d-{_r}",
+        lambda m, x, t, r=_r: m.F.nll_loss(x, t, reduction=r),
+        normal(2, C, 2, 2),
+        const([[[0, 1], [3, 2]], [[2, 0], [1, 1]]]),
+    )
+    case(
+        f"binary_cross_entropy-{_r}",
+        lambda m, x, t, r=_r: m.F.binary_cross_entropy(x, t, reduction=r),
+        prob(3, 4),
+        prob(3, 4),
+        gradgrad=_r == "mean",
+    )
+    case(
+        f"binary_cross_entropy-weight-{_r}",
+        lambda m, x, t, w, r=_r: m.F.binary_cross_entropy(x, t, w, reduction=r),
+        prob(3, 4),
+        prob(3, 4),
+        positive(4, grad=False),
+    )
+    case(
+        f"bce_with_logits-{_r}",
+        lambda m, x, t, r=_r: m.F.binary_cross_entropy_with_logits(x, t, reduction=r),
+        normal(3, 4),
+        prob(3, 4),
+        gradgrad=_r == "mean",
+    )
+    case(
+        f"bce_with_logits-weights-{_r}",
+        lambda m, x, t, w, pw, r=_r: m.F.binary_cross_entropy_with_logits(x, t, w, reduction=r, pos_weight=pw),
+        normal(3, 4),
+        prob(3, 4),
+        positive(3, 1, grad=False),
+        positive(4, grad=False),
+        gradgrad=_r == "sum",
+    )
 
-case("cross_entropy-ignore-index-1", lambda m, x, t: m.F.cross_entropy(x, t, ignore_index=1), normal(5, C),
-     const(_T))
-case("cross_entropy-all-ignored-sum", lambda m, x, t: m.F.cross_entropy(x, t, reduction="sum"), normal(3, C),
-     const([-100, -100, -100]))
+case("cross_entropy-ignore-index-1", lambda m, x, t: m.F.cross_entropy(x, t, ignore_index=1), normal(5, C), const(_T))
+case(
+    "cross_entropy-all-ignored-sum",
+    lambda m, x, t: m.F.cross_entropy(x, t, reduction="sum"),
+    normal(3, C),
+    const([-100, -100, -100]),
+)
 case("cross_entropy-unbatched", lambda m, x, t: m.F.cross_entropy(x, t), normal(C), const(2))
 case("cross_entropy-unbatched-none", lambda m, x, t: m.F.cross_entropy(x, t, reduction="none"), normal(C), const(2))
-case("cross_entropy-5d", lambda m, x, t: m.F.cross_entropy(x, t), normal(2, C, 2, 1, 2),
-     const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]))
-case("cross_entropy-5d-none", lambda m, x, t: m.F.cross_entropy(x, t, reduction="none"), normal(2, C, 2, 1, 2),
-     const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]))
+case(
+    "cross_entropy-5d",
+    lambda m, x, t: m.F.cross_entropy(x, t),
+    normal(2, C, 2, 1, 2),
+    const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]),
+)
+case(
+    "cross_entropy-5d-none",
+    lambda m, x, t: m.F.cross_entropy(x, t, reduction="none"),
+    normal(2, C, 2, 1, 2),
+    const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]),
+)
 case("cross_entropy-large-logits", lambda m, x, t: m.F.cross_entropy(x * 1000, t), normal(5, C), const(_T))
-case("cross_entropy-probs-weight", lambda m, x, t, w: m.F.cross_entropy(x, t, w), normal(5, C), simplex(5, C),
-     positive(C), gradgrad=True)
-case("cross_entropy-probs-smoothing",
-     lambda m, x, t, w: m.F.cross_entropy(x, t, weight=w, label_smoothing=0.3), normal(5, C),
-     simplex(5, C, grad=True), positive(C, grad=False), gradgrad=True)
-case("cross_entropy-probs-target-grad", lambda m, x, t: m.F.cross_entropy(x, t, reduction="sum"), normal(5, C),
-     simplex(5, C, grad=True))
+case(
+    "cross_entropy-probs-weight",
+    lambda m, x, t, w: m.F.cross_entropy(x, t, w),
+    normal(5, C),
+    simplex(5, C),
+    positive(C),
+    gradgrad=True,
+)
+case(
+    "cross_entropy-probs-smoothing",
+    lambda m, x, t, w: m.F.cross_entropy(x, t, weight=w, label_smoothing=0.3),
+    normal(5, C),
+    simplex(5, C, grad=True),
+    positive(C, grad=False),
+    gradgrad=True,
+)
+case(
+    "cross_entropy-probs-target-grad",
+    lambda m, x, t: m.F.cross_entropy(x, t, reduction="sum"),
+    normal(5, C),
+    simplex(5, C, grad=True),
+)
 case("cross_entropy-probs-3d", lambda m, x, t: m.F.cross_entropy(x, t), normal(2, C, 3), simplex(2, C, 3))
-case("cross_entropy-probs-unbatched", lambda m, x, t: m.F.cross_entropy(x, t, reduction="none"), normal(C),
-     simplex(C))
-case("cross_entropy-smoothing-3d", lambda m, x, t: m.F.cross_entropy(x, t, label_smoothing=0.1), normal(2, C, 3),
-     const([[0, 1, 3], [2, -100, 2]]))
+case("cross_entropy-probs-unbatched", lambda m, x, t: m.F.cross_entropy(x, t, reduction="none"), normal(C), simplex(C))
+case(
+    "cross_entropy-smoothing-3d",
+    lambda m, x, t: m.F.cross_entropy(x, t, label_smoothing=0.1),
+    normal(2, C, 3),
+    const([[0, 1, 3], [2, -100, 2]]),
+)
 case("nll_loss-unbatched", lambda m, x, t: m.F.nll_loss(x, t), normal(C), const(1))
-case("nll_loss-after-log_softmax", lambda m, x, t: m.F.nll_loss(m.F.log_softmax(x, dim=1), t), normal(5, C),
-     const(_T), gradgrad=True)
-case("nll_loss-5d-none", lambda m, x, t: m.F.nll_loss(x, t, reduction="none"), normal(2, C, 2, 1, 2),
-     const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]))
-case("binary_cross_entropy-at-0-and-1", lambda m, x, t: m.F.binary_cross_entropy(x, t, reduction="none"),
-     fixed([0.0, 1.0, 0.5, 1.0, 0.0]), fixed([1.0, 0.0, 0.5, 1.0, 0.0]), derivative=False)
-case("bce_with_logits-large-logits", lambda m, x, t: m.F.binary_cross_entropy_with_logits(x * 100, t), normal(3, 4),
-     prob(3, 4))
-case("bce_with_logits-pos_weight-broadcast",
-     lambda m, x, t, pw: m.F.binary_cross_entropy_with_logits(x, t, pos_weight=pw), normal(2, 3, 4), prob(2, 3, 4),
-     positive(4, grad=False))
+case(
+    "nll_loss-after-log_softmax",
+    lambda m, x, t: m.F.nll_loss(m.F.log_softmax(x, dim=1), t),
+    normal(5, C),
+    const(_T),
+    gradgrad=True,
+)
+case(
+    "nll_loss-5d-none",
+    lambda m, x, t: m.F.nll_loss(x, t, reduction="none"),
+    normal(2, C, 2, 1, 2),
+    const([[[[0, 1]], [[3, 2]]], [[[2, 0]], [[1, 1]]]]),
+)
+case(
+    "binary_cross_entropy-at-0-and-1",
+    lambda m, x, t: m.F.binary_cross_entropy(x, t, reduction="none"),
+    fixed([0.0, 1.0, 0.5, 1.0, 0.0]),
+    fixed([1.0, 0.0, 0.5, 1.0, 0.0]),
+    derivative=False,
+)
+case(
+    "bce_with_logits-large-logits",
+    lambda m, x, t: m.F.binary_cross_entropy_with_logits(x * 100, t),
+    normal(3, 4),
+    prob(3, 4),
+)
+case(
+    "bce_with_logits-pos_weight-broadcast",
+    lambda m, x, t, pw: m.F.binary_cross_entropy_with_logits(x, t, pos_weight=pw),
+    normal(2, 3, 4),
+    prob(2, 3, 4),
+    positive(4, grad=False),
+)
 
 
 # --------------------------------------------------------------------------------------------------- running
@@ -463,8 +660,9 @@ def test_dropout_gradcheck(device):
 
 @pytest.mark.parametrize("p", [-0.1, 1.5])
 def test_dropout_probability_out_of_range_is_an_error(p, device, torch):
-    assert_same_error(torch, lambda m, dev: Lib(m).F.dropout(m.ones(3, device=dev), p), "between 0 and 1",
-                      device=device)
+    assert_same_error(
+        torch, lambda m, dev: Lib(m).F.dropout(m.ones(3, device=dev), p), "between 0 and 1", device=device
+    )
 
 
 # -------------------------------------------------------------------------------------------- other behaviour
@@ -584,9 +782,7 @@ def test_legacy_size_average_and_reduce_flags_map_to_a_reduction(torch):
 
 
 def test_mixed_float_dtypes_promote_as_torch(torch):
-    outs = [
-        Lib(lib).F.mse_loss(lib.ones(3), lib.zeros(3, dtype=lib.float64)) for lib in (trainkit, torch)
-    ]
+    outs = [Lib(lib).F.mse_loss(lib.ones(3), lib.zeros(3, dtype=lib.float64)) for lib in (trainkit, torch)]
     assert outs[0].dtype.name == str(outs[1].dtype).removeprefix("torch.") == "float64"
 
 
@@ -604,70 +800,117 @@ def _t(m, dev, values):
 
 
 ERRORS = {
-    "ce-batch-mismatch": (lambda m, d: _F(m).cross_entropy(_x(m, d, 4, 3), _t(m, d, [0, 1, 2])), "batch_size (4)",
-                          "batch_size (3)"),
-    "ce-target-out-of-bounds": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 5])), "Target 5",
-                                "out of bounds"),
+    "ce-batch-mismatch": (
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 4, 3), _t(m, d, [0, 1, 2])),
+        "batch_size (4)",
+        "batch_size (3)",
+    ),
+    "ce-target-out-of-bounds": (
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 5])),
+        "Target 5",
+        "out of bounds",
+    ),
     "ce-negative-target": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [-1, 0])), "Target -1"),
     "ce-float-target-wrong-shape": (lambda m, d: _F(m).cross_entropy(_x(m, d, 4, 3), _x(m, d, 4, 2)), "1D target"),
-    "ce-float-class-target": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0.0, 1.0])),
-                              "target dtype"),
+    "ce-float-class-target": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0.0, 1.0])), "target dtype"),
     "ce-int-probability-target": (
-        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [[0, 1, 0], [1, 0, 0]])), "floating point"),
-    "ce-weight-size": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), _x(m, d, 2)),
-                       "for all 3 classes", "[2]"),
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [[0, 1, 0], [1, 0, 0]])),
+        "floating point",
+    ),
+    "ce-weight-size": (
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), _x(m, d, 2)),
+        "for all 3 classes",
+        "[2]",
+    ),
     "ce-ignore-index-with-probabilities": (
-        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _x(m, d, 2, 3), ignore_index=1), "ignore_index"),
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _x(m, d, 2, 3), ignore_index=1),
+        "ignore_index",
+    ),
     "ce-label-smoothing-range": (
-        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), label_smoothing=1.5), "label_smoothing"),
-    "ce-bad-reduction": (lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), reduction="avg"),
-                         "avg is not a valid value for reduction"),
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), label_smoothing=1.5),
+        "label_smoothing",
+    ),
+    "ce-bad-reduction": (
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3), _t(m, d, [0, 1]), reduction="avg"),
+        "avg is not a valid value for reduction",
+    ),
     "ce-spatial-target-shape": (
-        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3, 5), _t(m, d, [[0] * 4] * 2)), "target size", "[2, 5]"),
+        lambda m, d: _F(m).cross_entropy(_x(m, d, 2, 3, 5), _t(m, d, [[0] * 4] * 2)),
+        "target size",
+        "[2, 5]",
+    ),
     "nll-batch-mismatch": (lambda m, d: _F(m).nll_loss(_x(m, d, 4, 3), _t(m, d, [0, 1, 2])), "batch_size"),
     "nll-weight-requires-grad": (
         lambda m, d: _F(m).nll_loss(_x(m, d, 2, 3), _t(m, d, [0, 1]), m.ones(3, device=d, requires_grad=True)),
-        "not differentiable with respect to argument 'weight'"),
-    "bce-target-shape": (lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 4, 3) / 2, _x(m, d, 3) / 2),
-                         "target size", "input size", "Size([3])", "Size([4, 3])"),
-    "bce-input-range": (lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 2) * 2, _x(m, d, 2) / 2),
-                        "all elements of input should be between 0 and 1"),
-    "bce-target-range": (lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 2) / 2, _x(m, d, 2) * 2),
-                         "all elements of target should be between 0 and 1"),
+        "not differentiable with respect to argument 'weight'",
+    ),
+    "bce-target-shape": (
+        lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 4, 3) / 2, _x(m, d, 3) / 2),
+        "target size",
+        "input size",
+        "Size([3])",
+        "Size([4, 3])",
+    ),
+    "bce-input-range": (
+        lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 2) * 2, _x(m, d, 2) / 2),
+        "all elements of input should be between 0 and 1",
+    ),
+    "bce-target-range": (
+        lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 2) / 2, _x(m, d, 2) * 2),
+        "all elements of target should be between 0 and 1",
+    ),
     "bce-weight-requires-grad": (
-        lambda m, d: _F(m).binary_cross_entropy(_x(m, d, 2) / 2, _x(m, d, 2) / 2,
-                                                m.ones(2, device=d, requires_grad=True)),
-        "not differentiable with respect to argument 'weight'"),
+        lambda m, d: _F(m).binary_cross_entropy(
+            _x(m, d, 2) / 2, _x(m, d, 2) / 2, m.ones(2, device=d, requires_grad=True)
+        ),
+        "not differentiable with respect to argument 'weight'",
+    ),
     "bce-logits-target-shape": (
-        lambda m, d: _F(m).binary_cross_entropy_with_logits(_x(m, d, 4, 3), _x(m, d, 3)), "Size([3])",
-        "Size([4, 3])"),
+        lambda m, d: _F(m).binary_cross_entropy_with_logits(_x(m, d, 4, 3), _x(m, d, 3)),
+        "Size([3])",
+        "Size([4, 3])",
+    ),
     "bce-logits-pos-weight-requires-grad": (
-        lambda m, d: _F(m).binary_cross_entropy_with_logits(_x(m, d, 2), _x(m, d, 2),
-                                                            pos_weight=m.ones(2, device=d, requires_grad=True)),
-        "argument 'pos_weight'"),
-    "mse-not-broadcastable": (lambda m, d: _quiet(lambda: _F(m).mse_loss(_x(m, d, 4, 3), _x(m, d, 4)))(),
-                              "size of tensor a (3)", "size of tensor b (4)"),
-    "mse-bad-reduction": (lambda m, d: _F(m).mse_loss(_x(m, d, 2), _x(m, d, 2), reduction="foo"),
-                          "not a valid value for reduction"),
+        lambda m, d: _F(m).binary_cross_entropy_with_logits(
+            _x(m, d, 2), _x(m, d, 2), pos_weight=m.ones(2, device=d, requires_grad=True)
+        ),
+        "argument 'pos_weight'",
+    ),
+    "mse-not-broadcastable": (
+        lambda m, d: _quiet(lambda: _F(m).mse_loss(_x(m, d, 4, 3), _x(m, d, 4)))(),
+        "size of tensor a (3)",
+        "size of tensor b (4)",
+    ),
+    "mse-bad-reduction": (
+        lambda m, d: _F(m).mse_loss(_x(m, d, 2), _x(m, d, 2), reduction="foo"),
+        "not a valid value for reduction",
+    ),
     "huber-delta": (lambda m, d: _F(m).huber_loss(_x(m, d, 2), _x(m, d, 2), delta=0.0), "non-positive"),
     "smooth-l1-beta": (lambda m, d: _F(m).smooth_l1_loss(_x(m, d, 2), _x(m, d, 2), beta=-1.0), "negative"),
     "gelu-approximate": (lambda m, d: _F(m).gelu(_x(m, d, 2), approximate="fast"), "none or tanh"),
     "linear-shapes": (lambda m, d: _F(m).linear(_x(m, d, 4, 3), _x(m, d, 5, 4)), "4x3", "4x5"),
-    "embedding-index-range": (lambda m, d: _F(m).embedding(_t(m, d, [1, 10]), _x(m, d, 10, 3)),
-                              "index out of range"),
-    "embedding-float-indices": (lambda m, d: _F(m).embedding(_t(m, d, [1.0]), _x(m, d, 10, 3)), "indices",
-                                "Long, Int"),
-    "embedding-padding-range": (lambda m, d: _F(m).embedding(_t(m, d, [1]), _x(m, d, 10, 3), padding_idx=10),
-                                "Padding_idx must be within num_embeddings"),
+    "embedding-index-range": (lambda m, d: _F(m).embedding(_t(m, d, [1, 10]), _x(m, d, 10, 3)), "index out of range"),
+    "embedding-float-indices": (lambda m, d: _F(m).embedding(_t(m, d, [1.0]), _x(m, d, 10, 3)), "indices", "Long, Int"),
+    "embedding-padding-range": (
+        lambda m, d: _F(m).embedding(_t(m, d, [1]), _x(m, d, 10, 3), padding_idx=10),
+        "Padding_idx must be within num_embeddings",
+    ),
     "bn-one-value-per-channel": (
         lambda m, d: _F(m).batch_norm(_x(m, d, 1, 3), _x(m, d, 3), _x(m, d, 3), training=True),
-        "Expected more than 1 value per channel when training"),
-    "bn-running-mean-size": (lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), _x(m, d, 4), _x(m, d, 3)),
-                             "running_mean should contain 3 elements not 4"),
-    "bn-weight-size": (lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), _x(m, d, 3), _x(m, d, 3), _x(m, d, 2)),
-                       "weight should contain 3 elements not 2"),
-    "bn-eval-without-running-stats": (lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), None, None),
-                                      "running_mean must be defined in evaluation mode"),
+        "Expected more than 1 value per channel when training",
+    ),
+    "bn-running-mean-size": (
+        lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), _x(m, d, 4), _x(m, d, 3)),
+        "running_mean should contain 3 elements not 4",
+    ),
+    "bn-weight-size": (
+        lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), _x(m, d, 3), _x(m, d, 3), _x(m, d, 2)),
+        "weight should contain 3 elements not 2",
+    ),
+    "bn-eval-without-running-stats": (
+        lambda m, d: _F(m).batch_norm(_x(m, d, 4, 3), None, None),
+        "running_mean must be defined in evaluation mode",
+    ),
 }
 
 

@@ -76,8 +76,10 @@ def test_layer_norm_float16_input_with_float32_parameters(torch, rng):
     x = rng.standard_normal((3, 8)).astype(np.float16)
     params = [rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)]
     upstream = rng.standard_normal((3, 8)).astype(np.float16)
-    results = [_run(lib, "cpu", lambda lib, t, w, b: _F(lib).layer_norm(t, (8,), w, b), x, params, upstream)
-               for lib in (trainkit, torch)]
+    results = [
+        _run(lib, "cpu", lambda lib, t, w, b: _F(lib).layer_norm(t, (8,), w, b), x, params, upstream)
+        for lib in (trainkit, torch)
+    ]
     (y1, g1, _), (y2, g2, _) = results
     assert y1.dtype == trainkit.float16
     np.testing.assert_allclose(to_numpy(y1), to_numpy(y2), atol=2e-3, rtol=2e-3)
@@ -106,7 +108,7 @@ def test_layer_norm_double_backward_matches_torch(torch, rng):
         x = lib.tensor(x_data, requires_grad=True)
         w = lib.tensor(w_data, requires_grad=True)
         y = _F(lib).layer_norm(x, (5,), w)
-        (gx,) = lib.autograd.grad((y ** 3).sum(), (x,), create_graph=True)
+        (gx,) = lib.autograd.grad((y**3).sum(), (x,), create_graph=True)
         (gx * gx).sum().backward()
         results.append((to_numpy(x.grad), to_numpy(w.grad)))
     for a, b in zip(*results):
@@ -136,12 +138,18 @@ LAYER_ERRORS = [
     (lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(3)), ["weight of shape [3]"]),
     (lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(1, 4)), ["weight of shape [1, 4]"]),
     (lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), None, lib.ones(3)), ["bias of shape [3]"]),
-    (lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(4, dtype=lib.float64)),
-     ["expect parameter to have scalar type of Float"]),
-    (lambda lib: _F(lib).layer_norm(lib.ones(2, 4, dtype=lib.float64), (4,), lib.ones(4)),
-     ["all inputs must share same datatype"]),
-    (lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(4), lib.ones(4, dtype=lib.float64)),
-     ["expected scalar type Float but found Double"]),
+    (
+        lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(4, dtype=lib.float64)),
+        ["expect parameter to have scalar type of Float"],
+    ),
+    (
+        lambda lib: _F(lib).layer_norm(lib.ones(2, 4, dtype=lib.float64), (4,), lib.ones(4)),
+        ["all inputs must share same datatype"],
+    ),
+    (
+        lambda lib: _F(lib).layer_norm(lib.ones(2, 4), (4,), lib.ones(4), lib.ones(4, dtype=lib.float64)),
+        ["expected scalar type Float but found Double"],
+    ),
     (lambda lib: _F(lib).layer_norm(lib.ones(2, 4, dtype=lib.int64), (4,)), ["not implemented for 'Long'"]),
 ]
 
@@ -177,8 +185,10 @@ def test_group_norm_float16_input_with_float32_parameters(torch, rng):
     x = rng.standard_normal((2, 4, 3)).astype(np.float16)
     params = [rng.standard_normal(4).astype(np.float32), rng.standard_normal(4).astype(np.float32)]
     upstream = rng.standard_normal((2, 4, 3)).astype(np.float16)
-    results = [_run(lib, "cpu", lambda lib, t, w, b: _F(lib).group_norm(t, 2, w, b), x, params, upstream)
-               for lib in (trainkit, torch)]
+    results = [
+        _run(lib, "cpu", lambda lib, t, w, b: _F(lib).group_norm(t, 2, w, b), x, params, upstream)
+        for lib in (trainkit, torch)
+    ]
     (y1, g1, _), (y2, g2, _) = results
     assert y1.dtype == trainkit.float16
     np.testing.assert_allclose(to_numpy(y1), to_numpy(y2), atol=2e-3, rtol=2e-3)
@@ -207,7 +217,7 @@ def test_group_norm_double_backward_matches_torch(torch, rng):
         x = lib.tensor(x_data, requires_grad=True)
         w = lib.tensor(w_data, requires_grad=True)
         y = _F(lib).group_norm(x, 2, w)
-        (gx,) = lib.autograd.grad((y ** 3).sum(), (x,), create_graph=True)
+        (gx,) = lib.autograd.grad((y**3).sum(), (x,), create_graph=True)
         (gx * gx).sum().backward()
         results.append((to_numpy(x.grad), to_numpy(w.grad)))
     for a, b in zip(*results):
@@ -233,8 +243,10 @@ GROUP_ERRORS = [
     (lambda lib: _F(lib).group_norm(lib.ones(2, 3, 4), 3, lib.ones(4)), ["weight of shape [4]", "[2, 3, 4]"]),
     (lambda lib: _F(lib).group_norm(lib.ones(2, 3, 4), 3, lib.ones(3, 1)), ["weight of shape [3, 1]"]),
     (lambda lib: _F(lib).group_norm(lib.ones(2, 3, 4), 3, None, lib.ones(4)), ["Expected bias to be a vector"]),
-    (lambda lib: _F(lib).group_norm(lib.ones(2, 4), 2, lib.ones(4, dtype=lib.float64)),
-     ["expect parameter to have scalar type of Float"]),
+    (
+        lambda lib: _F(lib).group_norm(lib.ones(2, 4), 2, lib.ones(4, dtype=lib.float64)),
+        ["expect parameter to have scalar type of Float"],
+    ),
     (lambda lib: _F(lib).group_norm(lib.ones(2, 4, dtype=lib.int64), 2), ["not implemented for 'Long'"]),
 ]
 
@@ -268,8 +280,16 @@ def test_module_repr_parameters_and_state_dict_match_torch(torch, name, args, kw
     for key, value in theirs.state_dict().items():
         np.testing.assert_array_equal(to_numpy(ours.state_dict()[key]), value.numpy())
         assert ours.state_dict()[key].dtype == trainkit.float32
-    for attr in ("normalized_shape", "eps", "elementwise_affine", "num_groups", "num_channels", "affine", "p",
-                 "inplace"):
+    for attr in (
+        "normalized_shape",
+        "eps",
+        "elementwise_affine",
+        "num_groups",
+        "num_channels",
+        "affine",
+        "p",
+        "inplace",
+    ):
         assert getattr(ours, attr, None) == getattr(theirs, attr, None)
 
 
@@ -281,8 +301,9 @@ def test_norm_modules_take_dtype_and_device(device):
     assert tuple(ln.weight.shape) == (2, 3) and tuple(gn.bias.shape) == (4,)
 
 
-@pytest.mark.parametrize("name,args,shape", [("LayerNorm", ((3, 4),), (2, 3, 4)), ("GroupNorm", (2, 6), (2, 6, 5))],
-                         ids=str)
+@pytest.mark.parametrize(
+    "name,args,shape", [("LayerNorm", ((3, 4),), (2, 3, 4)), ("GroupNorm", (2, 6), (2, 6, 5))], ids=str
+)
 def test_norm_module_forward_and_backward_match_torch(torch, device, rng, name, args, shape):
     ours, theirs = _nn(trainkit, name)(*args), _nn(torch, name)(*args)
     for value in theirs.state_dict().values():
@@ -302,8 +323,9 @@ def test_norm_module_forward_and_backward_match_torch(torch, device, rng, name, 
 
 
 def test_group_norm_module_errors_match_torch(torch):
-    assert_same_error(torch, lambda lib, dev: _nn(lib, "GroupNorm")(4, 6), "num_channels (6) must be divisible by "
-                      "num_groups (4)")
+    assert_same_error(
+        torch, lambda lib, dev: _nn(lib, "GroupNorm")(4, 6), "num_channels (6) must be divisible by num_groups (4)"
+    )
     assert_same_error(torch, lambda lib, dev: _nn(lib, "GroupNorm")(0, 6))
     assert_same_error(torch, lambda lib, dev: _nn(lib, "LayerNorm")(4)(lib.ones(2, 3)), "expected input with shape")
 
@@ -449,8 +471,11 @@ def test_channel_dropout_errors_match_torch(torch, case):
 
 
 def test_channel_dropout_of_a_leaf_in_place_is_an_error_as_torch(torch):
-    assert_same_error(torch, lambda lib, dev: _F(lib).dropout2d(lib.ones(2, 3, 2, 2, requires_grad=True),
-                                                                inplace=True), "leaf Variable")
+    assert_same_error(
+        torch,
+        lambda lib, dev: _F(lib).dropout2d(lib.ones(2, 3, 2, 2, requires_grad=True), inplace=True),
+        "leaf Variable",
+    )
 
 
 def test_dropout3d_zeroes_whole_channels_batched_and_not(device):

@@ -173,8 +173,12 @@ case("div-denominator-only", _op(operator.truediv), normal(3, 4, grad=False), aw
 case("pow-tensor-tensor-exponent-only", _op(operator.pow), positive(3, 4, grad=False), normal(3, 4))
 case("pow-tensor-tensor-base-only", _op(operator.pow), positive(3, 4), normal(3, 4, grad=False))
 case("where-scalar-other", lambda m, a: m.where(m.const(pattern((3, 4))), a, 0.0), normal(3, 4))
-case("where-one-requires-grad", lambda m, a, b: m.where(m.const(pattern((3, 4))), a, b), normal(3, 4),
-     normal(3, 4, grad=False))
+case(
+    "where-one-requires-grad",
+    lambda m, a, b: m.where(m.const(pattern((3, 4))), a, b),
+    normal(3, 4),
+    normal(3, 4, grad=False),
+)
 case("maximum-input-with-itself", lambda m, a: m.maximum(a, a * 0.5 + 0.25), away(3, 4))
 
 # ---------------------------------------------------------------------------------- with a Python number
@@ -345,16 +349,25 @@ case("cat-one-requires-grad", lambda m, a, b: m.cat([a, b]), normal(2, 3), norma
 case("cat-same-tensor", lambda m, a: m.cat([a, a * 2, a]), normal(2, 3))
 case("concat", lambda m, a, b: m.concat([a, b], dim=0), normal(2, 3), normal(1, 3))
 for _dim in (0, 1, 2, -1):
-    case(f"stack-dim{_dim}", lambda m, a, b, _d=_dim: m.stack([a, b], dim=_d), normal(2, 3), normal(2, 3),
-         gradgrad=_dim == 1)
+    case(
+        f"stack-dim{_dim}",
+        lambda m, a, b, _d=_dim: m.stack([a, b], dim=_d),
+        normal(2, 3),
+        normal(2, 3),
+        gradgrad=_dim == 1,
+    )
 case("stack-three", lambda m, a, b, c: m.stack((a, b, c)), normal(4), normal(4), normal(4))
 case("stack-0dim", lambda m, a, b: m.stack([a, b]), normal(), normal())
 
 # ------------------------------------------------------------------------------------------------ getitem
-_MASK_2D = np.array([[True, False, True, False, False],
-                     [False, False, False, True, True],
-                     [True, True, False, False, False],
-                     [False, False, False, False, True]])
+_MASK_2D = np.array(
+    [
+        [True, False, True, False, False],
+        [False, False, False, True, True],
+        [True, True, False, False, False],
+        [False, False, False, False, True],
+    ]
+)
 case("getitem-int", lambda m, a: a[1], normal(4, 5), gradgrad=True)
 case("getitem-negative-int", lambda m, a: a[-1], normal(4, 5))
 case("getitem-int-int", lambda m, a: a[2, -3], normal(4, 5))
@@ -535,10 +548,15 @@ case("inplace-after-use", _inplace_after_use, normal(3, 4), normal(3, 4), gradgr
 case("augmented-assignment", _augmented, normal(3, 4), normal(3, 4), away(3, 4), gradgrad=True)
 
 # ------------------------------------------------------------------------------------------- compositions
-case("composite-mlp", lambda m, x, w, b: (x @ w + b).tanh().sum(1), normal(3, 4), normal(4, 2), normal(2),
-     gradgrad=True)
-case("composite-softmax-cross-entropy",
-     lambda m, z: -(z.log_softmax(1)[m.const([0, 1, 2]), m.const([1, 0, 3])]).mean(), normal(3, 4), gradgrad=True)
+case(
+    "composite-mlp", lambda m, x, w, b: (x @ w + b).tanh().sum(1), normal(3, 4), normal(4, 2), normal(2), gradgrad=True
+)
+case(
+    "composite-softmax-cross-entropy",
+    lambda m, z: -(z.log_softmax(1)[m.const([0, 1, 2]), m.const([1, 0, 3])]).mean(),
+    normal(3, 4),
+    gradgrad=True,
+)
 case("composite-shared-input", lambda m, a: a * a.exp() - a.sigmoid() * a, normal(3, 4), gradgrad=True)
 
 GRADGRAD_CASES = [c for c in CASES if c.gradgrad]
@@ -581,4 +599,3 @@ def test_gradcheck_detects_a_wrong_gradient(rng):
     with pytest.raises(trainkit.autograd.GradcheckError):
         gradcheck(WrongSquare.apply, (x,))
     assert gradcheck(WrongSquare.apply, (x,), raise_exception=False) is False
-

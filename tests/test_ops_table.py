@@ -55,17 +55,37 @@ def test_a_generated_node_records_its_inputs_and_what_backward_reads():
 
 def test_the_generated_ops_of_trainkit_keep_their_node_names():
     x = trainkit.tensor([0.5], requires_grad=True)
-    for fn, node in ((tmath.exp, "ExpBackward0"), (activation.sigmoid, "SigmoidBackward0"),
-                     (activation.tanh, "TanhBackward0"), (elementwise.log1p, "Log1PBackward0"),
-                     (trigonometric.sin, "SinBackward0"), (more_math.deg2rad, "Deg2RadBackward0")):
+    for fn, node in (
+        (tmath.exp, "ExpBackward0"),
+        (activation.sigmoid, "SigmoidBackward0"),
+        (activation.tanh, "TanhBackward0"),
+        (elementwise.log1p, "Log1PBackward0"),
+        (trigonometric.sin, "SinBackward0"),
+        (more_math.deg2rad, "Deg2RadBackward0"),
+    ):
         assert fn(x).grad_fn.name() == node
     assert tmath.Exp.__doc__ == "out = exp(x).   dx = g * out."
     assert "dx = g * out * one_minus(out)" in activation.Sigmoid.__doc__
 
 
-@pytest.mark.parametrize("fn", [cube, softsign, scale, tmath.exp, tmath.log, tmath.sqrt, activation.sigmoid,
-                                activation.tanh, trigonometric.sin, trigonometric.asin, more_math.asinh,
-                                elementwise.erf, elementwise.rsqrt])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        cube,
+        softsign,
+        scale,
+        tmath.exp,
+        tmath.log,
+        tmath.sqrt,
+        activation.sigmoid,
+        activation.tanh,
+        trigonometric.sin,
+        trigonometric.asin,
+        more_math.asinh,
+        elementwise.erf,
+        elementwise.rsqrt,
+    ],
+)
 def test_generated_ops_pass_gradcheck_and_gradgradcheck_in_float64(fn):
     x = trainkit.tensor([0.3, 0.55, 0.8], dtype=trainkit.float64, requires_grad=True)
     assert gradcheck(fn, (x,))

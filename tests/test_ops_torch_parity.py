@@ -141,8 +141,10 @@ def test_gradients_keep_each_inputs_dtype(spec, device, torch, rng):
     """A gradient has its input's dtype, whatever dtype the op computed in (as in torch)."""
     fn, *inputs = spec
     arrays = [np.asarray(rng.standard_normal(shape) + 2.0) for shape, _ in inputs]
-    tk = [trainkit.tensor(x, dtype=getattr(trainkit, d), device=device, requires_grad=True)
-          for x, (_, d) in zip(arrays, inputs)]
+    tk = [
+        trainkit.tensor(x, dtype=getattr(trainkit, d), device=device, requires_grad=True)
+        for x, (_, d) in zip(arrays, inputs)
+    ]
     th = [torch.tensor(x, dtype=getattr(torch, d), requires_grad=True) for x, (_, d) in zip(arrays, inputs)]
     out, ref = fn(*tk), fn(*th)
     assert _dtype_name(out.dtype) == _dtype_name(ref.dtype)
@@ -152,8 +154,13 @@ def test_gradients_keep_each_inputs_dtype(spec, device, torch, rng):
     for i, (x, xr) in enumerate(zip(tk, th)):
         assert _dtype_name(x.grad.dtype) == inputs[i][1] == _dtype_name(xr.grad.dtype)
         assert tuple(x.grad.shape) == tuple(xr.grad.shape)
-        np.testing.assert_allclose(to_numpy(x.grad).astype(np.float64), xr.grad.double().numpy(), rtol=2e-3,
-                                   atol=2e-3, err_msg=f"grad of input {i}")
+        np.testing.assert_allclose(
+            to_numpy(x.grad).astype(np.float64),
+            xr.grad.double().numpy(),
+            rtol=2e-3,
+            atol=2e-3,
+            err_msg=f"grad of input {i}",
+        )
 
 
 # ------------------------------------------------------------------------------------------------- errors
@@ -200,8 +207,11 @@ def test_broadcast_error_matches_torch_and_names_both_shapes(op, shapes, device,
 def test_where_broadcast_error_matches_torch(shapes, device, torch):
     sa, sb = shapes
     expected = _raised(lambda: torch.where(torch.ones(sa) > 0, torch.ones(sa), torch.ones(sb)))
-    err = _raised(lambda: trainkit.where(trainkit.ones(sa, device=device) > 0, trainkit.ones(sa, device=device),
-                                         trainkit.ones(sb, device=device)))
+    err = _raised(
+        lambda: trainkit.where(
+            trainkit.ones(sa, device=device) > 0, trainkit.ones(sa, device=device), trainkit.ones(sb, device=device)
+        )
+    )
     assert type(err) is type(expected), f"{type(err).__name__}: {err}"
     assert _names_shape(str(err), sa) and _names_shape(str(err), sb), str(err)
 
@@ -254,8 +264,9 @@ def test_bmm_batch_error_matches_torch(device, torch):
 
 def test_matmul_of_mixed_float_dtypes_is_an_error_as_in_torch(device, torch):
     expected = _raised(lambda: torch.ones(2, 3) @ torch.ones(3, 2, dtype=torch.float64))
-    err = _raised(lambda: trainkit.ones(2, 3, device=device) @ trainkit.ones(3, 2, dtype=trainkit.float64,
-                                                                               device=device))
+    err = _raised(
+        lambda: trainkit.ones(2, 3, device=device) @ trainkit.ones(3, 2, dtype=trainkit.float64, device=device)
+    )
     assert type(err) is type(expected)
 
 
@@ -287,4 +298,3 @@ def test_variance_of_a_single_value_is_nan_with_nan_grad(op, device, torch):
     out.sum().backward()
     ref.sum().backward()
     _assert_same_tensor(x.grad, xr.grad, "grad")
-

@@ -153,14 +153,21 @@ def test_every_update_matches_torch_given_the_same_grads(torch, device, case):
         opt.step()
         topt.step()
         for i, (p, tp) in enumerate(zip(params, tparams)):
-            np.testing.assert_allclose(to_numpy(p), to_numpy(tp), rtol=STEP_RTOL, atol=STEP_ATOL,
-                                       err_msg=f"step {step}, parameter {i}")
+            np.testing.assert_allclose(
+                to_numpy(p), to_numpy(tp), rtol=STEP_RTOL, atol=STEP_ATOL, err_msg=f"step {step}, parameter {i}"
+            )
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("RMSprop", {"momentum": 0.5}), ("Adam", {"lr": 0.01, "amsgrad": True}),
-    ("AdamW", {"lr": 0.01, "weight_decay": 0.1}), ("Adam", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("SGD", {"lr": 0.1, "momentum": 0.9}),
+        ("RMSprop", {"momentum": 0.5}),
+        ("Adam", {"lr": 0.01, "amsgrad": True}),
+        ("AdamW", {"lr": 0.01, "weight_decay": 0.1}),
+        ("Adam", {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+    ],
+)
 def test_large_parameters_updated_block_by_block_match_torch(torch, device, name, kwargs):
     """Parameters larger than one block of the in-place update (with a short last block), and a transposed one."""
     rng = np.random.default_rng(0)
@@ -188,8 +195,9 @@ def test_zero_grad_matches_torch(torch, device, set_to_none):
         mse_loss(lib, params, x, y).backward()
         before = [p.grad for p in params]
         opt.zero_grad(set_to_none=set_to_none)
-        return [(p.grad is None, p.grad is b, None if p.grad is None else to_numpy(p.grad)) for p, b in
-                zip(params, before)]
+        return [
+            (p.grad is None, p.grad is b, None if p.grad is None else to_numpy(p.grad)) for p, b in zip(params, before)
+        ]
 
     ours, theirs = grads_after(trainkit, device), grads_after(torch, "cpu")
     for (none, same, value), (tnone, tsame, tvalue) in zip(ours, theirs):
@@ -211,6 +219,7 @@ def test_closure_returns_the_loss(torch, device):
         opt = lib.optim.Adam(params, lr=0.01)
         losses = []
         for _ in range(5):
+
             def closure():
                 opt.zero_grad()
                 loss = mse_loss(lib, params, x, y)
@@ -262,12 +271,16 @@ def test_add_param_group_while_training_matches_torch(torch, device):
 
 
 # ------------------------------------------------------------------------------------ skipped parameters
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}),
-    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}),
-    ("AdamW", {"lr": 0.01}),
-    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True}),
-], ids=["SGD", "Adam", "AdamW", "RMSprop"])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}),
+        ("Adam", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}),
+        ("AdamW", {"lr": 0.01}),
+        ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True}),
+    ],
+    ids=["SGD", "Adam", "AdamW", "RMSprop"],
+)
 def test_parameters_without_grad_are_skipped(torch, device, name, kwargs):
     def run(lib, dev):
         params, x, y = make_model(lib, dev)
@@ -432,8 +445,9 @@ BAD_HYPER = [
 
 @pytest.mark.parametrize("name,kwargs,words", BAD_HYPER, ids=[f"{n}-{w}" for n, _, w in BAD_HYPER])
 def test_bad_hyper_parameters_raise_like_torch(torch, device, name, kwargs, words):
-    assert_same_error(torch, lambda lib, dev: getattr(lib.optim, name)(_params(lib, dev), **kwargs), words,
-                      device=device)
+    assert_same_error(
+        torch, lambda lib, dev: getattr(lib.optim, name)(_params(lib, dev), **kwargs), words, device=device
+    )
 
 
 def _leaf(lib, dev):
@@ -455,13 +469,15 @@ BAD_PARAMS = {
         "param_group must be a dict",
     ),
     "fewer groups in state dict": (
-        lambda lib, dev: lib.optim.SGD([{"params": [_leaf(lib, dev)]}, {"params": [_leaf(lib, dev)]}], lr=0.1)
-        .load_state_dict(lib.optim.SGD([_leaf(lib, dev)], lr=0.1).state_dict()),
+        lambda lib, dev: lib.optim.SGD(
+            [{"params": [_leaf(lib, dev)]}, {"params": [_leaf(lib, dev)]}], lr=0.1
+        ).load_state_dict(lib.optim.SGD([_leaf(lib, dev)], lr=0.1).state_dict()),
         "different number of parameter groups",
     ),
     "group size in state dict": (
-        lambda lib, dev: lib.optim.SGD([_leaf(lib, dev)], lr=0.1)
-        .load_state_dict(lib.optim.SGD([_leaf(lib, dev), _leaf(lib, dev)], lr=0.1).state_dict()),
+        lambda lib, dev: lib.optim.SGD([_leaf(lib, dev)], lr=0.1).load_state_dict(
+            lib.optim.SGD([_leaf(lib, dev), _leaf(lib, dev)], lr=0.1).state_dict()
+        ),
         "doesn't match the size of optimizer's group",
     ),
 }

@@ -209,20 +209,26 @@ def test_out_values_and_dtype_rules_match_torch(torch, device, name):
 @pytest.mark.parametrize("name", sorted(PAIR_CASES))
 def test_out_pairs_match_torch(torch, device, name):
     for out_dtype in OUT_DTYPES:
-        _same(_run(trainkit, device, PAIR_CASES[name], out_dtype, pair=True),
-              _run(torch, "cpu", PAIR_CASES[name], out_dtype, pair=True))
+        _same(
+            _run(trainkit, device, PAIR_CASES[name], out_dtype, pair=True),
+            _run(torch, "cpu", PAIR_CASES[name], out_dtype, pair=True),
+        )
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - REFUSED_HERE_ONLY))
 def test_out_refuses_autograd_as_torch(torch, name):
-    _same(_run(trainkit, "cpu", CASES[name], "float32", requires_grad=True),
-          _run(torch, "cpu", CASES[name], "float32", requires_grad=True))
+    _same(
+        _run(trainkit, "cpu", CASES[name], "float32", requires_grad=True),
+        _run(torch, "cpu", CASES[name], "float32", requires_grad=True),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PAIR_CASES))
 def test_out_pairs_refuse_autograd_as_torch(torch, name):
-    _same(_run(trainkit, "cpu", PAIR_CASES[name], "float32", pair=True, requires_grad=True),
-          _run(torch, "cpu", PAIR_CASES[name], "float32", pair=True, requires_grad=True))
+    _same(
+        _run(trainkit, "cpu", PAIR_CASES[name], "float32", pair=True, requires_grad=True),
+        _run(torch, "cpu", PAIR_CASES[name], "float32", pair=True, requires_grad=True),
+    )
 
 
 def test_refused_here_only_still_refuses():
@@ -251,6 +257,7 @@ def test_factories_with_out_match_torch(torch, device, name):
     for variant, make in FACTORY_VARIANTS.items():
         if name == "empty" and variant == "requires-grad":
             continue  # PyTorch's empty(..., requires_grad=True, out=) then zero_() refuses the leaf; not a factory rule
+
         def ours(make=make):
             out, kw = make(trainkit)
             return FACTORY_CASES[name](trainkit, out.to(device), **kw)
@@ -287,8 +294,10 @@ def test_resizing_warns_only_when_out_was_not_empty(torch):
     results = []
     for lib in (trainkit, torch):
         x = lib.ones(2, 3)
-        got = [_outcome(lambda L=lib, x=x: L.neg(x, out=L.empty(5))),
-               _outcome(lambda L=lib, x=x: L.neg(x, out=L.empty(0)))]
+        got = [
+            _outcome(lambda L=lib, x=x: L.neg(x, out=L.empty(5))),
+            _outcome(lambda L=lib, x=x: L.neg(x, out=L.empty(0))),
+        ]
         results.append(got)
         out = lib.empty(0)
         lib.mul(x, 1, out=out)
@@ -301,8 +310,10 @@ def test_resizing_warns_only_when_out_was_not_empty(torch):
 
 
 def test_arange_resize_warning_matches_torch(torch):
-    _same(_outcome(lambda: trainkit.arange(1, 7, 2, out=trainkit.empty(7))),
-          _outcome(lambda: torch.arange(1, 7, 2, out=torch.empty(7))))
+    _same(
+        _outcome(lambda: trainkit.arange(1, 7, 2, out=trainkit.empty(7))),
+        _outcome(lambda: torch.arange(1, 7, 2, out=torch.empty(7))),
+    )
 
 
 def test_out_that_requires_grad_is_refused(torch):
@@ -323,15 +334,27 @@ def test_out_argument_errors_match_torch(torch):
     x = lambda L: L.tensor(A)  # noqa: E731
     assert_same_error(torch, lambda L, d: L.add(x(L), x(L), out=(L.empty(0),)), "argument 'out' must be Tensor")
     assert_same_error(torch, lambda L, d: L.sort(x(L), out=[L.empty(0)]), "expected tuple of 2 elements but got 1")
-    assert_same_error(torch, lambda L, d: L.sort(x(L), out=(L.empty(0), L.empty(0, dtype=L.int64), L.empty(0))),
-                      "expected tuple of 2 elements but got 3")
+    assert_same_error(
+        torch,
+        lambda L, d: L.sort(x(L), out=(L.empty(0), L.empty(0, dtype=L.int64), L.empty(0))),
+        "expected tuple of 2 elements but got 3",
+    )
     assert_same_error(torch, lambda L, d: L.sort(x(L), out=(L.empty(0), 3)), "expected Tensor as element 1")
-    assert_same_error(torch, lambda L, d: L.exp(x(L), out=L.empty(1).expand(2, 3)),
-                      "more than one element of the written-to tensor refers to a single memory location")
-    assert_same_error(torch, lambda L, d: L.sum(x(L), 0, dtype=L.float64, out=L.empty(0, dtype=L.int64)),
-                      "Expected out tensor to have dtype double, but got long int instead")
-    assert_same_error(torch, lambda L, d: L.zeros(2, dtype=L.float64, out=L.empty(0)),
-                      "dtype Double does not match dtype of out parameter (Float)")
+    assert_same_error(
+        torch,
+        lambda L, d: L.exp(x(L), out=L.empty(1).expand(2, 3)),
+        "more than one element of the written-to tensor refers to a single memory location",
+    )
+    assert_same_error(
+        torch,
+        lambda L, d: L.sum(x(L), 0, dtype=L.float64, out=L.empty(0, dtype=L.int64)),
+        "Expected out tensor to have dtype double, but got long int instead",
+    )
+    assert_same_error(
+        torch,
+        lambda L, d: L.zeros(2, dtype=L.float64, out=L.empty(0)),
+        "dtype Double does not match dtype of out parameter (Float)",
+    )
 
 
 def test_reductions_compute_in_the_dtype_of_out(torch):
@@ -342,8 +365,10 @@ def test_reductions_compute_in_the_dtype_of_out(torch):
         "cumprod": lambda L, o: L.cumprod(L.tensor([1.5, 2.5]), 0, out=o),
     }.values():
         for dt in ("int64", "float64", "bool"):
-            _same(_outcome(lambda fn=fn, dt=dt: fn(trainkit, trainkit.empty(0, dtype=getattr(trainkit, dt)))),
-                  _outcome(lambda fn=fn, dt=dt: fn(torch, torch.empty(0, dtype=getattr(torch, dt)))))
+            _same(
+                _outcome(lambda fn=fn, dt=dt: fn(trainkit, trainkit.empty(0, dtype=getattr(trainkit, dt)))),
+                _outcome(lambda fn=fn, dt=dt: fn(torch, torch.empty(0, dtype=getattr(torch, dt)))),
+            )
 
 
 def test_pair_result_is_named_and_holds_the_out_tensors(torch):

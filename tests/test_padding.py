@@ -130,38 +130,91 @@ def _pad(lib, shape, pads, mode, **kwargs):
 
 EDGE_ERRORS = [
     ((2, 3, 4), (1, 1), "foo", {}, NotImplementedError, ["Unrecognised padding mode foo"]),
-    ((2, 3, 4), (1, 1), "reflect", {"value": 1.0}, RuntimeError,
-     ['Padding mode "reflect" doesn\'t take in value argument']),
-    ((1, 2, 3, 4), (1, 1), "replicate", {}, NotImplementedError,
-     ["Padding size 2 is not supported for 4D input tensor", "3D or 4D input: padding size = 4"]),
+    (
+        (2, 3, 4),
+        (1, 1),
+        "reflect",
+        {"value": 1.0},
+        RuntimeError,
+        ['Padding mode "reflect" doesn\'t take in value argument'],
+    ),
+    (
+        (1, 2, 3, 4),
+        (1, 1),
+        "replicate",
+        {},
+        NotImplementedError,
+        ["Padding size 2 is not supported for 4D input tensor", "3D or 4D input: padding size = 4"],
+    ),
     ((2, 3, 4), (1, 1, 1, 1, 1, 1), "circular", {}, NotImplementedError, ["Padding size 6 is not supported for 3D"]),
-    ((2, 3, 4), (4, 2), "reflect", {}, RuntimeError,
-     ["Argument #4: Padding size should be less than the corresponding input dimension, but got: padding (4, 2) at "
-      "dimension 2 of input [2, 3, 4]"]),
+    (
+        (2, 3, 4),
+        (4, 2),
+        "reflect",
+        {},
+        RuntimeError,
+        [
+            "Argument #4: Padding size should be less than the corresponding input dimension, but got: "
+            "padding (4, 2) at dimension 2 of input [2, 3, 4]"
+        ],
+    ),
     ((1, 2, 3, 4), (1, 1, 3, 1), "reflect", {}, RuntimeError, ["Argument #6", "padding (3, 1) at dimension 2"]),
     ((1, 2, 3, 4, 5), (1, 1, 1, 1, 3, 1), "reflect", {}, RuntimeError, ["Argument #8", "at dimension 2"]),
-    ((2, 0, 4), (1, 1), "reflect", {}, RuntimeError,
-     ["Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, "
-      "but got: [2, 0, 4]"]),
+    (
+        (2, 0, 4),
+        (1, 1),
+        "reflect",
+        {},
+        RuntimeError,
+        [
+            "Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, "
+            "but got: [2, 0, 4]"
+        ],
+    ),
     ((1, 2, 0, 4), (1, 1, 1, 1), "replicate", {}, RuntimeError, ["Expected 3D or 4D (batch mode) tensor"]),
     ((2, 3, 4), (-3, -1), "reflect", {}, RuntimeError, ["input (W: 4) is too small. Calculated output W: 0"]),
     ((2, 3, 4), (-2, -3), "replicate", {}, RuntimeError, ["input (W: 4) is too small. Calculated output W: -1"]),
-    ((1, 2, 3, 4), (-2, -2, -2, -1), "reflect", {}, RuntimeError,
-     ["input (H: 3, W: 4) is too small. Calculated output H: 0 W: 0"]),
+    (
+        (1, 2, 3, 4),
+        (-2, -2, -2, -1),
+        "reflect",
+        {},
+        RuntimeError,
+        ["input (H: 3, W: 4) is too small. Calculated output H: 0 W: 0"],
+    ),
     ((1, 2, 3, 4), (-2, -2, -2, -1), "replicate", {}, RuntimeError, ["input (H: 3, W: 4 ) is too small"]),
-    ((1, 2, 3, 4, 5), (-2, -3, -2, -2, -1, -2), "replicate", {}, RuntimeError,
-     ["input (D: 3 H: 4, W: 5) is too small. Calculated output D: 0 H: 0 W: 0"]),
-    ((1, 2, 3, 4, 5), (0, 0, 0, 0, -2, -3), "reflect", {}, RuntimeError,
-     ["Trying to create tensor with negative dimension -2: [1, 2, -2, 4, 5]"]),
+    (
+        (1, 2, 3, 4, 5),
+        (-2, -3, -2, -2, -1, -2),
+        "replicate",
+        {},
+        RuntimeError,
+        ["input (D: 3 H: 4, W: 5) is too small. Calculated output D: 0 H: 0 W: 0"],
+    ),
+    (
+        (1, 2, 3, 4, 5),
+        (0, 0, 0, 0, -2, -3),
+        "reflect",
+        {},
+        RuntimeError,
+        ["Trying to create tensor with negative dimension -2: [1, 2, -2, 4, 5]"],
+    ),
     ((2, 3, 4), (5, 3), "circular", {}, RuntimeError, ["Padding value causes wrapping around more than once."]),
-    ((1, 2, 3, 4, 5), (1, 1, -5, -5, 1, 1), "circular", {}, RuntimeError,
-     ["Negative padding value is resulting in an empty dimension"]),
+    (
+        (1, 2, 3, 4, 5),
+        (1, 1, -5, -5, 1, 1),
+        "circular",
+        {},
+        RuntimeError,
+        ["Negative padding value is resulting in an empty dimension"],
+    ),
     ((1, 1, 4), (-3, 4), "circular", {}, RuntimeError, ["some elements of the input tensor and the written-to tensor"]),
 ]
 
 
-@pytest.mark.parametrize("shape, pads, mode, kwargs, kind, words", EDGE_ERRORS,
-                         ids=[f"{c[2]}{c[0]}{c[1]}" for c in EDGE_ERRORS])
+@pytest.mark.parametrize(
+    "shape, pads, mode, kwargs, kind, words", EDGE_ERRORS, ids=[f"{c[2]}{c[0]}{c[1]}" for c in EDGE_ERRORS]
+)
 def test_edge_pad_errors_match_torch(torch, shape, pads, mode, kwargs, kind, words):
     got, _ = assert_same_error(torch, lambda lib, dev: _pad(lib, shape, pads, mode, **kwargs), *words)
     assert isinstance(got, kind)
@@ -180,8 +233,10 @@ def test_conv2d_padding_modes_pad_as_torch(torch, mode, rng):
     """nn.Conv2d pads with F.pad in these modes: the same values, the same padding node, the same errors."""
     from trainkit.layers.conv import Conv2d
 
-    layer, reference = Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode), torch.nn.Conv2d(2, 3, 3, padding=(1, 2),
-                                                                                           padding_mode=mode)
+    layer, reference = (
+        Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode),
+        torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode),
+    )
     with torch.no_grad():
         reference.weight.copy_(torch.from_numpy(layer.weight.detach().numpy()))
         reference.bias.copy_(torch.from_numpy(layer.bias.detach().numpy()))
@@ -191,5 +246,10 @@ def test_conv2d_padding_modes_pad_as_torch(torch, mode, rng):
     padded = [type(out.grad_fn.next_functions[0][0]).__name__ for out in (ours, theirs)]
     assert padded[0] == padded[1]
     if mode == "reflect":
-        assert_same_error(torch, lambda lib, dev: (Conv2d if lib is trainkit else lib.nn.Conv2d)(
-            2, 3, 3, padding=4, padding_mode=mode)(lib.ones(1, 2, 3, 3)), "Padding size should be less than")
+        assert_same_error(
+            torch,
+            lambda lib, dev: (Conv2d if lib is trainkit else lib.nn.Conv2d)(2, 3, 3, padding=4, padding_mode=mode)(
+                lib.ones(1, 2, 3, 3)
+            ),
+            "Padding size should be less than",
+        )

@@ -173,9 +173,9 @@ CASES = {
     "pow-0d-zero-exponent": (lambda lib, x, y: x**y, f32(), T(0, "int64")),
     "pow-zero": (lambda lib, x: x**0, f32()),
     "pow-minus-half": (lambda lib, x: x**-0.5, f32()),
-    "rpow-zero-base": (lambda lib, x: 0 ** x, f32()),
+    "rpow-zero-base": (lambda lib, x: 0**x, f32()),
     "rpow-negative-base": (lambda lib, x: (-2) ** x, f32()),
-    "rpow-int": (lambda lib, x: 2 ** x, i64()),
+    "rpow-int": (lambda lib, x: 2**x, i64()),
     "pow-int-negative-number": (lambda lib, x: x**-1, i64()),
     "pow-int-negative-tensor": (lambda lib, x, y: x**y, i64(), i64(J)),
     "pow-bool-true": (lambda lib, x: x**True, b()),
@@ -188,8 +188,12 @@ CASES = {
     "maximum-number": (lambda lib, x: lib.maximum(x, 1.0), f32()),
     "minimum-number-first": (lambda lib, x: lib.minimum(1, x), f32()),
     "clamp-signed-zero": (lambda lib, x: lib.clamp(x, min=0.0), f32()),
-    "clamp-tensors": (lambda lib, x, lo, hi: lib.clamp(x, lo, hi), f32(), f32([0.0, -1, 0, 1, 0, 0, 0, NAN, 0.5, 1]),
-                      f32([1.0, 1, 0, 0.5, 1, 1, 1, 1, NAN, 0])),
+    "clamp-tensors": (
+        lambda lib, x, lo, hi: lib.clamp(x, lo, hi),
+        f32(),
+        f32([0.0, -1, 0, 1, 0, 0, 0, NAN, 0.5, 1]),
+        f32([1.0, 1, 0, 0.5, 1, 1, 1, 1, NAN, 0]),
+    ),
     "clamp-tensor-min": (lambda lib, x, lo: lib.clamp(x, lo), f32(), f32(G)),
     "clamp-tensor-max": (lambda lib, x, hi: lib.clamp(x, None, hi), f32(), f32(G)),
     "clamp_min-tensor": (lambda lib, x, lo: lib.clamp_min(x, lo), f32(), f32(G)),
@@ -249,13 +253,25 @@ def test_matches_torch(name, torch):
 def test_node_names_of_overloads(torch):
     """PyTorch's suffixes: the node says which overload ran (a scalar or a tensor operand, a rounding mode)."""
     cases = [
-        lambda lib, x, y: x**2, lambda lib, x, y: x**y, lambda lib, x, y: 2**x, lambda lib, x, y: 2 - x,
-        lambda lib, x, y: lib.rsub(x, y), lambda lib, x, y: x.div(y, rounding_mode="trunc"),
-        lambda lib, x, y: x % 2, lambda lib, x, y: x % y, lambda lib, x, y: lib.fmod(x, 2),
+        lambda lib, x, y: x**2,
+        lambda lib, x, y: x**y,
+        lambda lib, x, y: 2**x,
+        lambda lib, x, y: 2 - x,
+        lambda lib, x, y: lib.rsub(x, y),
+        lambda lib, x, y: x.div(y, rounding_mode="trunc"),
+        lambda lib, x, y: x % 2,
+        lambda lib, x, y: x % y,
+        lambda lib, x, y: lib.fmod(x, 2),
         lambda lib, x, y: lib.fmod(x, y),
-        lambda lib, x, y: x.clamp(0, 1), lambda lib, x, y: x.clamp_min(0), lambda lib, x, y: x.clamp_max(y),
-        lambda lib, x, y: x.clamp(y), lambda lib, x, y: x.clamp_min(y), lambda lib, x, y: lib.lerp(x, y, y),
-        lambda lib, x, y: (x * 1).clamp_(y), lambda lib, x, y: (x * 1).pow_(y), lambda lib, x, y: x.sign(),
+        lambda lib, x, y: x.clamp(0, 1),
+        lambda lib, x, y: x.clamp_min(0),
+        lambda lib, x, y: x.clamp_max(y),
+        lambda lib, x, y: x.clamp(y),
+        lambda lib, x, y: x.clamp_min(y),
+        lambda lib, x, y: lib.lerp(x, y, y),
+        lambda lib, x, y: (x * 1).clamp_(y),
+        lambda lib, x, y: (x * 1).pow_(y),
+        lambda lib, x, y: x.sign(),
     ]
     for i, case in enumerate(cases):
         names = []
@@ -279,8 +295,9 @@ def test_integer_powers_and_error_messages(torch):
     for lib in (trainkit, torch):
         with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
             lib.tensor([1, 2]) ** -2
-        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an "
-                                               "in-place operation."):
+        with pytest.raises(
+            RuntimeError, match="a view of a leaf Variable that requires grad is being used in an in-place operation."
+        ):
             lib.ones(3, requires_grad=True)[1:].mul_(2)
 
 

@@ -33,8 +33,13 @@ def _outcome(lib, fn, specs, upstream=None):
     if not isinstance(out, lib.Tensor):
         return ("value", out)
     node = None if out.grad_fn is None else type(out.grad_fn).__name__
-    summary = (tuple(out.shape), str(out.dtype).rsplit(".", 1)[-1], out.requires_grad, node,
-               np.asarray(out.detach().numpy()))
+    summary = (
+        tuple(out.shape),
+        str(out.dtype).rsplit(".", 1)[-1],
+        out.requires_grad,
+        node,
+        np.asarray(out.detach().numpy()),
+    )
     grads = None
     if out.requires_grad:
         g = lib.ones_like(out) if upstream is None else lib.tensor(upstream, dtype=out.dtype)
@@ -42,8 +47,9 @@ def _outcome(lib, fn, specs, upstream=None):
             out.backward(g)
         except Exception as err:  # noqa: BLE001
             return ("backward raises", type(err).__name__, summary[:4])
-        grads = [None if not isinstance(x, lib.Tensor) or x.grad is None else np.asarray(x.grad.numpy())
-                 for x in inputs]
+        grads = [
+            None if not isinstance(x, lib.Tensor) or x.grad is None else np.asarray(x.grad.numpy()) for x in inputs
+        ]
     return ("result", summary, grads)
 
 
@@ -53,8 +59,13 @@ def _same(a, b) -> bool:
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
         if a.dtype.kind == "f":
-            return bool(np.all((a == b) & (np.signbit(a) == np.signbit(b)) | np.isnan(a) & np.isnan(b)
-                               | np.isclose(a, b, rtol=1e-6, atol=0)))
+            return bool(
+                np.all(
+                    (a == b) & (np.signbit(a) == np.signbit(b))
+                    | np.isnan(a) & np.isnan(b)
+                    | np.isclose(a, b, rtol=1e-6, atol=0)
+                )
+            )
         return bool((a == b).all())
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
@@ -258,15 +269,20 @@ def test_unary_plus(spec):
 @pytest.mark.parametrize("name", ["isclose", "allclose"])
 def test_isclose_refuses_shapes_that_do_not_broadcast_and_mixed_dtypes(name):
     x = f32(np.ones((2, 3)), rg=False)
-    for other in (f32(np.ones(4), rg=False), f64(np.ones((2, 3)), rg=False), i64(np.ones((2, 3), int)),
-                  f32(np.ones(3), rg=False)):
+    for other in (
+        f32(np.ones(4), rg=False),
+        f64(np.ones((2, 3)), rg=False),
+        i64(np.ones((2, 3), int)),
+        f32(np.ones(3), rg=False),
+    ):
         check(lambda L, a, c: getattr(L, name)(a, c), x, other)
         check(lambda L, a, c: getattr(a, name)(c), x, other)
     check(lambda L, a, c: getattr(L, name)(a, c), b([True, False]), b([True, True]))
 
 
-@pytest.mark.parametrize("cond", [b(True), b(False), f32(2.5, rg=False), b(np.zeros((2, 0), bool)),
-                                  b([[True, False], [False, True]])])
+@pytest.mark.parametrize(
+    "cond", [b(True), b(False), f32(2.5, rg=False), b(np.zeros((2, 0), bool)), b([[True, False], [False, True]])]
+)
 def test_where_with_only_a_condition(cond):
     check(lambda L, c: len(L.where(c)), cond)
     for i in range(2):

@@ -41,8 +41,11 @@ CASES = {
     "ce-all-ignored-weighted": (_weighted(lambda L, x, t, w: F(L).cross_entropy(x, t, weight=w)), LOGITS, IGNORED),
     "ce-some-ignored-mean": (lambda L, x, t: F(L).cross_entropy(x, t), LOGITS, SOME_IGNORED),
     "ce-other-ignore-index": (lambda L, x, t: F(L).cross_entropy(x, t, ignore_index=2), LOGITS, np.full(4, 2)),
-    "ce-4d-all-ignored": (lambda L, x, t: F(L).cross_entropy(x, t), IMAGE[:, :, :2, :2],
-                          np.full((1, 2, 2), -100, np.int64)),
+    "ce-4d-all-ignored": (
+        lambda L, x, t: F(L).cross_entropy(x, t),
+        IMAGE[:, :, :2, :2],
+        np.full((1, 2, 2), -100, np.int64),
+    ),
     # integer inputs: no kernel in torch
     "mse-int": (lambda L, x, t: F(L).mse_loss(x, t), INTS, INTS),
     "huber-int": (lambda L, x, t: F(L).huber_loss(x, t), INTS, INTS),

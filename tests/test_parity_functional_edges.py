@@ -73,8 +73,15 @@ def F(L):
 
 # --------------------------------------------------------------------------------------------- cross-entropy
 EDGE_LOGITS = np.array(
-    [[-0.0, -1e-30, 0.0], [INF, -3e38, 1e-30], [-0.79, 1.91, -2.34], [3e38, -2.29, 3.47], [-INF, -INF, -INF],
-     [NAN, 1.0, 2.0], [1e30, 1e30, -1e30]],
+    [
+        [-0.0, -1e-30, 0.0],
+        [INF, -3e38, 1e-30],
+        [-0.79, 1.91, -2.34],
+        [3e38, -2.29, 3.47],
+        [-INF, -INF, -INF],
+        [NAN, 1.0, 2.0],
+        [1e30, 1e30, -1e30],
+    ],
     np.float32,
 )
 EDGE_TARGET = np.array([0, 1, 1, 0, 2, 1, 0])
@@ -89,8 +96,7 @@ def test_cross_entropy_edge_logits(torch, reduction, ignore_index, weighted):
     w = np.array([0.5, 2.0, 1.5], np.float32)
 
     def fn(L, x, t, w):
-        return F(L).cross_entropy(x, t, weight=w if weighted else None, reduction=reduction,
-                                  ignore_index=ignore_index)
+        return F(L).cross_entropy(x, t, weight=w if weighted else None, reduction=reduction, ignore_index=ignore_index)
 
     compare(torch, fn, EDGE_LOGITS, EDGE_TARGET, w, grad=(0,))
 
@@ -128,8 +134,7 @@ def test_cross_entropy_probability_targets_graph(torch, reduction, smoothing, we
     w = np.array([0.5, 2.0, 1.5], np.float32)
 
     def fn(L, x, p, w):
-        return F(L).cross_entropy(x, p, weight=w if weighted else None, reduction=reduction,
-                                  label_smoothing=smoothing)
+        return F(L).cross_entropy(x, p, weight=w if weighted else None, reduction=reduction, label_smoothing=smoothing)
 
     compare(torch, fn, LOGITS, PROBS, w, grad=(0, 1, 2) if weighted else (0, 1))
 
@@ -164,8 +169,7 @@ def test_cross_entropy_label_smoothing_spatial_and_unbatched(torch):
     x = rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
     t = np.array([[[0, 1], [2, -100]], [[1, 1], [0, 2]]])
     compare(torch, lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.3), x, t, grad=(0,))
-    compare(torch, lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.3), x[0, :, 0, 0], np.array(2),
-            grad=(0,))
+    compare(torch, lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.3), x[0, :, 0, 0], np.array(2), grad=(0,))
 
 
 def test_cross_entropy_class_indices_stay_one_node(torch):
@@ -217,34 +221,46 @@ def test_binary_cross_entropy_target_of_another_dtype_raises(torch, target_dtype
     compare(torch, lambda L, x, t: F(L).binary_cross_entropy(x, t), x, t, grad=(0,))
 
 
-@pytest.mark.parametrize("dtypes", [("float32", "bool"), ("float32", "int64"), ("float64", "float32"),
-                                    ("float32", "float64")])
+@pytest.mark.parametrize(
+    "dtypes", [("float32", "bool"), ("float32", "int64"), ("float64", "float32"), ("float32", "float64")]
+)
 @pytest.mark.parametrize("reduction", ["none", "sum"])
 def test_binary_cross_entropy_with_logits_target_dtype(torch, dtypes, reduction):
     # the loss takes the target's dtype; a bool target cannot be subtracted from 1
     x = np.array([-1.5, 0.3, 2.0], dtypes[0])
     t = np.array([1, 0, 1]).astype(dtypes[1])
-    compare(torch, lambda L, x, t: F(L).binary_cross_entropy_with_logits(x, t, reduction=reduction), x, t,
-            grad=(0, 1))
+    compare(torch, lambda L, x, t: F(L).binary_cross_entropy_with_logits(x, t, reduction=reduction), x, t, grad=(0, 1))
 
 
 def test_binary_cross_entropy_with_logits_bool_pos_weight_raises(torch):
     x, t = np.array([-1.5, 0.3], np.float32), np.array([1.0, 0.0], np.float32)
-    compare(torch, lambda L, x, t, pw: F(L).binary_cross_entropy_with_logits(x, t, pos_weight=pw), x, t,
-            np.array([True, False]))
+    compare(
+        torch,
+        lambda L, x, t, pw: F(L).binary_cross_entropy_with_logits(x, t, pos_weight=pw),
+        x,
+        t,
+        np.array([True, False]),
+    )
 
 
 # ------------------------------------------------------------------------------------------------ normalisation
-@pytest.mark.parametrize("dtypes, training", [
-    (dtypes, training)
-    for dtypes in [
-        ("float64", "float32", None), ("float64", "float32", "float32"), ("float64", "float32", "float64"),
-        ("float32", "float64", None), ("float32", "float64", "float32"), ("float32", "float32", "float64"),
-        ("float64", None, "float32"),
-    ]
-    for training in (False, True)
-    if dtypes[1] is not None or training  # evaluation needs running statistics
-])
+@pytest.mark.parametrize(
+    "dtypes, training",
+    [
+        (dtypes, training)
+        for dtypes in [
+            ("float64", "float32", None),
+            ("float64", "float32", "float32"),
+            ("float64", "float32", "float64"),
+            ("float32", "float64", None),
+            ("float32", "float64", "float32"),
+            ("float32", "float32", "float64"),
+            ("float64", None, "float32"),
+        ]
+        for training in (False, True)
+        if dtypes[1] is not None or training  # evaluation needs running statistics
+    ],
+)
 def test_batch_norm_mixed_dtypes_raise(torch, dtypes, training):
     x_dtype, stats_dtype, weight_dtype = dtypes
     x = np.random.default_rng(8).standard_normal((2, 3, 4)).astype(x_dtype)
@@ -253,8 +269,13 @@ def test_batch_norm_mixed_dtypes_raise(torch, dtypes, training):
     w = np.ones(3, weight_dtype or "float32")
 
     def fn(L, x, m, v, w):
-        return F(L).batch_norm(x, m if stats_dtype else None, v if stats_dtype else None,
-                               weight=w if weight_dtype else None, training=training)
+        return F(L).batch_norm(
+            x,
+            m if stats_dtype else None,
+            v if stats_dtype else None,
+            weight=w if weight_dtype else None,
+            training=training,
+        )
 
     compare(torch, fn, x, mean, var, w, grad=(0,))
 
@@ -265,13 +286,22 @@ def test_batch_norm_edge_gradients(torch, training):
     x = np.array([[3e38, 1.0, -1e-30], [0.0, -3e38, 0.0], [-0.52, -1.0, -1e-30], [2.05, 0.55, 4.65]], np.float32)
     m, v = np.array([-1.2, 1.1, 2.3], np.float32), np.array([2.1, 1.5, 2.9], np.float32)
     w, b = np.array([0.5, -2.0, 1.5], np.float32), np.array([0.1, 0.2, 0.3], np.float32)
-    compare(torch, lambda L, x, m, v, w, b: F(L).batch_norm(x, m, v, w, b, training=training), x, m, v, w, b,
-            grad=(0, 3, 4))
+    compare(
+        torch, lambda L, x, m, v, w, b: F(L).batch_norm(x, m, v, w, b, training=training), x, m, v, w, b, grad=(0, 3, 4)
+    )
 
 
 EDGE_ROWS = {
-    "float32": [[3e38, 1.97, -0.70], [NAN, -0.14, 1.0], [1.82, 1.0, -0.32], [-1.0, 3e38, -0.03], [3e38, -3e38, 1.0],
-                [1e20, -1e20, 0.0], [2e19, 2e19, 2e19], [-INF, 0.5, 1.0]],
+    "float32": [
+        [3e38, 1.97, -0.70],
+        [NAN, -0.14, 1.0],
+        [1.82, 1.0, -0.32],
+        [-1.0, 3e38, -0.03],
+        [3e38, -3e38, 1.0],
+        [1e20, -1e20, 0.0],
+        [2e19, 2e19, 2e19],
+        [-INF, 0.5, 1.0],
+    ],
     "float64": [[1e300, 1.97, -0.70], [1e160, 1e160, 0.0], [1e300, -1e300, 1.0], [1.82, 1.0, -0.32]],
 }
 
@@ -282,8 +312,14 @@ def test_layer_norm_edge_rows(torch, dtype, affine):
     # nan where PyTorch's one-pass statistics overflow (a huge mean, or values too far apart), else as usual
     x = np.array(EDGE_ROWS[dtype], dtype)
     w, b = np.array([0.5, -2.0, 1.5], dtype), np.array([0.1, 0.2, 0.3], dtype)
-    compare(torch, lambda L, x, w, b: F(L).layer_norm(x, (3,), w if affine else None, b if affine else None),
-            x, w, b, grad=(0, 1, 2))
+    compare(
+        torch,
+        lambda L, x, w, b: F(L).layer_norm(x, (3,), w if affine else None, b if affine else None),
+        x,
+        w,
+        b,
+        grad=(0, 1, 2),
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -295,10 +331,15 @@ def test_group_norm_edge_rows(torch, dtype):
 # ------------------------------------------------------------------------------------------------- activations
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-@pytest.mark.parametrize("values", [
-    [INF, 3e38, 2e38, 1.7e38, -3e38, -INF, 1.0, NAN, -1e-30, 0.0],
-    [INF], [3e38], [-INF],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [INF, 3e38, 2e38, 1.7e38, -3e38, -INF, 1.0, NAN, -1e-30, 0.0],
+        [INF],
+        [3e38],
+        [-INF],
+    ],
+)
 def test_gelu_edge_values(torch, dtype, approximate, values):
     # float32 tensors of two or more elements go through PyTorch's vectorised kernel: nan at +-inf, and overflow
     # from half the largest float on; one element, float64 and the tanh form keep x at +inf
@@ -317,14 +358,23 @@ def test_adaptive_avg_pool2d_empty_output_has_no_backward(torch, shape, size):
 
 # ------------------------------------------------------------------------------------------------ interpolation
 @pytest.mark.parametrize("align_corners", [False, True])
-@pytest.mark.parametrize("how", [dict(scale_factor=2), dict(scale_factor=0.5), dict(size=(5, 9)), dict(size=(6, 6)),
-                                 dict(scale_factor=(1.7, 0.6)), dict(size=(1, 3)), dict(size=(13, 2))])
+@pytest.mark.parametrize(
+    "how",
+    [
+        dict(scale_factor=2),
+        dict(scale_factor=0.5),
+        dict(size=(5, 9)),
+        dict(size=(6, 6)),
+        dict(scale_factor=(1.7, 0.6)),
+        dict(size=(1, 3)),
+        dict(size=(13, 2)),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_bicubic(torch, align_corners, how, dtype):
     # four neighbours per axis with the a = -0.75 kernel, border pixels repeated beyond the edges
     x = np.random.default_rng(10).standard_normal((2, 3, 6, 6)).astype(dtype)
-    compare(torch, lambda L, x: F(L).interpolate(x, mode="bicubic", align_corners=align_corners, **how), x,
-            grad=(0,))
+    compare(torch, lambda L, x: F(L).interpolate(x, mode="bicubic", align_corners=align_corners, **how), x, grad=(0,))
 
 
 def test_bicubic_spreads_inf_as_nan(torch):
@@ -346,5 +396,4 @@ def test_bicubic_refuses_integers(torch):
 def test_bicubic_double_backward():
     x = trainkit.tensor(np.random.default_rng(11).standard_normal((1, 2, 4, 5)), requires_grad=True)
     assert trainkit.autograd.gradcheck(lambda x: F(trainkit).interpolate(x, size=(7, 3), mode="bicubic"), (x,))
-    assert trainkit.autograd.gradgradcheck(lambda x: F(trainkit).interpolate(x, scale_factor=2, mode="bicubic"),
-                                           (x,))
+    assert trainkit.autograd.gradgradcheck(lambda x: F(trainkit).interpolate(x, scale_factor=2, mode="bicubic"), (x,))

@@ -32,6 +32,7 @@ def test_decorated_generator_runs_each_resumption_under_the_guard(torch, name):
         lib.set_grad_enabled(outside)
         try:
             guard = make(lib)
+
             def gen():
                 for _ in range(3):
                     received = yield lib.is_grad_enabled()

@@ -31,8 +31,9 @@ def _same(got, expected):
     for g, e in zip(got, expected):
         if isinstance(e, tuple) and len(e) == 4 and isinstance(e[3], list):
             assert g[:3] == e[:3]
-            np.testing.assert_allclose(np.asarray(g[3], dtype=float), np.asarray(e[3], dtype=float), rtol=1e-6,
-                                       atol=1e-6, equal_nan=True)
+            np.testing.assert_allclose(
+                np.asarray(g[3], dtype=float), np.asarray(e[3], dtype=float), rtol=1e-6, atol=1e-6, equal_nan=True
+            )
         else:
             assert g == e
 
@@ -201,8 +202,9 @@ SHAPE_CASES = {
     "gather-empty-1d-index": lambda lib: lib.gather(lib.ones(3, 4), 1, _ints(lib, 0)),
     "scatter-empty-index": lambda lib: lib.scatter(lib.ones(3, 4), 1, _ints(lib, 0), lib.ones(3, 4)),
     "scatter_add-empty-index": lambda lib: lib.scatter_add(lib.ones(3, 4), 1, _ints(lib, 0, 9), lib.ones(3, 4)),
-    "scatter_reduce-empty-index": lambda lib: lib.scatter_reduce(lib.ones(3, 4), 0, _ints(lib, 0, 9),
-                                                                 lib.ones(3, 4), "amax"),
+    "scatter_reduce-empty-index": lambda lib: lib.scatter_reduce(
+        lib.ones(3, 4), 0, _ints(lib, 0, 9), lib.ones(3, 4), "amax"
+    ),
     "einsum-product-promotes": lambda lib: lib.einsum("i,j->ij", lib.ones(2), lib.ones(3, dtype=lib.float64)),
 }
 
@@ -301,8 +303,9 @@ def test_creation_errors_match_torch(torch, name):
     errors(torch, CREATION_ERRORS[name])
 
 
-@pytest.mark.parametrize("name,good,bad", [("flip", ([1],), (1,)), ("tile", ((2, 1),), (2, 1)),
-                                           ("permute", ([1, 0],), (1, 0))])
+@pytest.mark.parametrize(
+    "name,good,bad", [("flip", ([1],), (1,)), ("tile", ((2, 1),), (2, 1)), ("permute", ([1, 0],), (1, 0))]
+)
 def test_function_forms_take_dims_as_one_sequence_as_torch(name, good, bad):
     import torch
 

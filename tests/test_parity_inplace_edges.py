@@ -27,8 +27,15 @@ def outcome(lib, fn):
             continue
         node = t.grad_fn.name() if t.grad_fn is not None else None
         node = node.rpartition("::")[2] if node else None
-        summary.append((tuple(t.shape), str(t.dtype).rpartition(".")[2], t.requires_grad, node,
-                        np.asarray(t.detach().tolist(), dtype=np.float64)))
+        summary.append(
+            (
+                tuple(t.shape),
+                str(t.dtype).rpartition(".")[2],
+                t.requires_grad,
+                node,
+                np.asarray(t.detach().tolist(), dtype=np.float64),
+            )
+        )
     return summary
 
 
@@ -49,9 +56,40 @@ def expanded(lib, dtype="float32"):
 
 # --- writing into an expanded tensor ------------------------------------------------------------------------
 
-UNARY = ["acos_", "asin_", "atan_", "cos_", "exp_", "exp2_", "expm1_", "log_", "log1p_", "log2_", "log10_", "neg_",
-         "rsqrt_", "sign_", "sqrt_", "tan_", "tanh_", "trunc_", "ceil_", "floor_", "frac_", "reciprocal_", "round_",
-         "sin_", "sinh_", "square_", "erf_", "relu_", "logical_not_", "bitwise_not_", "sigmoid_", "abs_"]
+UNARY = [
+    "acos_",
+    "asin_",
+    "atan_",
+    "cos_",
+    "exp_",
+    "exp2_",
+    "expm1_",
+    "log_",
+    "log1p_",
+    "log2_",
+    "log10_",
+    "neg_",
+    "rsqrt_",
+    "sign_",
+    "sqrt_",
+    "tan_",
+    "tanh_",
+    "trunc_",
+    "ceil_",
+    "floor_",
+    "frac_",
+    "reciprocal_",
+    "round_",
+    "sin_",
+    "sinh_",
+    "square_",
+    "erf_",
+    "relu_",
+    "logical_not_",
+    "bitwise_not_",
+    "sigmoid_",
+    "abs_",
+]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -63,6 +101,7 @@ def test_unary_inplace_on_expanded_raises_runtime_error(torch, name):
 @pytest.mark.parametrize("name", ["relu_", "exp_", "neg_", "sigmoid_"])
 def test_unary_inplace_on_empty_tensors_in_a_graph(torch, name, shape):
     """An empty tensor has no elements to share memory, whatever strides its axes have: no overlap error."""
+
     def run(lib):
         x = lib.zeros(*shape, requires_grad=True)
         y = getattr(x.clone(), name)()
@@ -72,8 +111,23 @@ def test_unary_inplace_on_empty_tensors_in_a_graph(torch, name, shape):
     assert run(trainkit) == run(torch)
 
 
-@pytest.mark.parametrize("name", ["clamp_min_", "clamp_max_", "fmod_", "remainder_", "pow_", "floor_divide_",
-                                  "bitwise_and_", "bitwise_or_", "bitwise_xor_", "add_", "mul_", "atan2_"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "clamp_min_",
+        "clamp_max_",
+        "fmod_",
+        "remainder_",
+        "pow_",
+        "floor_divide_",
+        "bitwise_and_",
+        "bitwise_or_",
+        "bitwise_xor_",
+        "add_",
+        "mul_",
+        "atan2_",
+    ],
+)
 def test_binary_inplace_on_expanded_checks_overlap_first(torch, name):
     same(torch, lambda lib: getattr(expanded(lib), name)(1.0))
 
@@ -193,9 +247,12 @@ def test_whole_tensor_assignment_is_a_fill_or_a_copy_with_torchs_gradients(torch
     def run(lib):
         leaf = lib.linspace(-1, 1, 24, requires_grad=True)
         x = leaf.reshape(4, 6) * 2
-        v = {"number": 1.5, "0-d f32": lib.tensor(2.0, requires_grad=True),
-             "0-d f64": lib.tensor(2.0, dtype=lib.float64, requires_grad=True),
-             "f32[6]": lib.linspace(0, 1, 6, requires_grad=True)}[value]
+        v = {
+            "number": 1.5,
+            "0-d f32": lib.tensor(2.0, requires_grad=True),
+            "0-d f64": lib.tensor(2.0, dtype=lib.float64, requires_grad=True),
+            "f32[6]": lib.linspace(0, 1, 6, requires_grad=True),
+        }[value]
         x[index] = v
         node = x.grad_fn.name().rpartition("::")[2]
         (x * lib.arange(24.0).reshape(4, 6)).sum().backward()
@@ -224,8 +281,12 @@ def test_setitem_error_messages_say_what_went_wrong():
 
 @pytest.mark.parametrize("dtype", ["int64", "bool"])
 def test_integer_destination_of_a_copy_stays_out_of_the_graph(torch, dtype):
-    same(torch, lambda lib: lib.zeros(2, 3, dtype=getattr(lib, dtype)).copy_(
-        lib.ones(2, 3, dtype=lib.float64, requires_grad=True)))
+    same(
+        torch,
+        lambda lib: lib.zeros(2, 3, dtype=getattr(lib, dtype)).copy_(
+            lib.ones(2, 3, dtype=lib.float64, requires_grad=True)
+        ),
+    )
     same(torch, lambda lib: lib.zeros(2, 3, dtype=getattr(lib, dtype)).fill_(lib.tensor(1.0, requires_grad=True)))
     same(torch, lambda lib: lib.zeros(2, 3, dtype=getattr(lib, dtype)).fill_(lib.ones(2, requires_grad=True)))
 
@@ -238,8 +299,12 @@ def test_contiguous_copies_a_non_contiguous_tensor_as_clone(torch, layout):
     def run(lib):
         leaf = lib.linspace(-1, 1, 24, requires_grad=True)
         x = leaf.reshape(2, 3, 4)
-        x = {"contiguous": x, "transposed": x.transpose(-1, -2), "step-sliced": x[..., ::2],
-             "expanded": x[:1].expand(3, 3, 4)}[layout]
+        x = {
+            "contiguous": x,
+            "transposed": x.transpose(-1, -2),
+            "step-sliced": x[..., ::2],
+            "expanded": x[:1].expand(3, 3, 4),
+        }[layout]
         y = x.contiguous()
         assert (y is x) == (layout == "contiguous") and y.is_contiguous()
         (y * lib.arange(float(y.numel())).reshape(y.shape)).sum().backward()

@@ -208,8 +208,15 @@ def test_std_and_var_grads_at_the_edges_match_torch(torch, name, values, kwargs)
 
 # -------------------------------------------------------------------------------------------------------- matmul
 @pytest.mark.parametrize(
-    "shapes", [((1, 2, 3), (5, 3, 4)), ((5, 2, 3), (1, 3, 4)), ((2, 3), (5, 3, 4)), ((1, 2, 3), (1, 3, 4)),
-               ((2, 3), (2, 5, 3, 4)), ((3,), (5, 3, 4))],
+    "shapes",
+    [
+        ((1, 2, 3), (5, 3, 4)),
+        ((5, 2, 3), (1, 3, 4)),
+        ((2, 3), (5, 3, 4)),
+        ((1, 2, 3), (1, 3, 4)),
+        ((2, 3), (2, 5, 3, 4)),
+        ((3,), (5, 3, 4)),
+    ],
 )
 @pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True)])
 def test_matmul_node_names_follow_torchs_folding(torch, shapes, grads):

@@ -197,10 +197,19 @@ def test_matches_torch(name, torch):
 
 
 @pytest.mark.parametrize("name", ["all", "any"])
-@pytest.mark.parametrize("shape,kwargs", [
-    ((2, 3), {"dim": []}), ((2, 3), {"dim": (0, 1)}), ((2, 3), {"axis": 1}), ((), {"dim": 0}), ((), {"dim": (-1,)}),
-    ((2, 3), {"dim": 1, "keepdim": True}), ((2, 3), {"dim": 2}), ((2, 0), {"dim": 1}),
-])
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [
+        ((2, 3), {"dim": []}),
+        ((2, 3), {"dim": (0, 1)}),
+        ((2, 3), {"axis": 1}),
+        ((), {"dim": 0}),
+        ((), {"dim": (-1,)}),
+        ((2, 3), {"dim": 1, "keepdim": True}),
+        ((2, 3), {"dim": 2}),
+        ((2, 0), {"dim": 1}),
+    ],
+)
 def test_all_and_any_take_torchs_dims(name, shape, kwargs):
     import torch
 

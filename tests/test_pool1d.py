@@ -85,37 +85,50 @@ def test_with_indices_functions(torch):
 
 
 def test_empty_batch(torch):
-    for name, args in (("max_pool1d", (2,)), ("avg_pool1d", (2,)), ("adaptive_avg_pool1d", (2,)),
-                       ("adaptive_max_pool1d", (2,))):
+    for name, args in (
+        ("max_pool1d", (2,)),
+        ("avg_pool1d", (2,)),
+        ("adaptive_avg_pool1d", (2,)),
+        ("adaptive_max_pool1d", (2,)),
+    ):
         out = getattr(F, name)(trainkit.ones(0, 3, 10), *args)
         assert tuple(out.shape) == tuple(getattr(torch.nn.functional, name)(torch.ones(0, 3, 10), *args).shape)
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: F.max_pool1d(x, 3, 2, 1),
-    lambda x: F.max_pool1d(x, 2, 1, 1, dilation=2, ceil_mode=True),
-    lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
-    lambda x: F.adaptive_avg_pool1d(x, 4),
-    lambda x: F.adaptive_max_pool1d(x, 4),
-    lambda x: F.adaptive_max_pool1d(x[0], 3),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.max_pool1d(x, 3, 2, 1),
+        lambda x: F.max_pool1d(x, 2, 1, 1, dilation=2, ceil_mode=True),
+        lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        lambda x: F.adaptive_avg_pool1d(x, 4),
+        lambda x: F.adaptive_max_pool1d(x, 4),
+        lambda x: F.adaptive_max_pool1d(x[0], 3),
+    ],
+)
 def test_gradcheck_and_gradgradcheck(fn):
     # distinct values, spaced wider than gradcheck's step, so that no maximum changes under it
-    x = trainkit.tensor(np.random.default_rng(4).permutation(18).reshape(2, 1, 9) / 3.0, dtype=trainkit.float64,
-                        requires_grad=True)
+    x = trainkit.tensor(
+        np.random.default_rng(4).permutation(18).reshape(2, 1, 9) / 3.0, dtype=trainkit.float64, requires_grad=True
+    )
     assert gradcheck(fn, (x,))
     assert gradgradcheck(fn, (x,))
 
 
-@pytest.mark.parametrize("make, tmake", [
-    (lambda: nn.MaxPool1d(3, 2, 1, ceil_mode=True), lambda t: t.nn.MaxPool1d(3, 2, 1, ceil_mode=True)),
-    (lambda: nn.MaxPool1d(2, return_indices=True), lambda t: t.nn.MaxPool1d(2, return_indices=True)),
-    (lambda: nn.AvgPool1d(3, 2, 1, count_include_pad=False), lambda t: t.nn.AvgPool1d(3, 2, 1,
-                                                                                     count_include_pad=False)),
-    (lambda: nn.AvgPool1d((3,)), lambda t: t.nn.AvgPool1d((3,))),
-    (lambda: nn.AdaptiveAvgPool1d(4), lambda t: t.nn.AdaptiveAvgPool1d(4)),
-    (lambda: nn.AdaptiveMaxPool1d(4, True), lambda t: t.nn.AdaptiveMaxPool1d(4, True)),
-])
+@pytest.mark.parametrize(
+    "make, tmake",
+    [
+        (lambda: nn.MaxPool1d(3, 2, 1, ceil_mode=True), lambda t: t.nn.MaxPool1d(3, 2, 1, ceil_mode=True)),
+        (lambda: nn.MaxPool1d(2, return_indices=True), lambda t: t.nn.MaxPool1d(2, return_indices=True)),
+        (
+            lambda: nn.AvgPool1d(3, 2, 1, count_include_pad=False),
+            lambda t: t.nn.AvgPool1d(3, 2, 1, count_include_pad=False),
+        ),
+        (lambda: nn.AvgPool1d((3,)), lambda t: t.nn.AvgPool1d((3,))),
+        (lambda: nn.AdaptiveAvgPool1d(4), lambda t: t.nn.AdaptiveAvgPool1d(4)),
+        (lambda: nn.AdaptiveMaxPool1d(4, True), lambda t: t.nn.AdaptiveMaxPool1d(4, True)),
+    ],
+)
 def test_modules_as_torch(torch, make, tmake):
     ours, theirs = make(), tmake(torch)
     assert repr(ours) == repr(theirs)
@@ -181,8 +194,12 @@ def test_on_device_as_on_cpu(device):
     for dev in ("cpu", device):
         x = trainkit.tensor(data, device=dev, requires_grad=True)
         values, indices = F.adaptive_max_pool1d(x, 4, return_indices=True)
-        out = (F.max_pool1d(x, 3, 2, 1, ceil_mode=True).sum() + F.avg_pool1d(x, 3, 2, 1).square().sum()
-               + F.adaptive_avg_pool1d(x, 4).square().sum() + values.square().sum())
+        out = (
+            F.max_pool1d(x, 3, 2, 1, ceil_mode=True).sum()
+            + F.avg_pool1d(x, 3, 2, 1).square().sum()
+            + F.adaptive_avg_pool1d(x, 4).square().sum()
+            + values.square().sum()
+        )
         out.backward()
         results.append([to_numpy(out), to_numpy(x.grad), to_numpy(indices)])
     for a, c in zip(*results):

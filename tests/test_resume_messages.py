@@ -29,8 +29,13 @@ class Stop(Callback):
 
 
 def trainkit_cmd(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=300,
+    )
 
 
 def make(run_dir, verbose=True):
@@ -44,19 +49,20 @@ def test_a_resume_says_where_it_starts(tmp_path, capsys):
     make(tmp_path / "a", verbose=False).fit(data, epochs=3, batch_size=8)
     make(tmp_path / "b").fit(data, epochs=5, batch_size=8, resume_from=tmp_path / "a" / "checkpoints" / "last.npz")
     assert f"resuming from epoch 4 of 5: 3 done, from {tmp_path / 'a' / 'checkpoints' / 'last.npz'}" in (
-        capsys.readouterr().out)
+        capsys.readouterr().out
+    )
 
 
 def test_resuming_with_no_epochs_left_is_an_error_that_says_how_to_train_more(tmp_path):
     data = regression_curve(16, seed=0)
     make(tmp_path / "a", verbose=False).fit(data, epochs=3, batch_size=8)
     with pytest.raises(ValueError, match=r"has done 3 epoch\(s\) already, and epochs=3 counts those"):
-        make(tmp_path / "b").fit(data, epochs=3, batch_size=8,
-                                 resume_from=tmp_path / "a" / "checkpoints" / "last.npz")
+        make(tmp_path / "b").fit(data, epochs=3, batch_size=8, resume_from=tmp_path / "a" / "checkpoints" / "last.npz")
     out = tmp_path / "runs"
     assert trainkit_cmd("train", CONFIG, "--set", f"output_dir={out}", "--set", "trainer.epochs=2").returncode == 0
-    again = trainkit_cmd("train", CONFIG, "--set", f"output_dir={out}", "--set", "trainer.epochs=2",
-                         "--resume", out / "regression")
+    again = trainkit_cmd(
+        "train", CONFIG, "--set", f"output_dir={out}", "--set", "trainer.epochs=2", "--resume", out / "regression"
+    )
     assert again.returncode == 1
     assert "has done 2 epoch(s) already" in again.stderr and "--set trainer.epochs=4" in again.stderr
 
@@ -64,8 +70,16 @@ def test_resuming_with_no_epochs_left_is_an_error_that_says_how_to_train_more(tm
 def test_ctrl_c_prints_the_resume_command_and_it_continues_from_interrupted_npz(tmp_path):
     (tmp_path / "stop.py").write_text(STOP)
     out = tmp_path / "runs"
-    stopped = trainkit_cmd("train", CONFIG, "--set", f"output_dir={out}", "--set", "trainer.epochs=5",
-                           "--set", f"callbacks=[{{class_path: {tmp_path / 'stop.py'}:Stop}}]")
+    stopped = trainkit_cmd(
+        "train",
+        CONFIG,
+        "--set",
+        f"output_dir={out}",
+        "--set",
+        "trainer.epochs=5",
+        "--set",
+        f"callbacks=[{{class_path: {tmp_path / 'stop.py'}:Stop}}]",
+    )
     assert stopped.returncode == 130, stopped.stderr
     run = out / "regression" / "version_0"
     command = f"trainkit train {run / 'config.yaml'} --resume {run}"
@@ -76,14 +90,21 @@ def test_ctrl_c_prints_the_resume_command_and_it_continues_from_interrupted_npz(
     resumed = trainkit_cmd(*command.split()[1:], "--set", "callbacks=[]", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from epoch 3 of 5: 2 done, from {interrupted} (written inside epoch 3, which starts over)" in (
-        resumed.stdout)
+        resumed.stdout
+    )
     assert "done: 5 epochs" in resumed.stdout
 
 
 def test_ctrl_c_in_the_first_epoch_leaves_no_folder(tmp_path):
     (tmp_path / "stop.py").write_text(STOP.replace("epoch == 2", "epoch == 0"))
     out = tmp_path / "runs"
-    stopped = trainkit_cmd("train", CONFIG, "--set", f"output_dir={out}",
-                           "--set", f"callbacks=[{{class_path: {tmp_path / 'stop.py'}:Stop}}]")
+    stopped = trainkit_cmd(
+        "train",
+        CONFIG,
+        "--set",
+        f"output_dir={out}",
+        "--set",
+        f"callbacks=[{{class_path: {tmp_path / 'stop.py'}:Stop}}]",
+    )
     assert stopped.returncode == 130 and "nothing saved" in stopped.stderr
     assert not (out / "regression").exists()

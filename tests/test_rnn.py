@@ -70,8 +70,7 @@ def check_pair(torch, ref, ours, x_shape, dtype, lstm, hidden_shapes=None, rng=N
     for (name, p), (name_k, q) in zip(ref.named_parameters(), ours.named_parameters()):
         assert name == name_k
         assert q.grad.dtype == getattr(trainkit, dtype)
-        np.testing.assert_allclose(to_numpy(q.grad), to_numpy(p.grad), rtol=rtol * 10, atol=atol * 10,
-                                   err_msg=name)
+        np.testing.assert_allclose(to_numpy(q.grad), to_numpy(p.grad), rtol=rtol * 10, atol=atol * 10, err_msg=name)
 
 
 CONFIGS = [
@@ -144,11 +143,13 @@ def test_parameters_names_shapes_order_and_init(torch):
     for mode, kw in CONFIGS:
         ref = getattr(torch.nn, mode)(4, 6, **kw)
         ours = getattr(trainkit.nn, mode)(4, 6, **kw)
-        assert [(n, tuple(p.shape)) for n, p in ref.named_parameters()] == \
-               [(n, tuple(p.shape)) for n, p in ours.named_parameters()]
+        assert [(n, tuple(p.shape)) for n, p in ref.named_parameters()] == [
+            (n, tuple(p.shape)) for n, p in ours.named_parameters()
+        ]
         assert ours._flat_weights_names == ref._flat_weights_names
-        assert [[tuple(p.shape) for p in w] for w in ours.all_weights] == \
-               [[tuple(p.shape) for p in w] for w in ref.all_weights]
+        assert [[tuple(p.shape) for p in w] for w in ours.all_weights] == [
+            [tuple(p.shape) for p in w] for w in ref.all_weights
+        ]
         bound = 1 / np.sqrt(6)
         for p in ours.parameters():
             assert p.dtype == trainkit.float32 and np.abs(to_numpy(p)).max() <= bound
@@ -180,18 +181,21 @@ def test_same_weights_in_float32_and_float64_agree():
 
 
 # ------------------------------------------------------------------------------------------------------- errors
-@pytest.mark.parametrize("args,kw", [
-    ((3, 4), {"dropout": 1.5}),
-    ((3, 4), {"dropout": True}),
-    ((3, 0), {}),
-    ((0, 4), {}),
-    ((3, 4), {"num_layers": 0}),
-    ((3, 4), {"proj_size": -1}),
-    ((3, 4), {"proj_size": 4}),
-    ((3, 4), {"bias": 1}),
-    ((3, 4), {"batch_first": 0}),
-    ((3.0, 4), {}),
-])
+@pytest.mark.parametrize(
+    "args,kw",
+    [
+        ((3, 4), {"dropout": 1.5}),
+        ((3, 4), {"dropout": True}),
+        ((3, 0), {}),
+        ((0, 4), {}),
+        ((3, 4), {"num_layers": 0}),
+        ((3, 4), {"proj_size": -1}),
+        ((3, 4), {"proj_size": 4}),
+        ((3, 4), {"bias": 1}),
+        ((3, 4), {"batch_first": 0}),
+        ((3.0, 4), {}),
+    ],
+)
 def test_constructor_errors_match_torch(torch, args, kw):
     assert_same_error(torch, lambda lib, dev: lib.nn.LSTM(*args, **kw))
 
@@ -210,13 +214,16 @@ def test_dropout_with_one_layer_warns_as_torch():
 
 
 @pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
-@pytest.mark.parametrize("x_shape,h_shapes,words", [
-    ((5, 2, 3, 1), None, ["Expected input to be 2D or 3D"]),
-    ((5, 2, 7), None, ["input.size(-1) must be equal to input_size", "Expected 3, got 7"]),
-    ((5, 2, 3), [(1, 3, 4), (1, 3, 4)], ["Expected hidden", "[1, 3, 4]"]),
-    ((5, 2, 3), [(2, 4), (2, 4)], ["For batched 3-D input"]),
-    ((5, 3), [(1, 1, 4), (1, 1, 4)], ["For unbatched 2-D input"]),
-])
+@pytest.mark.parametrize(
+    "x_shape,h_shapes,words",
+    [
+        ((5, 2, 3, 1), None, ["Expected input to be 2D or 3D"]),
+        ((5, 2, 7), None, ["input.size(-1) must be equal to input_size", "Expected 3, got 7"]),
+        ((5, 2, 3), [(1, 3, 4), (1, 3, 4)], ["Expected hidden", "[1, 3, 4]"]),
+        ((5, 2, 3), [(2, 4), (2, 4)], ["For batched 3-D input"]),
+        ((5, 3), [(1, 1, 4), (1, 1, 4)], ["For unbatched 2-D input"]),
+    ],
+)
 def test_forward_errors_match_torch(torch, mode, x_shape, h_shapes, words):
     def snippet(lib, dev):
         torch.manual_seed(0)
@@ -230,12 +237,21 @@ def test_forward_errors_match_torch(torch, mode, x_shape, h_shapes, words):
 
 
 def test_lstm_cell_state_size_and_dtype_errors_match_torch(torch):
-    assert_same_error(torch, lambda lib, dev: lib.nn.LSTM(3, 4, proj_size=2)(
-        lib.zeros(5, 2, 3), (lib.zeros(1, 2, 2), lib.zeros(1, 2, 2))), "Expected hidden[1] size", "[1, 2, 2]")
-    assert_same_error(torch, lambda lib, dev: lib.nn.LSTM(3, 4, proj_size=2)(
-        lib.zeros(5, 2, 3), (lib.zeros(1, 2, 4), lib.zeros(1, 2, 4))), "Expected hidden[0] size", "[1, 2, 4]")
-    assert_same_error(torch, lambda lib, dev: lib.nn.GRU(3, 4)(lib.zeros(5, 2, 3, dtype=lib.float64)),
-                      "does not match weight dtype")
+    assert_same_error(
+        torch,
+        lambda lib, dev: lib.nn.LSTM(3, 4, proj_size=2)(lib.zeros(5, 2, 3), (lib.zeros(1, 2, 2), lib.zeros(1, 2, 2))),
+        "Expected hidden[1] size",
+        "[1, 2, 2]",
+    )
+    assert_same_error(
+        torch,
+        lambda lib, dev: lib.nn.LSTM(3, 4, proj_size=2)(lib.zeros(5, 2, 3), (lib.zeros(1, 2, 4), lib.zeros(1, 2, 4))),
+        "Expected hidden[0] size",
+        "[1, 2, 4]",
+    )
+    assert_same_error(
+        torch, lambda lib, dev: lib.nn.GRU(3, 4)(lib.zeros(5, 2, 3, dtype=lib.float64)), "does not match weight dtype"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the graph
@@ -254,8 +270,9 @@ def _layer_nodes(fn, seen=None) -> list:
     return found
 
 
-@pytest.mark.parametrize("mode,name", [("RNN", "RnnTanhLayerBackward0"), ("LSTM", "LstmLayerBackward0"),
-                                       ("GRU", "GruLayerBackward0")])
+@pytest.mark.parametrize(
+    "mode,name", [("RNN", "RnnTanhLayerBackward0"), ("LSTM", "LstmLayerBackward0"), ("GRU", "GruLayerBackward0")]
+)
 def test_one_fused_node_per_layer_and_direction(mode, name):
     layer = getattr(trainkit.nn, mode)(3, 4, num_layers=2, bidirectional=True)
     out, _ = layer(trainkit.randn(7, 2, 3))
@@ -322,10 +339,12 @@ def test_no_grad_records_nothing():
 
 
 def test_empty_sequence_and_state_dtype_errors_match_torch(torch):
-    assert_same_error(torch, lambda lib, dev: lib.nn.LSTM(3, 4)(lib.zeros(0, 2, 3)),
-                      "Expected sequence length to be larger than 0")
-    assert_same_error(torch, lambda lib, dev: lib.nn.GRU(3, 4)(lib.zeros(2, 1, 3),
-                                                               lib.zeros(1, 1, 4, dtype=lib.float64)))
+    assert_same_error(
+        torch, lambda lib, dev: lib.nn.LSTM(3, 4)(lib.zeros(0, 2, 3)), "Expected sequence length to be larger than 0"
+    )
+    assert_same_error(
+        torch, lambda lib, dev: lib.nn.GRU(3, 4)(lib.zeros(2, 1, 3), lib.zeros(1, 1, 4, dtype=lib.float64))
+    )
 
 
 def test_empty_batch_gives_empty_outputs_as_torch(torch):

@@ -122,7 +122,7 @@ def test_double_backward_against_torch(torch, rng, name, kwargs):
     for lib, cell in ((trainkit, ours), (torch, theirs)):
         xt, ht = _tensors(lib, x), _tensors(lib, h0)
         out = _flat(cell(xt, ht))[0]
-        (gx,) = lib.autograd.grad((out ** 2).sum(), xt, create_graph=True)
+        (gx,) = lib.autograd.grad((out**2).sum(), xt, create_graph=True)
         (gx * gx).sum().backward()
         results.append((gx, cell.weight_hh.grad, xt.grad))
     for a, b in zip(*results):
@@ -138,12 +138,16 @@ def test_gradcheck_and_gradgradcheck(rng, name, kwargs):
     params = list(cell.parameters())
 
     if name == "LSTMCell":
+
         def fn(x, h, c, *weights):
             return cell(x, (h, c))
+
         inputs = (x, *hx, *params)
     else:
+
         def fn(x, h, *weights):
             return cell(x, h)
+
         inputs = (x, hx, *params)
     if name == "RNNCell" and kwargs.get("nonlinearity") == "relu":
         # keep the pre-activations away from relu's kink, where finite differences are meaningless
@@ -157,8 +161,9 @@ def test_gradcheck_and_gradgradcheck(rng, name, kwargs):
 def test_parameters_shapes_and_initialisation(torch, name, chunks):
     cell = getattr(rnn_cells, name)(3, 16)
     ref = getattr(torch.nn, name)(3, 16)
-    assert [(n, tuple(p.shape)) for n, p in cell.named_parameters()] == \
-        [(n, tuple(p.shape)) for n, p in ref.named_parameters()]
+    assert [(n, tuple(p.shape)) for n, p in cell.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in ref.named_parameters()
+    ]
     assert tuple(cell.weight_ih.shape) == (chunks * 16, 3)
     for p in cell.parameters():
         assert p.dtype == trainkit.float32
@@ -196,9 +201,14 @@ def test_initialisation_matches_torch_when_the_generators_agree(torch, name):
 
 def test_reprs_as_torch(torch):
     for name, args, kwargs in [
-        ("RNNCell", (3, 4), {}), ("RNNCell", (3, 4), {"bias": False}), ("RNNCell", (3, 4), {"nonlinearity": "relu"}),
-        ("RNNCell", (3, 4), {"bias": False, "nonlinearity": "relu"}), ("LSTMCell", (2, 5), {}),
-        ("LSTMCell", (2, 5), {"bias": False}), ("GRUCell", (1, 1), {}), ("GRUCell", (1, 1), {"bias": False}),
+        ("RNNCell", (3, 4), {}),
+        ("RNNCell", (3, 4), {"bias": False}),
+        ("RNNCell", (3, 4), {"nonlinearity": "relu"}),
+        ("RNNCell", (3, 4), {"bias": False, "nonlinearity": "relu"}),
+        ("LSTMCell", (2, 5), {}),
+        ("LSTMCell", (2, 5), {"bias": False}),
+        ("GRUCell", (1, 1), {}),
+        ("GRUCell", (1, 1), {"bias": False}),
     ]:
         assert repr(getattr(rnn_cells, name)(*args, **kwargs)) == repr(getattr(torch.nn, name)(*args, **kwargs))
 
@@ -235,25 +245,30 @@ def test_errors_as_torch(torch, name):
     assert_same_error(torch, _call(name, (5,)), "input has inconsistent input_size: got 5 expected 3")
     assert_same_error(torch, _call(name, (2, 3, 3)), f"{name}: Expected input to be 1D or 2D, got 3D instead")
     assert_same_error(torch, _call(name, ()), f"{name}: Expected input to be 1D or 2D, got 0D instead")
-    assert_same_error(torch, _call(name, (2, 3), [(2, 5)] * two), "hidden0 has inconsistent hidden_size: got 5, "
-                      "expected 4")
-    assert_same_error(torch, _call(name, (2, 3), [(3, 4)] * two), "Input batch size 2 doesn't match hidden0 batch "
-                      "size 3")
-    assert_same_error(torch, _call(name, (2, 3), [(4,)] * two), "Input batch size 2 doesn't match hidden0 batch "
-                      "size 4")
-    assert_same_error(torch, _call(name, (3,), [(2, 4)] * two), "hidden0 has inconsistent hidden_size: got 2, "
-                      "expected 4")
+    assert_same_error(
+        torch, _call(name, (2, 3), [(2, 5)] * two), "hidden0 has inconsistent hidden_size: got 5, expected 4"
+    )
+    assert_same_error(
+        torch, _call(name, (2, 3), [(3, 4)] * two), "Input batch size 2 doesn't match hidden0 batch size 3"
+    )
+    assert_same_error(torch, _call(name, (2, 3), [(4,)] * two), "Input batch size 2 doesn't match hidden0 batch size 4")
+    assert_same_error(
+        torch, _call(name, (3,), [(2, 4)] * two), "hidden0 has inconsistent hidden_size: got 2, expected 4"
+    )
     assert_same_error(torch, _call(name, (2, 3), x_dtype="float64"), "mat1 and mat2 must have the same dtype")
     hidden = "hx[0]" if name == "LSTMCell" else "hidden"
-    assert_same_error(torch, _call(name, (2, 3), [(2, 2, 4)] * two),
-                      f"{name}: Expected {hidden} to be 1D or 2D, got 3D instead")
+    assert_same_error(
+        torch, _call(name, (2, 3), [(2, 2, 4)] * two), f"{name}: Expected {hidden} to be 1D or 2D, got 3D instead"
+    )
 
 
 def test_lstm_cell_hidden_state_errors(torch):
-    assert_same_error(torch, _call("LSTMCell", (2, 3), [(2, 4), (2, 5)]), "hidden1 has inconsistent hidden_size: "
-                      "got 5, expected 4")
-    assert_same_error(torch, _call("LSTMCell", (2, 3), [(2, 4), (3, 4)]), "Input batch size 2 doesn't match "
-                      "hidden1 batch size 3")
+    assert_same_error(
+        torch, _call("LSTMCell", (2, 3), [(2, 4), (2, 5)]), "hidden1 has inconsistent hidden_size: got 5, expected 4"
+    )
+    assert_same_error(
+        torch, _call("LSTMCell", (2, 3), [(2, 4), (3, 4)]), "Input batch size 2 doesn't match hidden1 batch size 3"
+    )
 
     def tensor_hx(lib, dev):
         return _nn(lib).LSTMCell(3, 4)(lib.zeros(2, 3), lib.zeros(2, 4))

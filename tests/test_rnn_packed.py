@@ -75,7 +75,7 @@ def test_output_is_packed_with_the_input_batch_sizes_and_indices():
     for j, s in enumerate(seqs):  # h_n in the caller's order: each sequence's state after its last step
         alone, (h_j, _) = lstm(s.unsqueeze(1))
         np.testing.assert_allclose(to_numpy(h[0, j]), to_numpy(h_j[0, 0]), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(to_numpy(padded[:len(s), j]), to_numpy(alone[:, 0]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(padded[: len(s), j]), to_numpy(alone[:, 0]), rtol=1e-5, atol=1e-6)
 
 
 def test_packed_input_of_wrong_size_is_refused_as_torch(torch):

@@ -115,7 +115,7 @@ def test_pack_pad_round_trip_against_torch(torch, rng, lengths, steps, batch_fir
     shape = (b, steps, 3) if batch_first else (steps, b, 3)
     x = rng.standard_normal(shape).astype(dtype)
     sorted_ok = all(lengths[i] >= lengths[i + 1] for i in range(b - 1))
-    for enforce_sorted in ([True, False] if sorted_ok else [False]):
+    for enforce_sorted in [True, False] if sorted_ok else [False]:
         for as_tensor in (False, True):
             ours_x, ref_x = _pair(torch, x, requires_grad=True)
             ours_len = trainkit.tensor(lengths) if as_tensor else lengths
@@ -164,8 +164,13 @@ def test_unsorted_ties_keep_the_callers_order(torch):
 @pytest.mark.parametrize("size", [17, 40, 100, 333])
 def test_unsorted_ties_in_large_batches_come_out_in_torchs_order(torch, rng, size):
     # past 16 sequences torch's unstable sort reorders equal lengths; sorted_indices and data follow it
-    patterns = [rng.integers(1, 4, size), np.sort(rng.integers(1, 6, size)), np.arange(size) % 5 + 1,
-                np.ones(size, dtype=np.int64), np.arange(size) + 1]
+    patterns = [
+        rng.integers(1, 4, size),
+        np.sort(rng.integers(1, 6, size)),
+        np.arange(size) % 5 + 1,
+        np.ones(size, dtype=np.int64),
+        np.arange(size) + 1,
+    ]
     for lengths in patterns:
         x = rng.standard_normal((int(lengths.max()), size))
         ours = tk_rnn.pack_padded_sequence(trainkit.tensor(x), lengths.tolist(), enforce_sorted=False)
@@ -205,7 +210,7 @@ def test_double_backward_against_torch(torch, rng):
     for lib, t in ((trainkit, ours_x), (torch, ref_x)):
         rnn = _lib_rnn(lib)
         padded, _ = rnn.pad_packed_sequence(rnn.pack_padded_sequence(t, [3, 1]), batch_first=True)
-        (g,) = lib.autograd.grad((padded ** 3).sum(), t, create_graph=True)
+        (g,) = lib.autograd.grad((padded**3).sum(), t, create_graph=True)
         (gg,) = lib.autograd.grad((g * g).sum(), t)
         grads.append((g, gg))
     _same(grads[0][0], grads[1][0])
@@ -236,11 +241,13 @@ def test_pad_sequence_against_torch(torch, rng, lengths, batch_first, padding_si
 
 def test_pad_sequence_defaults_dtypes_broadcasting_and_tensor_input(torch, rng):
     a, b = rng.standard_normal((2, 3)), rng.standard_normal((3, 1))
-    for make in (lambda lib: [lib.tensor(a), lib.tensor(b)],
-                 lambda lib: [lib.tensor(a, dtype=lib.float64), lib.tensor(b, dtype=lib.float32)],
-                 lambda lib: [lib.tensor(a, dtype=lib.float32), lib.tensor(b, dtype=lib.float64)],
-                 lambda lib: lib.tensor(a),
-                 lambda lib: (lib.tensor([1, 2]), lib.tensor([3]))):
+    for make in (
+        lambda lib: [lib.tensor(a), lib.tensor(b)],
+        lambda lib: [lib.tensor(a, dtype=lib.float64), lib.tensor(b, dtype=lib.float32)],
+        lambda lib: [lib.tensor(a, dtype=lib.float32), lib.tensor(b, dtype=lib.float64)],
+        lambda lib: lib.tensor(a),
+        lambda lib: (lib.tensor([1, 2]), lib.tensor([3])),
+    ):
         _same(tk_rnn.pad_sequence(make(trainkit)), torch.nn.utils.rnn.pad_sequence(make(torch)))
     a = trainkit.tensor(rng.standard_normal((2, 4)), requires_grad=True)
     c = trainkit.tensor(rng.standard_normal((3, 1)), requires_grad=True)
@@ -249,8 +256,8 @@ def test_pad_sequence_defaults_dtypes_broadcasting_and_tensor_input(torch, rng):
     out = tk_rnn.pad_sequence(iter([a, c]), batch_first=True)
     ref = torch.nn.utils.rnn.pad_sequence(iter([ta, tc]), batch_first=True)
     _same(out, ref)
-    (out ** 2).sum().backward()
-    (ref ** 2).sum().backward()
+    (out**2).sum().backward()
+    (ref**2).sum().backward()
     _same(a.grad, ta.grad)
     _same(c.grad, tc.grad)
 
@@ -319,16 +326,19 @@ def _packs(lengths, shape=(5, 3, 2), **kwargs):
     return fn
 
 
-@pytest.mark.parametrize("lengths,kwargs,words", [
-    ([3, 4, 2], {}, ["must be sorted in decreasing order", "enforce_sorted=False"]),
-    ([4, 3, 0], {}, ["greater than 0"]),
-    ([5, 3, -1], {}, ["greater than 0"]),
-    ([0, 3, 2], {"enforce_sorted": False}, ["greater than 0"]),
-    ([5, 3, 2, 1], {}, ["equal to batch_size", "4", "batch_size=3"]),
-    ([5, 3], {}, ["equal to batch_size", "2", "batch_size=3"]),
-    ([], {}, ["equal to batch_size"]),
-    ([5, 3, 2], {"batch_first": True}, ["equal to batch_size", "batch_size=5"]),
-])
+@pytest.mark.parametrize(
+    "lengths,kwargs,words",
+    [
+        ([3, 4, 2], {}, ["must be sorted in decreasing order", "enforce_sorted=False"]),
+        ([4, 3, 0], {}, ["greater than 0"]),
+        ([5, 3, -1], {}, ["greater than 0"]),
+        ([0, 3, 2], {"enforce_sorted": False}, ["greater than 0"]),
+        ([5, 3, 2, 1], {}, ["equal to batch_size", "4", "batch_size=3"]),
+        ([5, 3], {}, ["equal to batch_size", "2", "batch_size=3"]),
+        ([], {}, ["equal to batch_size"]),
+        ([5, 3, 2], {"batch_first": True}, ["equal to batch_size", "batch_size=5"]),
+    ],
+)
 def test_pack_padded_sequence_errors(torch, lengths, kwargs, words):
     assert_same_error(torch, _packs(lengths, **kwargs), *words)
 
@@ -370,14 +380,20 @@ def test_pad_packed_sequence_total_length_error(torch):
     assert_same_error(torch, fn, "total_length=2", "max sequence length being 3")
 
 
-@pytest.mark.parametrize("make,words", [
-    (lambda lib: [], ["received an empty list of sequences"]),
-    (lambda lib: 5, ["Expected iterable for input sequences", "int"]),
-    (lambda lib: [lib.ones(2, 3), lib.ones(3, 2)], ["The size of tensor a (3) must match the size of tensor b (2)"]),
-    (lambda lib: [lib.ones(2), lib.ones(3, 4)], ["The size of tensor a (3) must match the size of tensor b (4)"]),
-    (lambda lib: [lib.ones(2, 1), lib.ones(3, 4)], ["output with shape [3, 1] doesn't match the broadcast shape"]),
-    (lambda lib: [lib.ones(()), lib.ones(3)], []),
-])
+@pytest.mark.parametrize(
+    "make,words",
+    [
+        (lambda lib: [], ["received an empty list of sequences"]),
+        (lambda lib: 5, ["Expected iterable for input sequences", "int"]),
+        (
+            lambda lib: [lib.ones(2, 3), lib.ones(3, 2)],
+            ["The size of tensor a (3) must match the size of tensor b (2)"],
+        ),
+        (lambda lib: [lib.ones(2), lib.ones(3, 4)], ["The size of tensor a (3) must match the size of tensor b (4)"]),
+        (lambda lib: [lib.ones(2, 1), lib.ones(3, 4)], ["output with shape [3, 1] doesn't match the broadcast shape"]),
+        (lambda lib: [lib.ones(()), lib.ones(3)], []),
+    ],
+)
 def test_pad_sequence_errors(torch, make, words):
     assert_same_error(torch, lambda lib, dev: _lib_rnn(lib).pad_sequence(make(lib)), *words)
 
@@ -391,8 +407,11 @@ def test_pad_sequence_padding_side_error(torch):
 
 def test_pack_sequence_errors(torch):
     assert_same_error(torch, lambda lib, dev: _lib_rnn(lib).pack_sequence([]), "received an empty list")
-    assert_same_error(torch, lambda lib, dev: _lib_rnn(lib).pack_sequence([lib.ones(2), lib.ones(3)]),
-                      "must be sorted in decreasing order")
+    assert_same_error(
+        torch,
+        lambda lib, dev: _lib_rnn(lib).pack_sequence([lib.ones(2), lib.ones(3)]),
+        "must be sorted in decreasing order",
+    )
 
 
 def test_unpad_sequence_of_a_leaf_that_requires_grad(torch):

@@ -24,8 +24,13 @@ class Fail(Callback):
 
 
 def trainkit(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=300,
+    )
 
 
 def train(out: Path, *args, config=CONFIG, cwd=None) -> subprocess.CompletedProcess:
@@ -102,11 +107,13 @@ def test_saved_paths_of_data_files_and_callbacks_are_absolute(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
     np.savez(folder / "d.npz", x=np.linspace(-1, 1, 20).reshape(-1, 1), y=np.linspace(0, 1, 20).reshape(-1, 1))
-    (folder / "quiet.py").write_text("from trainkit.callbacks.base import Callback\n\n\nclass Quiet(Callback):\n"
-                                     "    pass\n")
+    (folder / "quiet.py").write_text(
+        "from trainkit.callbacks.base import Callback\n\n\nclass Quiet(Callback):\n    pass\n"
+    )
     text = CONFIG.read_text().replace("../examples", str(ROOT / "examples"))
-    text = text.replace("  kind: regression_curve\n  n: 100\n  noise: 0.05\n  seed: 0\n",
-                        "  kind: npz\n  path: d.npz\n")
+    text = text.replace(
+        "  kind: regression_curve\n  n: 100\n  noise: 0.05\n  seed: 0\n", "  kind: npz\n  path: d.npz\n"
+    )
     text += "  - class_path: quiet.py:Quiet\n"
     (folder / "c.yaml").write_text(text)
     done = trainkit("train", folder / "c.yaml", "--set", "output_dir=runs", "--set", "trainer.epochs=2", cwd=folder)

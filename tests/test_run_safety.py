@@ -18,13 +18,23 @@ CONFIG = ROOT / "configs" / "regression.yaml"
 
 
 def command(*args, cwd) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "trainkit", *map(str, args)], cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainkit", *map(str, args)],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def train(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", "train", *map(str, args)], cwd=cwd, text=True,
-                          capture_output=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", *map(str, args)],
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("name", ["../../escaped", ".", "..", "a/b", "/tmp/abs"])
@@ -40,8 +50,9 @@ def test_a_second_writer_of_a_run_folder_fails_at_once_naming_the_first(tmp_path
     first = train(CONFIG, "--set", "trainer.epochs=2", "--set", "callbacks=[]", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     folder = tmp_path / "runs" / "regression" / "version_0"
-    long = command("train", CONFIG, "--resume", folder, "--set", "trainer.epochs=3000", "--set", "callbacks=[]",
-                   cwd=tmp_path)
+    long = command(
+        "train", CONFIG, "--resume", folder, "--set", "trainer.epochs=3000", "--set", "callbacks=[]", cwd=tmp_path
+    )
     try:
         lock = folder / ".lock"
         deadline = time.monotonic() + 120
@@ -70,8 +81,9 @@ def test_a_stale_lock_and_stale_temporaries_are_cleaned_up(tmp_path):
 
 
 def test_runs_started_together_take_their_own_versions(tmp_path):
-    runs = [command("train", CONFIG, "--set", "trainer.epochs=20", "--set", "callbacks=[]", cwd=tmp_path)
-            for _ in range(2)]
+    runs = [
+        command("train", CONFIG, "--set", "trainer.epochs=20", "--set", "callbacks=[]", cwd=tmp_path) for _ in range(2)
+    ]
     for run in runs:
         run.wait(timeout=300)
         assert run.returncode == 0, run.stderr.read()

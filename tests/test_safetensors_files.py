@@ -57,8 +57,12 @@ def test_model_checkpoint_writes_safetensors_weights_pytorch_loads(tmp_path):
 
     theirs, ours = _pair()
     x = trainkit.linspace(-1, 1, 24).reshape(8, 3)
-    trainer = Trainer(ours, loss="mse", callbacks=[ModelCheckpoint(tmp_path, monitor="loss",
-                                                                   weights_format="safetensors")], verbose=False)
+    trainer = Trainer(
+        ours,
+        loss="mse",
+        callbacks=[ModelCheckpoint(tmp_path, monitor="loss", weights_format="safetensors")],
+        verbose=False,
+    )
     trainer.fit(x, trainkit.zeros(8, 2), epochs=2, batch_size=4)
     theirs.load_state_dict(safetensors_torch.load_file(str(tmp_path / "last.safetensors")))
     assert (tmp_path / "best.safetensors").is_file()

@@ -21,8 +21,10 @@ def _both(torch, device, fn, arrays, upstream=None):
     (result, gradients, grad_fn name)."""
     results = []
     for lib, dev in ((trainkit, device), (torch, "cpu")):
-        ts = [lib.tensor(a, device=dev, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a
-              for a in arrays]
+        ts = [
+            lib.tensor(a, device=dev, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a
+            for a in arrays
+        ]
         with trainkit.device(dev):
             out = fn(lib, *ts)
         name = out.grad_fn.name() if out.grad_fn is not None else None
@@ -30,8 +32,12 @@ def _both(torch, device, fn, arrays, upstream=None):
         if out.requires_grad:
             up = np.ones(tuple(out.shape), np.float32) if upstream is None else upstream
             out.backward(lib.tensor(up.astype(to_numpy(out).dtype), device=dev))
-            grads = [None if not (isinstance(t, (trainkit.Tensor, torch.Tensor)) and t.requires_grad) or t.grad is None
-                     else to_numpy(t.grad) for t in ts]
+            grads = [
+                None
+                if not (isinstance(t, (trainkit.Tensor, torch.Tensor)) and t.requires_grad) or t.grad is None
+                else to_numpy(t.grad)
+                for t in ts
+            ]
         results.append((to_numpy(out), grads, name))
     return results
 
@@ -84,8 +90,11 @@ def test_scatter_with_reduce_has_no_derivative_as_in_torch(torch):
             out.sum().backward()
     # PyTorch warns once per process, so its list may be empty when an earlier test triggered the warning
     assert len(messages[0]) == 1 and "deprecated" in messages[0][0] and messages[1] in ([], messages[0])
-    assert_same_error(torch, lambda L, d: L.scatter(L.zeros(2), 0, L.tensor([0]), L.ones(1), reduce="sum"),
-                      "reduce argument must be either add or multiply.")
+    assert_same_error(
+        torch,
+        lambda L, d: L.scatter(L.zeros(2), 0, L.tensor([0]), L.ones(1), reduce="sum"),
+        "reduce argument must be either add or multiply.",
+    )
 
 
 # ------------------------------------------------------------------------------------------------ scatter_reduce
@@ -116,8 +125,10 @@ def test_scatter_reduce_along_dim0_with_a_smaller_index(torch, reduce, rng):
     x = rng.standard_normal((4, 3))
     src = rng.standard_normal((5, 3))
     index = rng.integers(0, 4, (3, 2))  # smaller than src: only its leading part takes part
-    got = [to_numpy(lib.tensor(x).scatter_reduce(0, lib.tensor(index), lib.tensor(src), reduce=reduce))
-           for lib in (trainkit, torch)]
+    got = [
+        to_numpy(lib.tensor(x).scatter_reduce(0, lib.tensor(index), lib.tensor(src), reduce=reduce))
+        for lib in (trainkit, torch)
+    ]
     np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
     # PyTorch's backward fails here (its src gradient has the index's shape); trainkit's has src's shape
     xs = (trainkit.tensor(x, requires_grad=True), trainkit.tensor(src, requires_grad=True))
@@ -141,24 +152,41 @@ def test_scatter_reduce_of_integers_matches_torch(torch, reduce, include_self):
     x = np.array([[-3, 5, 7, 0]])
     src = np.array([[-4, 2, 9]])
     index = np.array([[0, 0, 2]])
-    got = [to_numpy(lib.scatter_reduce(lib.tensor(x), 1, lib.tensor(index), lib.tensor(src), reduce,
-                                       include_self=include_self)) for lib in (trainkit, torch)]
+    got = [
+        to_numpy(
+            lib.scatter_reduce(lib.tensor(x), 1, lib.tensor(index), lib.tensor(src), reduce, include_self=include_self)
+        )
+        for lib in (trainkit, torch)
+    ]
     assert got[0].dtype == got[1].dtype
     np.testing.assert_array_equal(got[0], got[1])
 
 
 def test_scatter_reduce_errors_match_torch(torch):
     idx = lambda L: L.tensor([[0, 1]])  # noqa: E731
-    assert_same_error(torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), L.ones(1, 2), "add"),
-                      "reduce argument must be either sum, prod, mean, amax or amin, got add")
-    assert_same_error(torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), 2.0, "sum"),
-                      "argument 'src' (position 4) must be Tensor, not float")
-    assert_same_error(torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), L.ones(1, 2, dtype=L.int64),
-                                                           "sum"), "Expected self.dtype to be equal to src.dtype")
-    assert_same_error(torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3, dtype=L.bool), 1, idx(L),
-                                                           L.ones(1, 2, dtype=L.bool), "mean"), "not implemented")
-    assert_same_error(torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, L.tensor([[0, 3]]), L.ones(1, 2),
-                                                           "sum"), "out of bounds")
+    assert_same_error(
+        torch,
+        lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), L.ones(1, 2), "add"),
+        "reduce argument must be either sum, prod, mean, amax or amin, got add",
+    )
+    assert_same_error(
+        torch,
+        lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), 2.0, "sum"),
+        "argument 'src' (position 4) must be Tensor, not float",
+    )
+    assert_same_error(
+        torch,
+        lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, idx(L), L.ones(1, 2, dtype=L.int64), "sum"),
+        "Expected self.dtype to be equal to src.dtype",
+    )
+    assert_same_error(
+        torch,
+        lambda L, d: L.scatter_reduce(L.zeros(1, 3, dtype=L.bool), 1, idx(L), L.ones(1, 2, dtype=L.bool), "mean"),
+        "not implemented",
+    )
+    assert_same_error(
+        torch, lambda L, d: L.scatter_reduce(L.zeros(1, 3), 1, L.tensor([[0, 3]]), L.ones(1, 2), "sum"), "out of bounds"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------- norm
@@ -187,8 +215,18 @@ def test_nuclear_norm_gradcheck_and_gradgradcheck(shape, kwargs, rng):
     assert gradgradcheck(lambda t: trainkit.norm(t, "nuc", **kwargs), (x,))
 
 
-@pytest.mark.parametrize("kwargs", [{"dim": 1}, {"dim": (1,)}, {"dim": (0, 2)}, {"dim": (2, 1), "keepdim": True},
-                                    {"dim": None}, {"dim": -1, "dtype": "float64"}], ids=str)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dim": 1},
+        {"dim": (1,)},
+        {"dim": (0, 2)},
+        {"dim": (2, 1), "keepdim": True},
+        {"dim": None},
+        {"dim": -1, "dtype": "float64"},
+    ],
+    ids=str,
+)
 def test_frobenius_norm_with_dim_matches_torch(torch, device, kwargs, rng):
     a = rng.standard_normal((2, 3, 4)).astype(np.float32)
 
@@ -208,15 +246,19 @@ def test_nuclear_norm_dtype_argument_matches_torch(torch, rng):
     _assert_same(_both(torch, "cpu", lambda L, t: L.norm(t, "nuc", dtype=L.float64), [a]))
 
 
-@pytest.mark.parametrize("call,words", [
-    (lambda L: L.norm(L.ones(2, 3, 4), "nuc"), "dim must be a 2-tuple. Got 0 1 2"),
-    (lambda L: L.norm(L.ones(2, 3, 4), "nuc", dim=1), "dim must be a 2-tuple. Got 1"),
-    (lambda L: L.norm(L.ones(2, 3, 4), "nuc", dim=(1, -2)), "dims must be different. Got (1, 1)"),
-    (lambda L: L.norm(L.ones(2, 3, 4), "fro", dim=(0, 1, 2)), "dim must be a 2-tuple. Got 0 1 2"),
-    (lambda L: L.norm(L.ones(3, 4), "foo"), "Order foo not supported."),
-    (lambda L: L.norm(L.ones(3, 4, dtype=L.int64), "nuc"), "Expected a floating point or complex tensor"),
-    (lambda L: L.norm(L.ones(3), "nuc"), "must have at least 2 dimensions"),
-], ids=["nuc-3d", "nuc-one-dim", "nuc-same-dims", "fro-three-dims", "bad-order", "integer", "vector"])
+@pytest.mark.parametrize(
+    "call,words",
+    [
+        (lambda L: L.norm(L.ones(2, 3, 4), "nuc"), "dim must be a 2-tuple. Got 0 1 2"),
+        (lambda L: L.norm(L.ones(2, 3, 4), "nuc", dim=1), "dim must be a 2-tuple. Got 1"),
+        (lambda L: L.norm(L.ones(2, 3, 4), "nuc", dim=(1, -2)), "dims must be different. Got (1, 1)"),
+        (lambda L: L.norm(L.ones(2, 3, 4), "fro", dim=(0, 1, 2)), "dim must be a 2-tuple. Got 0 1 2"),
+        (lambda L: L.norm(L.ones(3, 4), "foo"), "Order foo not supported."),
+        (lambda L: L.norm(L.ones(3, 4, dtype=L.int64), "nuc"), "Expected a floating point or complex tensor"),
+        (lambda L: L.norm(L.ones(3), "nuc"), "must have at least 2 dimensions"),
+    ],
+    ids=["nuc-3d", "nuc-one-dim", "nuc-same-dims", "fro-three-dims", "bad-order", "integer", "vector"],
+)
 def test_matrix_norm_errors_match_torch(torch, call, words):
     got, _ = assert_same_error(torch, lambda L, d: call(L), words)
     assert str(got).startswith("linalg.matrix_norm: ")
@@ -330,12 +372,16 @@ def test_hessian_of_an_input_the_output_ignores_is_zero(torch):
     assert h[0][0].tolist() == [[2.0, 0.0], [0.0, 2.0]]
 
 
-@pytest.mark.parametrize("fn,inputs,words", [
-    (lambda x: x * 2, lambda L: L.ones(2), "should contain a single element"),
-    (lambda x: (x.sum(), x.sum()), lambda L: L.ones(2), "should return a single Tensor"),
-    (lambda x: x.sum(), lambda L: (L.ones(2), 3), "the value at index 1 has type <class 'int'>"),
-    (lambda x: x.sum(), lambda L: 3, "but the given inputs has type <class 'int'>"),
-], ids=["not-scalar", "tuple-output", "not-a-tensor-in-tuple", "not-a-tensor"])
+@pytest.mark.parametrize(
+    "fn,inputs,words",
+    [
+        (lambda x: x * 2, lambda L: L.ones(2), "should contain a single element"),
+        (lambda x: (x.sum(), x.sum()), lambda L: L.ones(2), "should return a single Tensor"),
+        (lambda x: x.sum(), lambda L: (L.ones(2), 3), "the value at index 1 has type <class 'int'>"),
+        (lambda x: x.sum(), lambda L: 3, "but the given inputs has type <class 'int'>"),
+    ],
+    ids=["not-scalar", "tuple-output", "not-a-tensor-in-tuple", "not-a-tensor"],
+)
 def test_hessian_errors_match_torch(torch, fn, inputs, words):
     from torch.autograd import functional as tf
 
@@ -355,8 +401,9 @@ IN_PLACE = {
     "scatter_value": lambda L, x, s: x.scatter_(1, L.tensor([[2], [0]]), 2.5),
     "scatter_add_": lambda L, x, s: x.scatter_add_(1, L.tensor([[0, 0, 2], [1, 1, 1]]), s),
     "scatter_reduce_prod": lambda L, x, s: x.scatter_reduce_(1, L.tensor([[0, 0, 2], [1, 1, 1]]), s, "prod"),
-    "scatter_reduce_mean": lambda L, x, s: x.scatter_reduce_(0, L.tensor([[1, 0, 1]]), s[:1], "mean",
-                                                            include_self=False),
+    "scatter_reduce_mean": lambda L, x, s: x.scatter_reduce_(
+        0, L.tensor([[1, 0, 1]]), s[:1], "mean", include_self=False
+    ),
 }
 
 
@@ -375,8 +422,7 @@ def test_in_place_scatters_match_torch(torch, device, name, rng):
             out = IN_PLACE[name](lib, x, s)
         assert out is x and x._version == version + 1
         x.backward(lib.tensor(up, device=dev))
-        results.append((to_numpy(x), to_numpy(w.grad), None if s.grad is None else to_numpy(s.grad),
-                        x.grad_fn.name()))
+        results.append((to_numpy(x), to_numpy(w.grad), None if s.grad is None else to_numpy(s.grad), x.grad_fn.name()))
     (v1, gw1, gs1, n1), (v2, gw2, gs2, n2) = results
     np.testing.assert_allclose(v1, v2, rtol=1e-6)
     np.testing.assert_allclose(gw1, gw2, rtol=1e-6)
@@ -387,5 +433,8 @@ def test_in_place_scatters_match_torch(torch, device, name, rng):
 
 
 def test_in_place_scatter_of_a_leaf_that_requires_grad_is_refused(torch):
-    assert_same_error(torch, lambda L, d: L.zeros(3, requires_grad=True).scatter_add_(0, L.tensor([0]), L.ones(1)),
-                      "a leaf Variable that requires grad is being used in an in-place operation")
+    assert_same_error(
+        torch,
+        lambda L, d: L.zeros(3, requires_grad=True).scatter_add_(0, L.tensor([0]), L.ones(1)),
+        "a leaf Variable that requires grad is being used in an in-place operation",
+    )

@@ -20,8 +20,15 @@ def _gru(lib):
 
 
 def _transformer(lib):
-    return lib.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16,
-                              dropout=0.0, batch_first=True)
+    return lib.nn.Transformer(
+        d_model=8,
+        nhead=2,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        dim_feedforward=16,
+        dropout=0.0,
+        batch_first=True,
+    )
 
 
 def _run(model, lib, x):

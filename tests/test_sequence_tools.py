@@ -47,8 +47,9 @@ def _data(n: int = 24, t: int = 7):
     return TensorDataset(trainkit.randint(0, 12, (n, t)), trainkit.randint(0, 3, (n,)))
 
 
-@pytest.mark.parametrize("kind,name", [("LSTM", "LstmLayerBackward0"), ("GRU", "GruLayerBackward0"),
-                                       ("RNN", "RnnTanhLayerBackward0")])
+@pytest.mark.parametrize(
+    "kind,name", [("LSTM", "LstmLayerBackward0"), ("GRU", "GruLayerBackward0"), ("RNN", "RnnTanhLayerBackward0")]
+)
 def test_a_fused_layer_is_one_node_per_layer_and_direction_with_its_saved_tensors(kind, name):
     model = Tagger(kind, bidirectional=True)
     x, _ = _data(4).tensors
@@ -85,15 +86,19 @@ def test_attention_is_one_node_with_its_saved_tensors():
     assert projections  # the in-projection feeding it belongs to the attention module
 
 
-@pytest.mark.parametrize("make", [lambda: Tagger("LSTM"), lambda: Tagger("GRU", bidirectional=True), Encoder],
-                         ids=["lstm", "bigru", "transformer"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: Tagger("LSTM"), lambda: Tagger("GRU", bidirectional=True), Encoder],
+    ids=["lstm", "bigru", "transformer"],
+)
 def test_monitors_follow_a_sequence_model_through_fit(make):
     trainkit.manual_seed(0)
     model = make()
     watched = "rnn" if isinstance(model, Tagger) else "encoder.layers.0.self_attn"
     monitors = [GradientMonitor(), ActivationGradientMonitor([watched], verbose=False)]
-    trainer = Trainer(model, optim.Adam(model.parameters(), lr=1e-2), nn.CrossEntropyLoss(), callbacks=monitors,
-                      seed=0, verbose=False)
+    trainer = Trainer(
+        model, optim.Adam(model.parameters(), lr=1e-2), nn.CrossEntropyLoss(), callbacks=monitors, seed=0, verbose=False
+    )
     history = trainer.fit(_data(), epochs=2, batch_size=8).history
     norms = history[f"act_grad_norm/{watched}"]
     assert len(norms) == 2 and all(math.isfinite(v) and v > 0 for v in norms)

@@ -17,8 +17,9 @@ CONFIG = ROOT / "configs" / "regression.yaml"
 
 
 def trainkit(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainkit", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "trainkit", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_the_test_share_is_never_trained_or_validated_on():

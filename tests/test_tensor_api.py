@@ -212,8 +212,24 @@ def test_default_dtype_is_float32(torch):
 
 
 @pytest.mark.parametrize(
-    "name", ["float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool", "half", "float",
-             "double", "long", "int", "short"]
+    "name",
+    [
+        "float16",
+        "float32",
+        "float64",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "bool",
+        "half",
+        "float",
+        "double",
+        "long",
+        "int",
+        "short",
+    ],
 )
 def test_dtype_objects(torch, name):
     def snippet(lib, dev):
@@ -320,9 +336,20 @@ def test_shape_size_dim_numel(torch):
     def snippet(lib, dev):
         t = lib.zeros(2, 3, 4)
         return (
-            tuple(t.shape), repr(t.shape).replace(lib.__name__, "LIB"), t.size(), t.size(1), t.size(-1),
-            t.dim(), t.ndim, t.numel(), lib.numel(t), len(t), t.shape == (2, 3, 4), isinstance(t.shape, tuple),
-            t.shape[1:], t.size() == t.shape,
+            tuple(t.shape),
+            repr(t.shape).replace(lib.__name__, "LIB"),
+            t.size(),
+            t.size(1),
+            t.size(-1),
+            t.dim(),
+            t.ndim,
+            t.numel(),
+            lib.numel(t),
+            len(t),
+            t.shape == (2, 3, 4),
+            isinstance(t.shape, tuple),
+            t.shape[1:],
+            t.size() == t.shape,
         )
 
     got, expected = run_both(torch, snippet)
@@ -472,8 +499,21 @@ def test_repr_matches_torch(torch, case):
         lambda lib, a, b: lib.logical_not(a == b),
         lambda lib, a, b: lib.isnan(a / (a - a)),
     ],
-    ids=["gt", "ge_scalar", "lt", "le", "eq", "ne_scalar", "torch_eq", "gt_method", "and", "or", "invert", "not",
-         "isnan"],
+    ids=[
+        "gt",
+        "ge_scalar",
+        "lt",
+        "le",
+        "eq",
+        "ne_scalar",
+        "torch_eq",
+        "gt_method",
+        "and",
+        "or",
+        "invert",
+        "not",
+        "isnan",
+    ],
 )
 def test_comparisons_give_bool_tensors(torch, compare):
     def snippet(lib, dev):
@@ -703,8 +743,7 @@ def _run_tutorial(import_line: str) -> dict:
 def test_autograd_tutorial_runs_unchanged(torch):
     got = _run_tutorial("import trainkit as torch")
     expected = _run_tutorial("import torch")
-    for name in ("grad_fn_names", "requires_before", "requires_in_no_grad", "requires_detached", "check_a",
-                 "check_c"):
+    for name in ("grad_fn_names", "requires_before", "requires_in_no_grad", "requires_detached", "check_a", "check_c"):
         assert got[name] == expected[name], name
     assert got["check_a"] == [True, True]
     for name in ("first_call", "second_call", "call_after_zeroing"):

@@ -43,8 +43,13 @@ def test_summary_writer_writes_what_tensorboard_reads(tmp_path):
 def test_the_callback_logs_every_epoch_and_the_gradient_norms(tmp_path):
     trainkit.manual_seed(0)
     x = trainkit.linspace(-1, 1, 32).unsqueeze(1)
-    trainer = Trainer(nn.Sequential(nn.Linear(1, 4), nn.ReLU(), nn.Linear(4, 1)), loss="mse", verbose=False,
-                      callbacks=[GradientMonitor(), TensorBoard(histogram_freq=2)], run_dir=tmp_path)
+    trainer = Trainer(
+        nn.Sequential(nn.Linear(1, 4), nn.ReLU(), nn.Linear(4, 1)),
+        loss="mse",
+        verbose=False,
+        callbacks=[GradientMonitor(), TensorBoard(histogram_freq=2)],
+        run_dir=tmp_path,
+    )
     trainer.fit(x, x * x, epochs=4, batch_size=8, validation_split=0.25)
     events = read(tmp_path / "tensorboard")
     tags = events.Tags()["scalars"]
@@ -56,9 +61,23 @@ def test_the_callback_logs_every_epoch_and_the_gradient_norms(tmp_path):
 
 
 def test_the_callback_from_a_config_writes_into_the_run_folder(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "trainkit", "train", ROOT / "configs" / "regression.yaml",
-                           "--set", "trainer.epochs=3", "--set", "callbacks=[TensorBoard]"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainkit",
+            "train",
+            ROOT / "configs" / "regression.yaml",
+            "--set",
+            "trainer.epochs=3",
+            "--set",
+            "callbacks=[TensorBoard]",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     events = read(tmp_path / "runs" / "regression" / "version_0" / "tensorboard")
     assert len(events.Scalars("loss")) == 3

@@ -68,7 +68,7 @@ def test_windows_are_next_token_pairs(text_file):
         x, y = ds[i]
         s = 8 * i
         assert x.dtype == trainkit.int64 and tuple(x.shape) == (8,)
-        assert x.tolist() == ids[s:s + 8].tolist() and y.tolist() == ids[s + 1:s + 9].tolist()
+        assert x.tolist() == ids[s : s + 8].tolist() and y.tolist() == ids[s + 1 : s + 9].tolist()
     x, y = next(iter(DataLoader(ds, batch_size=4)))
     assert tuple(x.shape) == (4, 8) and tuple(y.shape) == (4, 8)
 
@@ -78,15 +78,23 @@ def test_stride(text_file):
     assert ds.starts[:4].tolist() == [0, 3, 6, 9] and len(ds) == (len(TEXT) - 9) // 3 + 1
 
 
-@pytest.mark.parametrize("length, block, stride, val, test", [
-    (1000, 16, 16, 0.1, 0.0), (1000, 16, 5, 0.2, 0.1), (97, 8, 8, 0.3, 0.0), (5000, 64, 64, 0.1, 0.1),
-    (300, 10, 1, 0.5, 0.0), (40, 4, 4, 0.0, 0.0)])
+@pytest.mark.parametrize(
+    "length, block, stride, val, test",
+    [
+        (1000, 16, 16, 0.1, 0.0),
+        (1000, 16, 5, 0.2, 0.1),
+        (97, 8, 8, 0.3, 0.0),
+        (5000, 64, 64, 0.1, 0.1),
+        (300, 10, 1, 0.5, 0.0),
+        (40, 4, 4, 0.0, 0.0),
+    ],
+)
 def test_layout_splits_by_position_as_the_trainer_counts(length, block, stride, val, test):
     starts, train_end = layout(length, block, stride, val, test)
     n = len(starts)
     n_test = int(n * test)
     n_val = int((n - n_test) * val)  # what run.build and Trainer.fit(validation_split=...) take from the end
-    parts = [starts[:n - n_test - n_val], starts[n - n_test - n_val:n - n_test], starts[n - n_test:]]
+    parts = [starts[: n - n_test - n_val], starts[n - n_test - n_val : n - n_test], starts[n - n_test :]]
     assert parts[0] and all(s + block + 1 <= length for s in starts)
     assert max(parts[0]) + block + 1 <= train_end  # no training window, targets included, reaches past its part
     for before, after in zip(parts, parts[1:]):
@@ -103,8 +111,11 @@ def test_vocabulary_comes_from_the_training_part(tmp_path):
     ds = load_text(path, block_size=4, validation_split=0.1)
     assert ds.vocabulary.tokens == ["a", "b"]
     path.write_text("ab" * 100 + "xyz" * 10 + "b", encoding="utf-8")
-    with pytest.warns(UserWarning, match=r"held-out part holds 3 characters that the training part lacks \('x', 'y', "
-                                         r"'z'\); added to the vocabulary, never seen in training"):
+    with pytest.warns(
+        UserWarning,
+        match=r"held-out part holds 3 characters that the training part lacks \('x', 'y', "
+        r"'z'\); added to the vocabulary, never seen in training",
+    ):
         ds = load_text(path, block_size=4, validation_split=0.2)
     assert ds.vocabulary.tokens == ["a", "b", "x", "y", "z"]  # the training part's first
 
@@ -132,18 +143,26 @@ def test_a_saved_vocabulary_is_used_and_checked(text_file, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ refusals
-@pytest.mark.parametrize("content, kwargs, key, message", [
-    (None, {}, "path", "no such file"),
-    (b"caf\xe9 au lait", {}, "path", r"not UTF-8 text: byte 0xe9 at offset 3"),
-    (b"", {}, "path", "is empty"),
-    (b"  \n\n ", {}, "path", "holds only whitespace"),
-    (b"short text", {"block_size": 64}, "block_size", "holds 10 characters, too few for one window of block_size 64"),
-    (b"one two three", {"block_size": 3, "level": "word"}, "block_size", "holds 3 words"),
-    (b"abcdefghij" * 3, {"block_size": 0}, "block_size", "at least 1, got 0"),
-    (b"abcdefghij" * 3, {"stride": 0}, "stride", "at least 1, got 0"),
-    (b"abcdefghij" * 3, {"level": "byte"}, "level", "char, word, got .byte."),
-    (b"abcdefghij" * 3, {"max_mb": 1e-5}, "max_mb", r"0.0 MB, over the limit of 1e-05 MB"),
-])
+@pytest.mark.parametrize(
+    "content, kwargs, key, message",
+    [
+        (None, {}, "path", "no such file"),
+        (b"caf\xe9 au lait", {}, "path", r"not UTF-8 text: byte 0xe9 at offset 3"),
+        (b"", {}, "path", "is empty"),
+        (b"  \n\n ", {}, "path", "holds only whitespace"),
+        (
+            b"short text",
+            {"block_size": 64},
+            "block_size",
+            "holds 10 characters, too few for one window of block_size 64",
+        ),
+        (b"one two three", {"block_size": 3, "level": "word"}, "block_size", "holds 3 words"),
+        (b"abcdefghij" * 3, {"block_size": 0}, "block_size", "at least 1, got 0"),
+        (b"abcdefghij" * 3, {"stride": 0}, "stride", "at least 1, got 0"),
+        (b"abcdefghij" * 3, {"level": "byte"}, "level", "char, word, got .byte."),
+        (b"abcdefghij" * 3, {"max_mb": 1e-5}, "max_mb", r"0.0 MB, over the limit of 1e-05 MB"),
+    ],
+)
 def test_refusals_name_the_key_and_the_file(tmp_path, content, kwargs, key, message):
     path = tmp_path / "bad.txt"
     if content is not None:
@@ -165,9 +184,11 @@ def test_a_byte_order_mark_is_not_a_character(tmp_path):
 def write_config(tmp_path: Path, text_file: Path, extra: str = "") -> Path:
     model = ROOT / "examples" / "charlm" / "model.py"
     config = tmp_path / "lm.yaml"
-    config.write_text(f"model: {{class_path: '{model}:LSTMLanguageModel'}}\n"
-                      f"data: {{kind: text, path: {text_file.name}, block_size: 8, validation_split: 0.2}}\n"
-                      f"loss: cross_entropy\nmetrics: [perplexity]\ntrainer: {{verbose: false}}\n{extra}")
+    config.write_text(
+        f"model: {{class_path: '{model}:LSTMLanguageModel'}}\n"
+        f"data: {{kind: text, path: {text_file.name}, block_size: 8, validation_split: 0.2}}\n"
+        f"loss: cross_entropy\nmetrics: [perplexity]\ntrainer: {{verbose: false}}\n{extra}"
+    )
     return config
 
 
@@ -271,9 +292,13 @@ def test_text_sample_prints_after_the_progress_line(tmp_path):
     vocab.save(tmp_path / "vocab.json")  # as trainkit train writes it
     model = Bigram(len(vocab), check_eval=False)
     stream = io.StringIO()
-    trainer = trainkit.trainer.Trainer(model, loss=TokenLoss(nn.CrossEntropyLoss()), verbose=True,
-                                       callbacks=[ProgressBar(file=stream), TextSample(prompt="ab", length=5)],
-                                       run_dir=tmp_path)
+    trainer = trainkit.trainer.Trainer(
+        model,
+        loss=TokenLoss(nn.CrossEntropyLoss()),
+        verbose=True,
+        callbacks=[ProgressBar(file=stream), TextSample(prompt="ab", length=5)],
+        run_dir=tmp_path,
+    )
     ids = trainkit.tensor(vocab.encode("abcdabcdabcd")).reshape(3, 4)
     stdout = io.StringIO()
     import contextlib
@@ -305,8 +330,12 @@ def test_train_validation_and_test_windows_do_not_overlap_in_a_run(tmp_path, tex
     spans = {}
     for name in ("train", "val", "test"):
         part = run.split(name)
-        windows = [int(part.dataset.starts[i]) if isinstance(part.dataset, TextDataset)
-                   else int(part.dataset.dataset.starts[part.dataset.indices[i]]) for i in part.indices]
+        windows = [
+            int(part.dataset.starts[i])
+            if isinstance(part.dataset, TextDataset)
+            else int(part.dataset.dataset.starts[part.dataset.indices[i]])
+            for i in part.indices
+        ]
         assert windows, name
         spans[name] = (min(windows), max(windows) + 8 + 1)  # the last window's targets included
     assert spans["train"][1] <= spans["val"][0] and spans["val"][1] <= spans["test"][0]
@@ -339,8 +368,13 @@ def test_text_sample_shows_after_the_epoch_is_saved_and_a_failed_sample_is_a_war
             seen.append((tmp_path / "history.jsonl").read_text().count("\n"))  # epochs saved when it samples
             raise IndexError("index out of range in self")
 
-    trainer = trainkit.trainer.Trainer(model, loss=TokenLoss(nn.CrossEntropyLoss()), verbose=False,
-                                       callbacks=[Broken(prompt="ab", length=5)], run_dir=tmp_path)
+    trainer = trainkit.trainer.Trainer(
+        model,
+        loss=TokenLoss(nn.CrossEntropyLoss()),
+        verbose=False,
+        callbacks=[Broken(prompt="ab", length=5)],
+        run_dir=tmp_path,
+    )
     ids = trainkit.tensor(vocab.encode("abcdabcdabcd")).reshape(3, 4)
     with pytest.warns(RuntimeWarning, match=r"could not sample after epoch \d: IndexError"):
         trainer.fit(trainkit.data.TensorDataset(ids, ids), epochs=2, batch_size=3)
@@ -348,8 +382,9 @@ def test_text_sample_shows_after_the_epoch_is_saved_and_a_failed_sample_is_a_war
     assert (tmp_path / "checkpoints" / "last.npz").is_file()
 
 
-@pytest.mark.parametrize("kwargs,word", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
-                                         ({"file": "out.txt"}, "file")])
+@pytest.mark.parametrize(
+    "kwargs,word", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"file": "out.txt"}, "file")]
+)
 def test_text_sample_refuses_bad_settings_when_built(kwargs, word):
     with pytest.raises(ValueError, match=word):
         TextSample(**kwargs)

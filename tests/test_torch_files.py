@@ -62,9 +62,25 @@ def _tensor_pickle(numel: int, offset: int, size: tuple, stride: tuple) -> bytes
     """Protocol 2 pickle of one float tensor on storage '0', written the way torch.save writes it."""
     ints = b"".join(b"K" + bytes([n]) for n in size)
     strides = b"".join(b"K" + bytes([n]) for n in stride)
-    return (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(" + b"(" + _s("storage") + b"ctorch\nFloatStorage\n"
-            + _s("0") + _s("cpu") + b"K" + bytes([numel]) + b"tQ" + b"K" + bytes([offset])
-            + b"(" + ints + b"t(" + strides + b"t\x89ccollections\nOrderedDict\n)Rt" + b"R.")
+    return (
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n("
+        + b"("
+        + _s("storage")
+        + b"ctorch\nFloatStorage\n"
+        + _s("0")
+        + _s("cpu")
+        + b"K"
+        + bytes([numel])
+        + b"tQ"
+        + b"K"
+        + bytes([offset])
+        + b"("
+        + ints
+        + b"t("
+        + strides
+        + b"t\x89ccollections\nOrderedDict\n)Rt"
+        + b"R."
+    )
 
 
 # ---- values exactly as torch saved them ---------------------------------------------------------------------------
@@ -86,8 +102,15 @@ def test_state_dict_values_dtypes_and_metadata(torch, tmp_path):
 
 def test_views_sharing_one_storage(torch, tmp_path):
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    views = {"base": base, "cols": base[:, 1:4], "t": base.t(), "row": base[2], "step": base[::2, ::3],
-             "elem": base[3, 5], "flat_tail": base.view(-1)[7:19]}
+    views = {
+        "base": base,
+        "cols": base[:, 1:4],
+        "t": base.t(),
+        "row": base[2],
+        "step": base[::2, ::3],
+        "elem": base[3, 5],
+        "flat_tail": base.view(-1)[7:19],
+    }
     torch.save(views, tmp_path / "v.pth")
     loaded = load_torch_file(tmp_path / "v.pth")
     for key, ref in views.items():
@@ -99,8 +122,7 @@ def test_views_sharing_one_storage(torch, tmp_path):
     assert loaded["base"][2, 0].item() == -1.0 and loaded["t"][0, 2].item() == -1.0
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-                                   "bool"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"])
 def test_dtypes(torch, tmp_path, dtype):
     ref = (torch.arange(-3, 9).reshape(3, 4) * 1.25).to(getattr(torch, dtype))
     torch.save({"x": ref, "x_t": ref.t()}, tmp_path / "d.pt")
@@ -120,9 +142,22 @@ def test_bfloat16_widens_to_float32_with_a_warning(torch, tmp_path):
 
 def test_checkpoint_dict_with_primitives(torch, tmp_path):
     sd = torch.nn.Linear(3, 2).state_dict()
-    checkpoint = {"model": sd, "epoch": 3, "lr": 0.125, "name": "run", "tags": ["a", "b"], "shape": (2, 3),
-                  "size": torch.Size([2, 3]), "raw": b"\x00\xffbytes", "seen": {1, 2}, "none": None, "ok": True,
-                  "nested": {"deep": {"t": torch.ones(2)}}, "dtype": torch.float16, "device": torch.device("cpu")}
+    checkpoint = {
+        "model": sd,
+        "epoch": 3,
+        "lr": 0.125,
+        "name": "run",
+        "tags": ["a", "b"],
+        "shape": (2, 3),
+        "size": torch.Size([2, 3]),
+        "raw": b"\x00\xffbytes",
+        "seen": {1, 2},
+        "none": None,
+        "ok": True,
+        "nested": {"deep": {"t": torch.ones(2)}},
+        "dtype": torch.float16,
+        "device": torch.device("cpu"),
+    }
     torch.save(checkpoint, tmp_path / "ckpt.pt")
     loaded = load_torch_file(tmp_path / "ckpt.pt")
     for key in ("epoch", "lr", "name", "tags", "shape", "raw", "seen", "none", "ok"):
@@ -179,9 +214,15 @@ def test_conv_batchnorm_weights_give_torch_outputs(torch, tmp_path):
     torch.manual_seed(0)
 
     def build(lib):
-        return lib.nn.Sequential(lib.nn.Conv2d(3, 8, 3, padding=1), lib.nn.BatchNorm2d(8), lib.nn.ReLU(),
-                                 lib.nn.Conv2d(8, 4, 3, stride=2), lib.nn.BatchNorm2d(4), lib.nn.Flatten(),
-                                 lib.nn.Linear(4 * 3 * 3, 5))
+        return lib.nn.Sequential(
+            lib.nn.Conv2d(3, 8, 3, padding=1),
+            lib.nn.BatchNorm2d(8),
+            lib.nn.ReLU(),
+            lib.nn.Conv2d(8, 4, 3, stride=2),
+            lib.nn.BatchNorm2d(4),
+            lib.nn.Flatten(),
+            lib.nn.Linear(4 * 3 * 3, 5),
+        )
 
     ref = build(torch)
     ref.train()
@@ -226,8 +267,16 @@ def test_malicious_pickle_is_refused_and_nothing_runs(torch, tmp_path):
     assert isinstance(caught.value, pickle.UnpicklingError)
 
 
-@pytest.mark.parametrize("module,name", [("builtins", "eval"), ("torch", "load"), ("torch._utils", "_rebuild_qtensor"),
-                                         ("numpy", "frombuffer"), ("trainkit_never_imported", "boom")])
+@pytest.mark.parametrize(
+    "module,name",
+    [
+        ("builtins", "eval"),
+        ("torch", "load"),
+        ("torch._utils", "_rebuild_qtensor"),
+        ("numpy", "frombuffer"),
+        ("trainkit_never_imported", "boom"),
+    ],
+)
 def test_other_globals_are_refused_without_import(tmp_path, module, name):
     _archive(tmp_path / "g.pt", b"\x80\x02c" + f"{module}\n{name}\n".encode() + b")R.")
     with pytest.raises(UnsafeGlobalError, match=f"g.pt.*'{module}.{name}'"):
@@ -277,7 +326,7 @@ def test_corrupt_bytes_inside_the_archive(torch, tmp_path):
     raw = bytearray((tmp_path / "full.pt").read_bytes())
     with zipfile.ZipFile(tmp_path / "full.pt") as z:
         info = z.getinfo("full/data/0")
-    name_len, extra_len = struct.unpack("<HH", raw[info.header_offset + 26: info.header_offset + 30])
+    name_len, extra_len = struct.unpack("<HH", raw[info.header_offset + 26 : info.header_offset + 30])
     raw[info.header_offset + 30 + name_len + extra_len + 10] ^= 0xFF  # a byte of the data, past the local header
     (tmp_path / "bad.pt").write_bytes(bytes(raw))
     with pytest.raises(TorchFileError, match="bad.pt.*full/data/0"):
@@ -365,8 +414,17 @@ def test_trainkit_save_to_pt_writes_what_torch_load_reads(tmp_path):
     model = trainkit.nn.Sequential(trainkit.nn.Linear(3, 4), trainkit.nn.BatchNorm1d(4), trainkit.nn.Linear(4, 2))
     model(trainkit.randn(5, 3))  # BatchNorm's running statistics and counter move off their defaults
     path = tmp_path / "model.pt"
-    trainkit.save({"model": model.state_dict(), "epoch": 7, "lr": 1e-3, "names": ["a", ("b", None)],
-                   "p": trainkit.nn.Parameter(trainkit.ones(2)), "n": np.float32(0.5)}, path)
+    trainkit.save(
+        {
+            "model": model.state_dict(),
+            "epoch": 7,
+            "lr": 1e-3,
+            "names": ["a", ("b", None)],
+            "p": trainkit.nn.Parameter(trainkit.ones(2)),
+            "n": np.float32(0.5),
+        },
+        path,
+    )
     loaded = torch.load(path, weights_only=True)  # PyTorch itself, in its safe mode
     reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
     reference.load_state_dict(loaded["model"])

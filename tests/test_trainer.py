@@ -69,10 +69,15 @@ def test_a_resumed_run_resumed_again_equals_an_uninterrupted_run(tmp_path):
     def run(name, epochs, resume=None):
         trainkit.manual_seed(0)
         model = nn.Sequential(nn.Linear(1, 16), nn.Dropout(0.5), nn.Linear(16, 1))  # dropout draws from the stream
-        trainer = Trainer(model, optim.SGD(model.parameters(), lr=0.1), "mse", seed=0, verbose=False,
-                          run_dir=tmp_path / name)
-        trainer.fit(regression_curve(16, seed=0), epochs=epochs, batch_size=4,
-                    resume_from=None if resume is None else tmp_path / resume / "checkpoints" / "last.npz")
+        trainer = Trainer(
+            model, optim.SGD(model.parameters(), lr=0.1), "mse", seed=0, verbose=False, run_dir=tmp_path / name
+        )
+        trainer.fit(
+            regression_curve(16, seed=0),
+            epochs=epochs,
+            batch_size=4,
+            resume_from=None if resume is None else tmp_path / resume / "checkpoints" / "last.npz",
+        )
         return weights(trainer)
 
     full = run("full", 3)
@@ -163,9 +168,19 @@ def test_hooks_are_called_in_order():
     trainer = make(callbacks=[Record()])
     trainer.fit(regression_curve(8, seed=0), val_data=regression_curve(4, seed=1), epochs=1, batch_size=8)
     assert order == [  # the validation pass is an evaluation: the test hooks, as in Keras 3
-        "on_train_begin", "on_epoch_begin", "on_train_batch_begin", "on_after_backward",
-        "on_before_optimizer_step", "on_train_batch_end", "on_test_begin", "on_test_batch_begin",
-        "on_test_batch_end", "on_test_end", "on_validation_end", "on_epoch_end", "on_train_end",
+        "on_train_begin",
+        "on_epoch_begin",
+        "on_train_batch_begin",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "on_train_batch_end",
+        "on_test_begin",
+        "on_test_batch_begin",
+        "on_test_batch_end",
+        "on_test_end",
+        "on_validation_end",
+        "on_epoch_end",
+        "on_train_end",
     ]
 
 

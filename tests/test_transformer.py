@@ -172,8 +172,11 @@ def test_decoder_layer_matches_torch(case, dtype, torch, rng):
     if case == "masks":
         kwargs = {"tgt_mask": _causal(T).astype(dtype), "memory_mask": _float_mask(rng, (T, S), dtype)}
     elif case == "batch-first-padding":
-        kwargs = {"tgt_key_padding_mask": _padding(N, T), "memory_key_padding_mask": _padding(N, S),
-                  "memory_mask": np.isinf(_float_mask(rng, (T, S)))}
+        kwargs = {
+            "tgt_key_padding_mask": _padding(N, T),
+            "memory_key_padding_mask": _padding(N, S),
+            "memory_mask": np.isinf(_float_mask(rng, (T, S))),
+        }
     elif case == "causal":
         kwargs = {"tgt_mask": np.isinf(_causal(T)), "tgt_is_causal": True}
     _assert_parity(torch, make, [tgt, memory], kwargs, dtype)
@@ -183,8 +186,7 @@ def test_decoder_layer_matches_torch(case, dtype, torch, rng):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_stack_with_a_final_norm_matches_torch(norm_first, dtype, torch, rng):
     def make(lib, dt):
-        layer = lib.nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, norm_first=norm_first, batch_first=True,
-                                               dtype=dt)
+        layer = lib.nn.TransformerEncoderLayer(E, H, FF, dropout=0.0, norm_first=norm_first, batch_first=True, dtype=dt)
         return lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(E, dtype=dt))
 
     kwargs = {"mask": _causal(S).astype(dtype), "src_key_padding_mask": _padding(N, S).astype(dtype) * -1e9}
@@ -212,8 +214,16 @@ def test_decoder_stack_with_a_final_norm_matches_torch(dtype, torch, rng):
 def _small_transformer(lib, dt, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return lib.nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
-                                  dim_feedforward=32, dropout=0.0, dtype=dt, **options)
+        return lib.nn.Transformer(
+            d_model=16,
+            nhead=2,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            dim_feedforward=32,
+            dropout=0.0,
+            dtype=dt,
+            **options,
+        )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -224,10 +234,16 @@ def test_transformer_end_to_end_matches_torch(batch_first, dtype, device, torch,
 
     src = rng.normal(size=(N, 7, 16) if batch_first else (7, N, 16))
     tgt = rng.normal(size=(N, T, 16) if batch_first else (T, N, 16))
-    mask = {lib.__name__: lib.nn.Transformer.generate_square_subsequent_mask(T, dtype=getattr(lib, dtype))
-            for lib in (torch, trainkit)}
-    kwargs = {"tgt_mask": mask, "src_key_padding_mask": _padding(N, 7), "memory_key_padding_mask": _padding(N, 7),
-              "tgt_is_causal": True}
+    mask = {
+        lib.__name__: lib.nn.Transformer.generate_square_subsequent_mask(T, dtype=getattr(lib, dtype))
+        for lib in (torch, trainkit)
+    }
+    kwargs = {
+        "tgt_mask": mask,
+        "src_key_padding_mask": _padding(N, 7),
+        "memory_key_padding_mask": _padding(N, 7),
+        "tgt_is_causal": True,
+    }
     _assert_parity(torch, make, [src, tgt], kwargs, dtype, device)
 
 
@@ -235,8 +251,12 @@ def test_transformer_unbatched_and_pre_norm_match_torch(torch, rng):
     def make(lib, dt):
         return _small_transformer(lib, dt, norm_first=True, activation="gelu")
 
-    _assert_parity(torch, make, [rng.normal(size=(6, 16)), rng.normal(size=(T, 16))],
-                   {"src_mask": _float_mask(rng, (6, 6)), "memory_mask": np.isinf(_float_mask(rng, (T, 6)))})
+    _assert_parity(
+        torch,
+        make,
+        [rng.normal(size=(6, 16)), rng.normal(size=(T, 16))],
+        {"src_mask": _float_mask(rng, (6, 6)), "memory_mask": np.isinf(_float_mask(rng, (T, 6)))},
+    )
 
 
 @pytest.mark.parametrize("padding", ["none", "ends", "not-ends", "float-ends"])
@@ -315,8 +335,9 @@ def test_attributes_as_torch(torch):
         assert lib.nn.TransformerEncoderLayer(E, H, activation=lib.tanh).activation_relu_or_gelu == 0
         assert lib.nn.TransformerEncoderLayer(E, H, activation=lib.nn.ReLU()).activation_relu_or_gelu == 1
         assert lib.nn.TransformerDecoderLayer(E, H, activation="gelu").activation is lib.nn.functional.gelu
-        encoder = lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(E, H, batch_first=True), 2,
-                                            enable_nested_tensor=False, mask_check=False)
+        encoder = lib.nn.TransformerEncoder(
+            lib.nn.TransformerEncoderLayer(E, H, batch_first=True), 2, enable_nested_tensor=False, mask_check=False
+        )
         assert not encoder.enable_nested_tensor and not encoder.use_nested_tensor and not encoder.mask_check
         model = _small_transformer(lib, None, batch_first=True)
         assert (model.d_model, model.nhead, model.batch_first) == (16, 2, True)
@@ -345,8 +366,9 @@ def test_transformer_initialisation_is_xavier_uniform():
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 def test_custom_encoder_and_decoder_are_used_and_reinitialised(torch):
     for lib in (trainkit, torch):
-        encoder = lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(16, 2, 32, norm_first=True), 1,
-                                            enable_nested_tensor=False)
+        encoder = lib.nn.TransformerEncoder(
+            lib.nn.TransformerEncoderLayer(16, 2, 32, norm_first=True), 1, enable_nested_tensor=False
+        )
         decoder = lib.nn.TransformerDecoder(lib.nn.TransformerDecoderLayer(16, 2, 32), 1)
         with lib.no_grad():
             encoder.layers[0].linear1.weight.fill_(5.0)
@@ -356,8 +378,10 @@ def test_custom_encoder_and_decoder_are_used_and_reinitialised(torch):
         assert model.encoder.norm is None and model.encoder.layers[0].norm_first
         out = model(lib.zeros(5, 2, 16), lib.zeros(3, 2, 16))
         assert tuple(out.shape) == (3, 2, 16) and out.dtype == lib.float32  # the custom stacks are float32
-    keys = [list(lib.nn.Transformer(16, 2, 1, 2, 32, custom_decoder=lib.nn.Linear(2, 2)).state_dict())
-            for lib in (trainkit, torch)]
+    keys = [
+        list(lib.nn.Transformer(16, 2, 1, 2, 32, custom_decoder=lib.nn.Linear(2, 2)).state_dict())
+        for lib in (trainkit, torch)
+    ]
     assert keys[0] == keys[1] and keys[0][-1] == "decoder.bias"
 
 
@@ -404,10 +428,15 @@ def _stack_warnings(lib, *args, **kwargs):
 
 
 def test_warnings_as_torch(torch, rng):
-    for args, kwargs in (((E, H), {}), ((E, H), {"batch_first": True, "norm_first": True}),
-                         ((E, H), {"batch_first": True, "activation": "gelu"}), ((E, H), {"batch_first": True}),
-                         ((E, H), {"batch_first": True, "activation": trainkit.tanh}), ((9, 3), {"batch_first": True}),
-                         ((E, H), {"batch_first": True, "bias": False})):
+    for args, kwargs in (
+        ((E, H), {}),
+        ((E, H), {"batch_first": True, "norm_first": True}),
+        ((E, H), {"batch_first": True, "activation": "gelu"}),
+        ((E, H), {"batch_first": True}),
+        ((E, H), {"batch_first": True, "activation": trainkit.tanh}),
+        ((9, 3), {"batch_first": True}),
+        ((E, H), {"batch_first": True, "bias": False}),
+    ):
         if kwargs.get("activation") is trainkit.tanh:
             expected = _stack_warnings(torch, *args, **{**kwargs, "activation": torch.tanh})
         else:
@@ -495,8 +524,12 @@ def _node_counts(out, names):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_graph_takes_the_fused_attention_as_torch(norm_first, torch):
     """need_weights=False: each attention is one fused attention node, as in torch's graph."""
-    names = ["ScaledDotProductFlashAttentionForCpuBackward0", "NativeLayerNormBackward0", "GeluBackward0",
-             "AddmmBackward0"]
+    names = [
+        "ScaledDotProductFlashAttentionForCpuBackward0",
+        "NativeLayerNormBackward0",
+        "GeluBackward0",
+        "AddmmBackward0",
+    ]
     counts = []
     for lib in (torch, trainkit):
         lib.manual_seed(0)
@@ -510,8 +543,9 @@ def test_graph_takes_the_fused_attention_as_torch(norm_first, torch):
 def test_encoder_layer_gradcheck_and_gradgradcheck():
     """Twice differentiable end to end (attention, norms, feed-forward) in float64."""
     trainkit.manual_seed(0)
-    layer = trainkit.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation="gelu", norm_first=True,
-                                                dtype=trainkit.float64)
+    layer = trainkit.nn.TransformerEncoderLayer(
+        4, 2, 6, dropout=0.0, activation="gelu", norm_first=True, dtype=trainkit.float64
+    )
     mask = trainkit.tensor(np.triu(np.ones((3, 3), dtype=bool), 1))
     x = trainkit.randn(3, 2, 4, dtype=trainkit.float64, requires_grad=True)
 

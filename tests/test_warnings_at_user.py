@@ -58,9 +58,11 @@ def test_the_done_line_says_which_epochs_weights_the_model_holds(tmp_path):
     config.write_text(
         f"model: {{class_path: {ROOT / 'examples/regression/model.py'}:Net}}\n"
         "trainer: {epochs: 3, batch_size: 20}\n"
-        "callbacks: [{name: EarlyStopping, monitor: loss, restore_best_weights: true}]\n")
-    done = subprocess.run([sys.executable, "-m", "trainkit", "train", config], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
+        "callbacks: [{name: EarlyStopping, monitor: loss, restore_best_weights: true}]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", config], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("done: 3 epochs") and "(last epoch); weights of epoch" in last and "restored" in last
@@ -71,9 +73,11 @@ def test_the_command_prints_warnings_as_its_own_lines(tmp_path):
     config.write_text(
         f"model: {{class_path: {ROOT / 'examples/regression/model.py'}:Net}}\n"
         "trainer: {epochs: 2, batch_size: 20}\n"
-        "callbacks: [{name: EarlyStopping, monitor: val_acc}]\n")
-    done = subprocess.run([sys.executable, "-m", "trainkit", "train", config], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
+        "callbacks: [{name: EarlyStopping, monitor: val_acc}]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", config], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "trainkit: UserWarning: EarlyStopping monitors 'val_acc', which the epoch logs lack" in done.stderr
     assert "runpy" not in done.stderr

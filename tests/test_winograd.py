@@ -149,8 +149,7 @@ def test_winograd_float32_error_on_a_realistic_layer_is_within_tolerance(forced,
     x = rng.standard_normal((4, 32, 12, 12))
     w = rng.standard_normal((48, 32, 3, 3)) * np.sqrt(2 / (32 * 9))
     upstream = rng.standard_normal((4, 48, 12, 12))
-    (got, _), grads = _both(torch, *(a.astype(np.float32) for a in (x, w)), None, 1,
-                            upstream.astype(np.float32))
+    (got, _), grads = _both(torch, *(a.astype(np.float32) for a in (x, w)), None, 1, upstream.astype(np.float32))
     (_, exact), exact_grads = _both(torch, x, w, None, 1, upstream)
     assert _error_to_scale(got, exact) < 0.5
     for (mine, _), (_, theirs) in zip(grads[:2], exact_grads[:2]):
@@ -214,8 +213,9 @@ def test_the_rule_takes_winograd_for_large_stride_1_3x3_layers(monkeypatch):
     assert _choice((16, 64, 32, 32), (64, 64, 3, 3), dtype=np.float64) == "winograd"  # 8-byte columns: 75 MB
 
 
-@pytest.mark.parametrize("kwargs", [{"stride": 2}, {"dilation": 2, "padding": 2}, {"groups": 2},
-                                    {"dtype": np.float16}, {"dtype": np.int64}])
+@pytest.mark.parametrize(
+    "kwargs", [{"stride": 2}, {"dilation": 2, "padding": 2}, {"groups": 2}, {"dtype": np.float16}, {"dtype": np.int64}]
+)
 def test_the_rule_keeps_im2col_where_winograd_does_not_apply(kwargs, forced):
     w_shape = (64, 32 if kwargs.get("groups") else 64, 3, 3)
     assert _choice((8, 64, 16, 16), w_shape, **kwargs) == "im2col"
@@ -310,20 +310,25 @@ def test_an_inf_anywhere_gives_torch_s_inf_and_nan_pattern(where, padding, force
     out = tkF.conv2d(xk, wk, padding=padding)
     out.backward(trainkit.from_numpy(g))
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=padding).numpy()
-    for got, ref in ((out.detach().numpy(), want), (xk.grad.numpy(), xt.grad.numpy()),
-                     (wk.grad.numpy(), wt.grad.numpy())):
+    for got, ref in (
+        (out.detach().numpy(), want),
+        (xk.grad.numpy(), xt.grad.numpy()),
+        (wk.grad.numpy(), wt.grad.numpy()),
+    ):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
 
 
 def test_the_environment_keeps_convolutions_on_the_calling_thread():
-    code = ("import threading, numpy as np, trainkit, trainkit.nn.functional as F\n"
-            "from trainkit.functional import parallel, winograd\n"
-            "winograd.set_algorithm('winograd')\n"
-            "x = trainkit.randn(8, 32, 32, 32, requires_grad=True)\n"
-            "F.conv2d(x, trainkit.randn(32, 32, 3, 3), padding=1).sum().backward()\n"
-            "F.unfold(trainkit.randn(8, 32, 32, 32), 3, padding=1)\n"
-            "print(parallel.THREADS, sum(t.name.startswith('trainkit-conv') for t in threading.enumerate()))\n")
+    code = (
+        "import threading, numpy as np, trainkit, trainkit.nn.functional as F\n"
+        "from trainkit.functional import parallel, winograd\n"
+        "winograd.set_algorithm('winograd')\n"
+        "x = trainkit.randn(8, 32, 32, 32, requires_grad=True)\n"
+        "F.conv2d(x, trainkit.randn(32, 32, 3, 3), padding=1).sum().backward()\n"
+        "F.unfold(trainkit.randn(8, 32, 32, 32), 3, padding=1)\n"
+        "print(parallel.THREADS, sum(t.name.startswith('trainkit-conv') for t in threading.enumerate()))\n"
+    )
     for value, threads in (("1", "0"), ("2", "2")):
         env = dict(os.environ, TRAINKIT_CONV_THREADS=value)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

@@ -49,9 +49,13 @@ def _hold(kind: str):
     """A pooled array filled with 7, kept only through a holder of ``kind``."""
     a = workspace.empty(BIG, np.float32)
     a[...] = 7
-    makers = {"view": lambda: a[1:, ::2], "tensor": lambda: trainkit.from_numpy(a),
-              "numpy": lambda: trainkit.from_numpy(a).numpy(), "memoryview": lambda: memoryview(a),
-              "list": lambda: [a]}
+    makers = {
+        "view": lambda: a[1:, ::2],
+        "tensor": lambda: trainkit.from_numpy(a),
+        "numpy": lambda: trainkit.from_numpy(a).numpy(),
+        "memoryview": lambda: memoryview(a),
+        "list": lambda: [a],
+    }
     return makers[kind]()
 
 
@@ -95,10 +99,16 @@ def test_convolution_outputs_held_by_the_user_stay_intact():
 def test_training_steps_give_the_same_numbers_with_and_without_the_pool(monkeypatch):
     def run():
         trainkit.manual_seed(0)
-        model = trainkit.nn.Sequential(trainkit.nn.Conv2d(1, 16, 3, padding=1), trainkit.nn.ReLU(),
-                                       trainkit.nn.MaxPool2d(2), trainkit.nn.Conv2d(16, 32, 3, padding=1),
-                                       trainkit.nn.ReLU(), trainkit.nn.MaxPool2d(2), trainkit.nn.Flatten(),
-                                       trainkit.nn.Linear(32 * 7 * 7, 10))
+        model = trainkit.nn.Sequential(
+            trainkit.nn.Conv2d(1, 16, 3, padding=1),
+            trainkit.nn.ReLU(),
+            trainkit.nn.MaxPool2d(2),
+            trainkit.nn.Conv2d(16, 32, 3, padding=1),
+            trainkit.nn.ReLU(),
+            trainkit.nn.MaxPool2d(2),
+            trainkit.nn.Flatten(),
+            trainkit.nn.Linear(32 * 7 * 7, 10),
+        )
         opt = trainkit.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         x, y = trainkit.randn(64, 1, 28, 28), trainkit.randint(0, 10, (64,))
         losses = []
@@ -167,10 +177,12 @@ def test_threads_never_share_an_array():
 
 
 def test_the_environment_variable_turns_the_pool_off(tmp_path):
-    code = ("import numpy as np, trainkit, trainkit.nn.functional as F\n"
-            "from trainkit.autograd import workspace\n"
-            "F.relu(trainkit.randn(64, 16, 28, 28))\n"
-            "print(workspace.LIMIT_BYTES, workspace.stats()['bytes'])\n")
+    code = (
+        "import numpy as np, trainkit, trainkit.nn.functional as F\n"
+        "from trainkit.autograd import workspace\n"
+        "F.relu(trainkit.randn(64, 16, 28, 28))\n"
+        "print(workspace.LIMIT_BYTES, workspace.stats()['bytes'])\n"
+    )
     env = dict(os.environ, TRAINKIT_WORKSPACE_MB="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]

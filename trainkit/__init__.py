@@ -227,6 +227,8 @@ def _dims_tuple(name: str, dims) -> tuple:
     if not isinstance(dims, (tuple, list)):
         raise TypeError(f"{name}(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     return tuple(dims)
+
+
 from .autograd.ops.more_math import (  # noqa: E402
     acosh,
     arccos,

@@ -87,8 +87,10 @@ def class_scores(output, target, name: str) -> tuple:
     elif deeper and tuple(scores.shape[:1] + scores.shape[2:]) == tuple(labels.shape):
         scores = xp.moveaxis(scores, 1, -1).reshape(-1, scores.shape[1])
     elif scores.ndim != 2 or labels.shape != scores.shape[:1]:
-        raise ValueError(f"{name}: logits of shape {tuple(output.shape)} do not fit targets of shape "
-                         f"{tuple(target.shape)}: expected (N, C) and (N,), or (N, T, C) and (N, T)")
+        raise ValueError(
+            f"{name}: logits of shape {tuple(output.shape)} do not fit targets of shape "
+            f"{tuple(target.shape)}: expected (N, C) and (N,), or (N, T, C) and (N, T)"
+        )
     return scores, labels.reshape(-1).astype(xp.int64)
 
 
@@ -140,8 +142,9 @@ class Perplexity(Metric):
         logits, labels = class_scores(output, target, self.name)
         xp = xp_of(logits)
         if labels.size and (labels.min() < 0 or labels.max() >= logits.shape[1]):
-            raise ValueError(f"perplexity: target ids must lie in [0, {logits.shape[1]}), got {labels.min()} to "
-                             f"{labels.max()}")
+            raise ValueError(
+                f"perplexity: target ids must lie in [0, {logits.shape[1]}), got {labels.min()} to {labels.max()}"
+            )
         shifted = logits.astype(xp.float64) - logits.max(axis=1, keepdims=True)
         log_norm = xp.log(xp.exp(shifted).sum(axis=1))
         nll = log_norm - shifted[xp.arange(len(labels)), labels]
@@ -151,8 +154,15 @@ class Perplexity(Metric):
         return math.exp(super().compute()) if self.count else float("nan")
 
 
-_BY_NAME = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError, "accuracy": Accuracy,
-            "acc": Accuracy, "perplexity": Perplexity, "ppl": Perplexity}
+_BY_NAME = {
+    "mae": MeanAbsoluteError,
+    "mse": MeanSquaredError,
+    "rmse": RootMeanSquaredError,
+    "accuracy": Accuracy,
+    "acc": Accuracy,
+    "perplexity": Perplexity,
+    "ppl": Perplexity,
+}
 
 
 def get_metric(spec) -> Metric:

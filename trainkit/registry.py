@@ -121,13 +121,26 @@ def _with_aliases(entries: dict[str, type], aliases: dict[str, str]) -> dict[str
 OPTIMIZERS = Registry("optimizer", _public_subclasses(_optim, _optim.Optimizer))
 SCHEDULERS = Registry("scheduler", _public_subclasses(_lr_scheduler, _lr_scheduler.LRScheduler))
 # Short names, as in Keras' loss="mse"; class names work too.
-LOSSES = Registry("loss", _with_aliases(_public_subclasses(_loss, _loss._Loss, exclude=(_loss._WeightedLoss,)), {
-    "mse": "MSELoss", "l1": "L1Loss", "mae": "L1Loss", "huber": "HuberLoss", "smooth_l1": "SmoothL1Loss",
-    "cross_entropy": "CrossEntropyLoss", "nll": "NLLLoss", "bce": "BCELoss", "bce_with_logits": "BCEWithLogitsLoss",
-}))
-CALLBACKS = Registry("callback", _public_subclasses(
-    _callbacks, _callbacks.Callback, exclude=(_callbacks.CallbackList,)))
-
+LOSSES = Registry(
+    "loss",
+    _with_aliases(
+        _public_subclasses(_loss, _loss._Loss, exclude=(_loss._WeightedLoss,)),
+        {
+            "mse": "MSELoss",
+            "l1": "L1Loss",
+            "mae": "L1Loss",
+            "huber": "HuberLoss",
+            "smooth_l1": "SmoothL1Loss",
+            "cross_entropy": "CrossEntropyLoss",
+            "nll": "NLLLoss",
+            "bce": "BCELoss",
+            "bce_with_logits": "BCEWithLogitsLoss",
+        },
+    ),
+)
+CALLBACKS = Registry(
+    "callback", _public_subclasses(_callbacks, _callbacks.Callback, exclude=(_callbacks.CallbackList,))
+)
 
 
 def build(registry: Registry, name: str, **kwargs) -> object:
@@ -191,8 +204,12 @@ def resolve_class(spec: str, base_dir: str | Path = ".", kind: str | None = None
 
 # What a class_path may name, by the key it is given for: a config names code, but only code of the kind its key is
 # for, so that `model.class_path: os.system` is refused before anything is called.
-CLASS_PATH_KINDS: dict[str, type] = {"model": Module, "data": _data.Dataset, "optimizer": _optim.Optimizer,
-                                     "callbacks": _callbacks.Callback}
+CLASS_PATH_KINDS: dict[str, type] = {
+    "model": Module,
+    "data": _data.Dataset,
+    "optimizer": _optim.Optimizer,
+    "callbacks": _callbacks.Callback,
+}
 _DATASET_FACTORIES = {_data.digits, _data.regression_curve}  # trainkit's own functions that return a Dataset
 
 
@@ -228,8 +245,10 @@ a config names only code of the kind its key is for
         return
     what = f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
     also = " or a function marked with @trainkit.registry.dataset_factory" if kind == "data" else ""
-    raise ClassPathError(f"{spec!r} names {what}, not a {base.__name__} subclass{also}; a config names only code of "
-                         "the kind its key is for")
+    raise ClassPathError(
+        f"{spec!r} names {what}, not a {base.__name__} subclass{also}; a config names only code of "
+        "the kind its key is for"
+    )
 
 
 def by_name(settings: dict, func: Callable, skip: Iterable[str] = ()) -> dict:
@@ -264,8 +283,11 @@ def _text(spec: dict, base_dir: Path) -> _data.Dataset:
     settings = by_name(spec, _data.load_text, skip=("path", "vocabulary", "max_mb"))
     if "max_mb" in spec:
         settings["max_mb"] = spec["max_mb"]
-    return _data.load_text(Path(base_dir) / spec["path"], **settings,
-                           vocabulary=None if vocabulary is None else Path(base_dir) / vocabulary)
+    return _data.load_text(
+        Path(base_dir) / spec["path"],
+        **settings,
+        vocabulary=None if vocabulary is None else Path(base_dir) / vocabulary,
+    )
 
 
 def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
@@ -273,9 +295,31 @@ def _class_path(spec: dict, base_dir: Path) -> _data.Dataset:
 
 
 # data.kind -> its dataset function; register your own to use it from configs
-DATA_KINDS = Registry("data kind", {"regression_curve": _regression_curve, "npz": _file_loader(_data.load_npz),
-                                    "csv": _file_loader(_data.load_csv), "text": _text, "class_path": _class_path})
+DATA_KINDS = Registry(
+    "data kind",
+    {
+        "regression_curve": _regression_curve,
+        "npz": _file_loader(_data.load_npz),
+        "csv": _file_loader(_data.load_csv),
+        "text": _text,
+        "class_path": _class_path,
+    },
+)
 
-__all__ = ["CALLBACKS", "CLASS_PATH_KINDS", "DATA_KINDS", "LOSSES", "OPTIMIZERS", "SCHEDULERS", "ClassPathError",
-           "Registry", "UnknownNameError", "build", "by_name", "check_kind", "dataset_factory", "is_dataset_factory",
-           "resolve_class"]
+__all__ = [
+    "CALLBACKS",
+    "CLASS_PATH_KINDS",
+    "DATA_KINDS",
+    "LOSSES",
+    "OPTIMIZERS",
+    "SCHEDULERS",
+    "ClassPathError",
+    "Registry",
+    "UnknownNameError",
+    "build",
+    "by_name",
+    "check_kind",
+    "dataset_factory",
+    "is_dataset_factory",
+    "resolve_class",
+]

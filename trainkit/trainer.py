@@ -74,12 +74,27 @@ class Trainer:
     ['loss', 'lr', 'mae']
     """
 
-    def __init__(self, model: Module, optimizer: Any = None, loss: Any = "mse", metrics=(), callbacks=(), *,
-                 device: Any = "cpu", seed: int | None = None, scheduler: Any = None,
-                 grad_clip_norm: float | None = None, accumulate_steps: int = 1, freeze=(),
-                 run_dir: str | Path | None = None, verbose: bool = True, strategy: str | Strategy = "auto",
-                 bucket_cap_mb: float = 25.0, terminate_on_nan: bool = False,
-                 collective_timeout_s: float | None = None):
+    def __init__(
+        self,
+        model: Module,
+        optimizer: Any = None,
+        loss: Any = "mse",
+        metrics=(),
+        callbacks=(),
+        *,
+        device: Any = "cpu",
+        seed: int | None = None,
+        scheduler: Any = None,
+        grad_clip_norm: float | None = None,
+        accumulate_steps: int = 1,
+        freeze=(),
+        run_dir: str | Path | None = None,
+        verbose: bool = True,
+        strategy: str | Strategy = "auto",
+        bucket_cap_mb: float = 25.0,
+        terminate_on_nan: bool = False,
+        collective_timeout_s: float | None = None,
+    ):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
         self.distribute_strategy = dist = resolve(strategy, bucket_cap_mb)
@@ -125,8 +140,9 @@ class Trainer:
         self.callbacks.set_trainer(self)
 
     # ----------------------------------------------------------------------------------------------------- data
-    def make_loader(self, x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = False,
-                    shard: bool = True) -> Any:
+    def make_loader(
+        self, x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = False, shard: bool = True
+    ) -> Any:
         """A loader from a DataLoader (as is), a Dataset, or tensors/arrays ``x`` (and ``y``); in data-parallel
         training (and with ``shard``), one that yields this rank's share of each of its batches.
 
@@ -143,8 +159,9 @@ class Trainer:
             raise ValueError("no data: pass a DataLoader, a Dataset, or x and y")
         else:
             tensors = [self._tensor(t) for t in (x, y) if t is not None]
-            loader = DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle,
-                                generator=self.loader_generator)
+            loader = DataLoader(
+                TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle, generator=self.loader_generator
+            )
         return self.distribute_strategy.shard_loader(loader) if shard else loader
 
     def _tensor(self, value: Any) -> Tensor:
@@ -165,9 +182,20 @@ class Trainer:
         return tuple(t.to(self.device) if isinstance(t, Tensor) else t for t in (x, y))
 
     # ---------------------------------------------------------------------------------------------------- fit
-    def fit(self, x: Any = None, y: Any = None, *, val_data: Any = None, epochs: int = 1, batch_size: int = 32,
-            shuffle: bool = True, validation_split: float = 0.0, resume_from: str | Path | None = None,
-            validation_data: Any = None, verbose: int | bool | None = None) -> History:
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        *,
+        val_data: Any = None,
+        epochs: int = 1,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        validation_split: float = 0.0,
+        resume_from: str | Path | None = None,
+        validation_data: Any = None,
+        verbose: int | bool | None = None,
+    ) -> History:
         """Train for ``epochs`` epochs (counting those done before a resume); returns a ``History`` whose
         ``.history`` maps each log key ('loss', 'val_loss', metrics, 'lr', monitor figures) to one value per
         epoch, the epochs before a resume included. ``validation_data`` is Keras' name for ``val_data``; NumPy
@@ -182,20 +210,28 @@ class Trainer:
             dataset = x if isinstance(x, Dataset) else TensorDataset(*(self._tensor(t) for t in (x, y)))
             (x, val_data), y = split_tail(dataset, validation_split), None  # the last share validates, as in Keras
         train_loader = self.make_loader(x, y, batch_size=batch_size, shuffle=shuffle)
-        val_loader = None if val_data is None else self.make_loader(
-            val_data[0] if isinstance(val_data, tuple) else val_data,
-            val_data[1] if isinstance(val_data, tuple) else None, batch_size=batch_size)
+        val_loader = (
+            None
+            if val_data is None
+            else self.make_loader(
+                val_data[0] if isinstance(val_data, tuple) else val_data,
+                val_data[1] if isinstance(val_data, tuple) else None,
+                batch_size=batch_size,
+            )
+        )
         strategy = self.distribute_strategy
-        add_defaults(self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss",
-                     strategy.is_main)  # before a resume: a checkpoint restores their state too
+        add_defaults(
+            self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss", strategy.is_main
+        )  # before a resume: a checkpoint restores their state too
         first_epoch = 0 if resume_from is None else loop.resume(self, resume_from, epochs)
         strategy.gather_rng_states()
         self.stop_training = False
         self.epochs = epochs
         self.callbacks.set_model(self.model)
         self.callbacks.set_run_dir(self.run_dir)
-        self.callbacks.set_params({"epochs": epochs, "steps_per_epoch": loop.batch_count(train_loader),
-                                   "verbose": self.verbose})
+        self.callbacks.set_params(
+            {"epochs": epochs, "steps_per_epoch": loop.batch_count(train_loader), "verbose": self.verbose}
+        )
         loop.report_parameters(self)
         logs: dict = {}
         try:

@@ -95,8 +95,9 @@ class Normalize:
         self.mean = [float(m) for m in (mean if isinstance(mean, Sequence) else [mean])]
         self.std = [float(s) for s in (std if isinstance(std, Sequence) else [std])]
         if any(s == 0 for s in self.std):
-            raise ValueError(f"std evaluated to zero after conversion to float, leading to division by zero: "
-                             f"{self.std}")
+            raise ValueError(
+                f"std evaluated to zero after conversion to float, leading to division by zero: {self.std}"
+            )
         self.inplace = inplace
 
     def __call__(self, tensor: Tensor) -> Tensor:
@@ -150,8 +151,14 @@ class RandomCrop:
 
     _MODES = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}
 
-    def __init__(self, size: int | Sequence[int], padding: int | Sequence[int] | None = None,
-                 pad_if_needed: bool = False, fill: float = 0, padding_mode: str = "constant"):
+    def __init__(
+        self,
+        size: int | Sequence[int],
+        padding: int | Sequence[int] | None = None,
+        pad_if_needed: bool = False,
+        fill: float = 0,
+        padding_mode: str = "constant",
+    ):
         self.size = (int(size), int(size)) if isinstance(size, numbers.Number) else tuple(int(s) for s in size)
         if len(self.size) != 2:
             raise ValueError(f"size should be an int or a sequence of two ints (height, width), got {size}")
@@ -178,7 +185,7 @@ class RandomCrop:
             raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
         i = int(default_generator.rng.integers(0, h - th + 1))
         j = int(default_generator.rng.integers(0, w - tw + 1))
-        return img[..., i:i + th, j:j + tw]
+        return img[..., i : i + th, j : j + tw]
 
     def __repr__(self) -> str:
         return f"RandomCrop(size={self.size}, padding={self.padding})"

@@ -43,8 +43,9 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(n_embd)
         self.attn = CausalSelfAttention(n_embd, n_head, dropout)
         self.ln2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd),
-                                 nn.Dropout(dropout))
+        self.mlp = nn.Sequential(
+            nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd), nn.Dropout(dropout)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -64,8 +65,15 @@ class GPT(nn.Module):
     trainkit.Size([3, 8, 10])
     """
 
-    def __init__(self, vocab_size: int, block_size: int, n_layer: int = 4, n_head: int = 4, n_embd: int = 128,
-                 dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        block_size: int,
+        n_layer: int = 4,
+        n_head: int = 4,
+        n_embd: int = 128,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.block_size = block_size
         self.tok_emb = nn.Embedding(vocab_size, n_embd)
@@ -103,13 +111,25 @@ class LSTMLanguageModel(nn.Module):
     trainkit.Size([3, 8, 10])
     """
 
-    def __init__(self, vocab_size: int, block_size: int, embedding_dim: int = 64, hidden_size: int = 256,
-                 num_layers: int = 1, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        block_size: int,
+        embedding_dim: int = 64,
+        hidden_size: int = 256,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.block_size = block_size
         self.embedding = nn.Embedding(vocab_size, embedding_dim)
-        self.lstm = nn.LSTM(embedding_dim, hidden_size, num_layers=num_layers, batch_first=True,
-                            dropout=dropout if num_layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            embedding_dim,
+            hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+            dropout=dropout if num_layers > 1 else 0.0,
+        )
         self.head = nn.Linear(hidden_size, vocab_size)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:

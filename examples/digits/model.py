@@ -9,8 +9,11 @@ class SmallCNN(nn.Module):
     def __init__(self, channels: int = 16, classes: int = 10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(1, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(channels, 2 * channels, 3, padding=1),
+            nn.ReLU(),
         )
         self.classify = nn.Sequential(nn.Flatten(), nn.Linear(2 * channels * 4 * 4, classes))
 

@@ -66,8 +66,7 @@ def _attention(b) -> None:
     b.call(sdpa, T((5, 4)), T((6, 4)), T((6, 4)))
     b.call(sdpa, T((2, 4, 5, 4)), k, v, enable_gqa=True)
     b.call(sdpa, T((2, 3, 5, 4)), k, v, enable_gqa=True)
-    b.call(sdpa, T((2, 2, 5, 4), "f64"), T((2, 2, 6, 4), "f64"),
-          T((2, 2, 6, 3), "f64"))
+    b.call(sdpa, T((2, 2, 5, 4), "f64"), T((2, 2, 6, 4), "f64"), T((2, 2, 6, 3), "f64"))
     b.call(sdpa, T((2, 2, 5, 4), domain="edge"), k, v)
     b.call(sdpa, q, T((2, 2, 6, 5)), v)
     b.call(sdpa, T((2, 2, 0, 4)), k, v)
@@ -78,12 +77,18 @@ def _attention(b) -> None:
     out = (T((e, e)), T((e,)))
     base = (e, 2, *weights, None, None, False, 0.0, *out)
     b.call(mha, query, key, key, *base, training=False)
-    b.call(mha, query, key, key, *base, training=False,
-          key_padding_mask=T((2, 6), "b", grad=False), average_attn_weights=False)
-    b.call(mha, query, key, key, *base, training=False, attn_mask=T((5, 6)),
-          need_weights=False)
-    b.call(mha, query, query, query, e, 2, *weights, T((1, 1, e)), T((1, 1, e)),
-          True, 0.0, *out, training=False)
+    b.call(
+        mha,
+        query,
+        key,
+        key,
+        *base,
+        training=False,
+        key_padding_mask=T((2, 6), "b", grad=False),
+        average_attn_weights=False,
+    )
+    b.call(mha, query, key, key, *base, training=False, attn_mask=T((5, 6)), need_weights=False)
+    b.call(mha, query, query, query, e, 2, *weights, T((1, 1, e)), T((1, 1, e)), True, 0.0, *out, training=False)
     b.call(mha, T((5, e)), T((6, e)), T((6, e)), *base, training=False)
     b.call(mha, query, key, key, 7, 2, *weights, None, None, False, 0.0, *out)
 

@@ -52,8 +52,14 @@ elif case == "unused":
 else:
     model = nn.Linear(3, 1)
 optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
-trainer = Trainer(nn.parallel.DistributedDataParallel(model) if case == "wrapped" else model, optimizer, "mse",
-                  seed=0, verbose=False, strategy=strategy)
+trainer = Trainer(
+    nn.parallel.DistributedDataParallel(model) if case == "wrapped" else model,
+    optimizer,
+    "mse",
+    seed=0,
+    verbose=False,
+    strategy=strategy,
+)
 data = Pairs(12 if case == "bn" else 10)  # BatchNorm needs two samples a share
 if case == "fail_eval":
     trainer.fit(data, epochs=1, batch_size=4)

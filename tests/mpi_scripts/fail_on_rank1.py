@@ -19,5 +19,6 @@ class Fragile(nn.Module):
 
 
 trainkit.manual_seed(0)
-Trainer(Fragile(), loss="mse", verbose=False, strategy="ddp").fit(trainkit.randn(64, 2), trainkit.randn(64, 1),
-                                                                   epochs=3, batch_size=8)
+Trainer(Fragile(), loss="mse", verbose=False, strategy="ddp").fit(
+    trainkit.randn(64, 2), trainkit.randn(64, 1), epochs=3, batch_size=8
+)

@@ -23,8 +23,22 @@ from .tensor import Tensor
 __all__ = ["detect_anomaly", "is_anomaly_enabled"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # trainkit/: frames inside it are skipped
-_AUGMENTED = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
-              "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__")
+_AUGMENTED = (
+    "__setitem__",
+    "__iadd__",
+    "__isub__",
+    "__imul__",
+    "__itruediv__",
+    "__ifloordiv__",
+    "__imod__",
+    "__ipow__",
+    "__imatmul__",
+    "__iand__",
+    "__ior__",
+    "__ixor__",
+    "__ilshift__",
+    "__irshift__",
+)
 _lock = threading.Lock()
 _depth = 0  # how many detect_anomaly blocks are open, over all threads
 _originals: dict = {}
@@ -58,8 +72,11 @@ def _traced(name: str, method):
 
 
 def _inplace_methods() -> list[str]:
-    names = [n for n, v in vars(Tensor).items() if n.endswith("_") and not n.startswith("_")
-             and isinstance(v, types.FunctionType)]  # plain methods only: a wrapper takes self like they do
+    names = [
+        n
+        for n, v in vars(Tensor).items()
+        if n.endswith("_") and not n.startswith("_") and isinstance(v, types.FunctionType)
+    ]  # plain methods only: a wrapper takes self like they do
     return names + [n for n in _AUGMENTED if n in vars(Tensor)]
 
 

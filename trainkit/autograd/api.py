@@ -30,17 +30,17 @@ def _seed_grads(outputs: tuple, grads, create_graph: bool) -> list:
     """The gradients that start the pass: given ones checked against their outputs, or 1 for scalars."""
     grads = _as_tuple(grads) if grads is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grads)} "
-                           f"gradients for {len(outputs)} outputs")
+        raise RuntimeError(
+            f"grad can be implicitly created only for scalar outputs; got {len(grads)} "
+            f"gradients for {len(outputs)} outputs"
+        )
     seeds = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if out._data.dtype.kind != "f":
-                raise RuntimeError(
-                    f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
-                )
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             array = xp_of(out._data).empty(out._data.shape, dtype=out._data.dtype)
             array.fill(1)  # ones() is a Python function that costs several times this on a scalar
             seeds.append(Tensor._make(array) if create_graph else array)
@@ -61,8 +61,9 @@ def _seed_grads(outputs: tuple, grads, create_graph: bool) -> list:
     return seeds
 
 
-def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, create_graph: bool = False,
-             inputs=None) -> None:
+def backward(
+    tensors, grad_tensors=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None
+) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs`` only).
 
     >>> import trainkit
@@ -98,8 +99,9 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, creat
             accumulate(t, g if create_graph else as_array(g).copy(), create_graph)
 
 
-def tensor_backward(self: Tensor, gradient=None, retain_graph: bool | None = None, create_graph: bool = False,
-                    inputs=None) -> None:
+def tensor_backward(
+    self: Tensor, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None
+) -> None:
     """``tensor.backward()``: compute the gradient of this tensor with respect to the graph leaves, into their
     ``.grad``.
 
@@ -122,8 +124,15 @@ def _places(inputs: tuple) -> list:
     return places
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated into ``.grad``.
 
     With ``create_graph=True`` the results are part of a graph themselves (for second derivatives).

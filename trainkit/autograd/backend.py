@@ -273,8 +273,7 @@ uint16 = dtype("uint16", np.uint16)
 uint32 = dtype("uint32", np.uint32)
 uint64 = dtype("uint64", np.uint64)
 
-_BY_NP = {d.np: d for d in (float16, float32, float64, int8, uint8, int16, int32, int64, bool_, uint16, uint32,
-                            uint64)}
+_BY_NP = {d.np: d for d in (float16, float32, float64, int8, uint8, int16, int32, int64, bool_, uint16, uint32, uint64)}
 _BY_NAME = {d.name: d for d in _BY_NP.values()}
 _BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int32, short=int16)
 
@@ -349,8 +348,10 @@ def result_type(a, b):
         if ca != cb:  # int with float: the float operand's dtype, not NumPy's wider float64
             return da if ca > cb else db
         if da != db and (da in _WIDE_UNSIGNED or db in _WIDE_UNSIGNED):
-            raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
-                               f"{da.name} and {db.name}: convert one tensor to the other's dtype first")
+            raise RuntimeError(
+                f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                f"{da.name} and {db.name}: convert one tensor to the other's dtype first"
+            )
         return np.promote_types(da, db)
     if cb <= ca:
         return da

@@ -134,8 +134,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     """
     if device is None:
         device = device_state.current
-    if isinstance(data, Tensor) and (dtype is None or to_dtype(dtype).np == data._data.dtype) and (
-        device is None or _device_cls(device) == data.device
+    if (
+        isinstance(data, Tensor)
+        and (dtype is None or to_dtype(dtype).np == data._data.dtype)
+        and (device is None or _device_cls(device) == data.device)
     ):
         return data
     if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or to_dtype(dtype).np == data.dtype):
@@ -225,8 +227,16 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 
 # the C type PyTorch names when a number does not fit an integer dtype
-_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t",
-            "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
+_C_TYPES = {
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+}
 
 
 def _fitted(value, dt: np.dtype):
@@ -314,7 +324,7 @@ def _random(draw, size, generator, dtype, device, requires_grad, kernel: str) ->
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
     if dt.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_NAMES[dt.name]}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAMES[dt.name]}'")
     with on_device(dev):
         array = draw(generator_for(dev, generator).rng, flatten_sizes(size), dt)
     return _finish(array, None, requires_grad)
@@ -326,8 +336,15 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     >>> rand(2, 3).shape
     trainkit.Size([2, 3])
     """
-    return _random(lambda rng, s, dt: rng.random(s, dtype=dt), size, generator, dtype, device, requires_grad,
-                   "check_uniform_bounds")
+    return _random(
+        lambda rng, s, dt: rng.random(s, dtype=dt),
+        size,
+        generator,
+        dtype,
+        device,
+        requires_grad,
+        "check_uniform_bounds",
+    )
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -336,12 +353,20 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     >>> randn(4).dtype
     trainkit.float32
     """
-    return _random(lambda rng, s, dt: rng.standard_normal(s, dtype=dt), size, generator, dtype, device,
-                   requires_grad, "normal_kernel_cpu")
+    return _random(
+        lambda rng, s, dt: rng.standard_normal(s, dtype=dt),
+        size,
+        generator,
+        dtype,
+        device,
+        requires_grad,
+        "normal_kernel_cpu",
+    )
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
+def randint(
+    low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``.
 
     >>> bool(((randint(2, 5, (10,)) >= 2) & (randint(2, 5, (10,)) < 5)).all())
@@ -352,8 +377,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if high is None:
         raise TypeError("randint() needs high and size")
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}: pass "
-                           f"randint(low, high, size) with low < high")
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}: pass "
+            f"randint(low, high, size) with low < high"
+        )
     dev = _dev(device)
     dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
     if dt.kind == "b" and high > 2:

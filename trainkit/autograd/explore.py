@@ -70,8 +70,10 @@ def _params(params) -> dict:
         return dict(params.named_parameters())
     if isinstance(params, dict):
         return dict(params)
-    raise TypeError(f"params must be a dict of name -> tensor or a Module, got {type(params).__name__}; pass "
-                    "dict(model.named_parameters()) or the model itself")
+    raise TypeError(
+        f"params must be a dict of name -> tensor or a Module, got {type(params).__name__}; pass "
+        "dict(model.named_parameters()) or the model itself"
+    )
 
 
 def _saved_entries(node) -> list:
@@ -85,8 +87,17 @@ def _saved_entries(node) -> list:
         tensor, array, version, counter = entry
         if k in labels and tensor is array:
             tensor = labels[k]
-        out.append((tensor, tuple(int(s) for s in array.shape), str(array.dtype), int(array.nbytes), version,
-                    counter, id(array)))
+        out.append(
+            (
+                tensor,
+                tuple(int(s) for s in array.shape),
+                str(array.dtype),
+                int(array.nbytes),
+                version,
+                counter,
+                id(array),
+            )
+        )
     return out
 
 
@@ -121,14 +132,24 @@ class _Tensors:
                 storage = "its array is a view of another array"
             else:
                 storage = "owns its storage"
-            out.append({
-                "id": i, "name": self.names.get(id(t)), "shape": list(t._data.shape), "dtype": str(t._data.dtype),
-                "bytes": int(t._data.nbytes), "is_leaf": t._grad_fn is None, "requires_grad": t._requires_grad,
-                "grad": grad is not None, "grad_bytes": int(grad._data.nbytes) if grad is not None else 0,
-                "grad_norm": _finite(_norm(grad._data)) if grad is not None else None,
-                "version": t._version_counter[0], "storage": storage, "shares_with": sharing,
-                "retains_grad": t.retains_grad,
-            })
+            out.append(
+                {
+                    "id": i,
+                    "name": self.names.get(id(t)),
+                    "shape": list(t._data.shape),
+                    "dtype": str(t._data.dtype),
+                    "bytes": int(t._data.nbytes),
+                    "is_leaf": t._grad_fn is None,
+                    "requires_grad": t._requires_grad,
+                    "grad": grad is not None,
+                    "grad_bytes": int(grad._data.nbytes) if grad is not None else 0,
+                    "grad_norm": _finite(_norm(grad._data)) if grad is not None else None,
+                    "version": t._version_counter[0],
+                    "storage": storage,
+                    "shares_with": sharing,
+                    "retains_grad": t.retains_grad,
+                }
+            )
         return out
 
 
@@ -170,8 +191,12 @@ def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -
             module[i] = found.pop()
             # a value made of parameters alone (a weight's transpose) belongs to their module, also for its users
             # (not a lookup by data, such as an embedding's rows: that is an activation)
-            param_side[i] = (bool(kids) and len(kids) == len(node.next_functions) and all(param_side[k] for k in kids)
-                             and not getattr(node, "selects_by_data", False))
+            param_side[i] = (
+                bool(kids)
+                and len(kids) == len(node.next_functions)
+                and all(param_side[k] for k in kids)
+                and not getattr(node, "selects_by_data", False)
+            )
     return module
 
 
@@ -218,8 +243,15 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         arrays: dict = {}
         for tensor, shape, dtype, nbytes, version, counter, array_id in entries:
             now = counter[0]
-            item = {"shape": list(shape), "dtype": dtype, "bytes": nbytes, "saved_version": version,
-                    "version": now, "stale": now != version, "freed": freed}
+            item = {
+                "shape": list(shape),
+                "dtype": dtype,
+                "bytes": nbytes,
+                "saved_version": version,
+                "version": now,
+                "stale": now != version,
+                "freed": freed,
+            }
             if array_id in arrays:  # h * h saves h twice: one array, held once
                 item["same_as"] = arrays[array_id]
             arrays.setdefault(array_id, len(saved))
@@ -227,8 +259,9 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
                 item["what"] = f"output {tensor.nr} of this node"
             elif isinstance(tensor, Tensor):
                 item["tensor"] = tensors.add(tensor)
-                item["what"] = tensors.names.get(id(tensor)) or ("input leaf" if tensor._grad_fn is None
-                                                                 else f"output of {_name(tensor._grad_fn)}")
+                item["what"] = tensors.names.get(id(tensor)) or (
+                    "input leaf" if tensor._grad_fn is None else f"output of {_name(tensor._grad_fn)}"
+                )
             elif tensor is None:
                 item["what"] = "an input, since freed"
             elif isinstance(tensor, str):
@@ -248,8 +281,16 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
                 t = ref()
                 if t is not None:
                     marks["retain_grad"].append({"output_nr": nr, "tensor": tensors.add(t)})
-        item = {"id": i, "name": _name(node), "module": module[i], "saved": saved, "freed": freed,
-                "hooks": marks, "next": [], "root": node in roots}
+        item = {
+            "id": i,
+            "name": _name(node),
+            "module": module[i],
+            "saved": saved,
+            "freed": freed,
+            "hooks": marks,
+            "next": [],
+            "root": node in roots,
+        }
         if isinstance(node, AccumulateGrad):
             var = node.variable
             item["kind"] = "leaf"
@@ -280,16 +321,26 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
     for n, t in names.items():
         if id(t) in in_graph:
             continue
-        why = ("requires_grad=False: no AccumulateGrad node and no .grad (a frozen parameter or a constant)"
-               if not t._requires_grad else "requires grad, but this output does not depend on it")
+        why = (
+            "requires_grad=False: no AccumulateGrad node and no .grad (a frozen parameter or a constant)"
+            if not t._requires_grad
+            else "requires grad, but this output does not depend on it"
+        )
         k = tensors.index.get(id(t))
         if k in saved_by:
             why += f"; {saved_by[k]} saved it for another input's gradient"
         outside.append({"name": n, "shape": list(t._data.shape), "requires_grad": t._requires_grad, "why": why})
     totals = _totals(out_nodes, saved_info, module, described, stale_count)
-    return {"title": title or "backward graph", "nodes": out_nodes, "edges": edges, "tensors": described,
-            "steps": steps, "outside": outside, "totals": totals,
-            "thresholds": {"vanishing": VANISHING, "exploding": EXPLODING}}
+    return {
+        "title": title or "backward graph",
+        "nodes": out_nodes,
+        "edges": edges,
+        "tensors": described,
+        "steps": steps,
+        "outside": outside,
+        "totals": totals,
+        "thresholds": {"vanishing": VANISHING, "exploding": EXPLODING},
+    }
 
 
 def _totals(out_nodes: list, saved_info: dict, module: list, tensors: list, stale: int) -> dict:
@@ -306,14 +357,18 @@ def _totals(out_nodes: list, saved_info: dict, module: list, tensors: list, stal
             total += entry[3]
     retained = [t for t in tensors if t["retains_grad"]]
     return {
-        "nodes": len(out_nodes), "ops": sum(n["kind"] == "op" for n in out_nodes),
-        "leaves": sum(n["kind"] == "leaf" for n in out_nodes), "saved_bytes": total,
-        "saved_by_module": dict(sorted(by_module.items(), key=lambda kv: -kv[1])), "stale_saved": stale,
+        "nodes": len(out_nodes),
+        "ops": sum(n["kind"] == "op" for n in out_nodes),
+        "leaves": sum(n["kind"] == "leaf" for n in out_nodes),
+        "saved_bytes": total,
+        "saved_by_module": dict(sorted(by_module.items(), key=lambda kv: -kv[1])),
+        "stale_saved": stale,
         "retain_grad_count": len(retained),
         # a retained grad is a tensor of the tensor's size, kept until you drop it; before backward, what it will be
         "retain_grad_bytes": sum(t["grad_bytes"] if t["grad"] else t["bytes"] for t in retained),
-        "hook_count": sum(n["hooks"]["tensor_hooks"] + n["hooks"]["pre_hooks"] + n["hooks"]["post_hooks"]
-                          for n in out_nodes),
+        "hook_count": sum(
+            n["hooks"]["tensor_hooks"] + n["hooks"]["pre_hooks"] + n["hooks"]["post_hooks"] for n in out_nodes
+        ),
         "hook_bytes": 0,  # a hook sees the gradient as it passes and keeps nothing
     }
 
@@ -328,8 +383,9 @@ def page(data: dict) -> str:
     return head.replace("{{TITLE}}", title) + payload + tail.replace("{{TITLE}}", title)
 
 
-def explore(output, params=None, path: str | Path | None = None, trace: Recorder | None = None,
-            title: str | None = None) -> str:
+def explore(
+    output, params=None, path: str | Path | None = None, trace: Recorder | None = None, title: str | None = None
+) -> str:
     """The backward graph of ``output`` as one self-contained HTML page (returned, and written to ``path``).
 
     ``params`` names parameters (a dict such as ``dict(model.named_parameters())``, or the model); ``trace`` is a
@@ -370,8 +426,9 @@ class Recorder:
         current = {"steps": [], "edges": {}, "arrived": {}, "saved": {}, "nodes": g.nodes, "roots": list(roots)}
         self.passes.append(current)
         for node in g.nodes:
-            current["saved"][id(node)] = [(weakref.ref(e[0]) if isinstance(e[0], Tensor) else e[0],) + e[1:]
-                                          for e in _saved_entries(node)]
+            current["saved"][id(node)] = [
+                (weakref.ref(e[0]) if isinstance(e[0], Tensor) else e[0],) + e[1:] for e in _saved_entries(node)
+            ]
             if node._hooks is None:
                 self._created.append(node)
             self._handles.append(node.register_prehook(lambda grads, n=node: self._before(current, n, grads)))
@@ -432,12 +489,18 @@ class Recorder:
         for node, arrived, norms in current["steps"]:
             if id(node) not in index:
                 continue
-            steps.append({
-                "step": len(steps), "node": index[id(node)],
-                "incoming": [{"from": None if src is None else index.get(id(src)), "output_nr": nr,
-                              "norm": _finite(norm)} for src, _, nr, norm in arrived],
-                "summed": len(arrived) > 1, "norms": [_finite(n) for n in norms],
-            })
+            steps.append(
+                {
+                    "step": len(steps),
+                    "node": index[id(node)],
+                    "incoming": [
+                        {"from": None if src is None else index.get(id(src)), "output_nr": nr, "norm": _finite(norm)}
+                        for src, _, nr, norm in arrived
+                    ],
+                    "summed": len(arrived) > 1,
+                    "norms": [_finite(n) for n in norms],
+                }
+            )
         return steps
 
     def __enter__(self) -> Recorder:

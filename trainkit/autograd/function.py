@@ -160,7 +160,12 @@ def _apply_of(cls):
     Together about 1,000 CPU instructions per op.
     """
     multi_output, is_view, save_inputs, save_only_for, save_output = (
-        cls.multi_output, cls.is_view, cls.save_inputs, cls.save_only_for, cls.save_output)
+        cls.multi_output,
+        cls.is_view,
+        cls.save_inputs,
+        cls.save_only_for,
+        cls.save_output,
+    )
 
     def apply(*inputs, **params) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, in grad mode, record the node. Inputs: Tensors or numbers."""
@@ -373,8 +378,7 @@ class Function(metaclass=_FunctionMeta):
         _connect(node, tensor_args)
         node.num_outputs = len(outs)
         node._output_meta = tuple(
-            (o._data.shape, o._data.dtype, xp_of(o._data)) if isinstance(o, Tensor) else ((), None, None)
-            for o in outs
+            (o._data.shape, o._data.dtype, xp_of(o._data)) if isinstance(o, Tensor) else ((), None, None) for o in outs
         )
         results = []
         for nr, o in enumerate(outs):
@@ -412,8 +416,10 @@ def _check_dirty(dirty: tuple, outputs: tuple, requires: bool) -> None:
     """The rules for inputs marked dirty: returned as outputs, not leaves that require grad; each one's version
     moves on (as PyTorch's does, on top of any in-place op forward ran)."""
     if any(not any(t is o for o in outputs) for t in dirty):
-        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. The "
-                           "inputs that are modified inplace must all be outputs of the Function.")
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. The "
+            "inputs that are modified inplace must all be outputs of the Function."
+        )
     for t in dirty:
         if requires and t._requires_grad and t._grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")

@@ -71,8 +71,14 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False):
     return result[0] if single else result
 
 
-def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
-            outer_jacobian_strategy: str = "reverse-mode"):
+def hessian(
+    func,
+    inputs,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    outer_jacobian_strategy: str = "reverse-mode",
+):
     """Second derivatives of a function with a single-element output, as ``torch.autograd.functional.hessian``.
 
     For one input tensor the result is a tensor of shape ``input.shape + input.shape``. For a tuple of inputs it

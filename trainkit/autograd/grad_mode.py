@@ -92,6 +92,7 @@ def decorate(guard, fn):
     """``fn`` run inside ``guard.clone()``; a generator function runs each resumption inside one, as in PyTorch,
     so that the mode holds while its body runs and not while the caller runs between two ``yield``."""
     if inspect.isgeneratorfunction(fn):
+
         @functools.wraps(fn)
         def generator(*args, **kwargs):
             gen = fn(*args, **kwargs)

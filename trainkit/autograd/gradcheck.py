@@ -67,8 +67,9 @@ def _one_hot(out: Tensor, r: int) -> Tensor:
     return Tensor._make(seed)
 
 
-def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True) -> bool:
+def gradcheck(
+    func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True
+) -> bool:
     """Compare the gradients autograd computes for ``func`` with central finite differences.
 
     Inputs that require grad should be float64: finite differences in float32 are too coarse to tell a wrong
@@ -106,8 +107,17 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  raise_exception: bool = True, seed: int = 0) -> bool:
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    seed: int = 0,
+) -> bool:
     """``gradcheck`` of the gradient itself: checks second derivatives built with ``create_graph=True``.
 
     >>> import trainkit
@@ -122,7 +132,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
         outs = _differentiable_outputs(func, inputs)
         grad_outputs = tuple(
             Tensor._make(to_device(rng.standard_normal(o._data.shape), o.device)).requires_grad_()
-            for o in outs if o.requires_grad
+            for o in outs
+            if o.requires_grad
         )
     grad_outputs = _as_tuple(grad_outputs)
 
@@ -133,5 +144,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
         grads = grad(outs, wrt, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(
+        first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception
+    )

@@ -93,11 +93,15 @@ def _call_tensor_hooks(hooks: dict, g, wrap, unwrap):
         if not isinstance(result, type(t)):
             raise TypeError(f"a tensor hook must return None or a Tensor, got {type(result).__name__}")
         if tuple(result.shape) != tuple(t.shape):
-            raise RuntimeError(f"hook '{getattr(fn, '__name__', fn)}' has changed the size of value: "
-                               f"expected {tuple(t.shape)}, got {tuple(result.shape)}")
+            raise RuntimeError(
+                f"hook '{getattr(fn, '__name__', fn)}' has changed the size of value: "
+                f"expected {tuple(t.shape)}, got {tuple(result.shape)}"
+            )
         if result.dtype != t.dtype:
-            raise RuntimeError(f"hook '{getattr(fn, '__name__', fn)}' has changed the type of value "
-                               f"(was {t.dtype}, got {result.dtype}); return a gradient of the tensor's own dtype")
+            raise RuntimeError(
+                f"hook '{getattr(fn, '__name__', fn)}' has changed the type of value "
+                f"(was {t.dtype}, got {result.dtype}); return a gradient of the tensor's own dtype"
+            )
         g = unwrap(result)
     return g
 
@@ -127,8 +131,10 @@ def run_pre_hooks(hooks: NodeHooks, grads: list, n: int, wrap, unwrap) -> list:
 def run_post_hooks(hooks: NodeHooks, grad_inputs: tuple, grad_outputs: list, wrap, unwrap) -> tuple:
     """After a node ran: ``fn(grad_inputs, grad_outputs)``; a returned tuple replaces grad_inputs."""
     for fn in tuple(hooks.post.values()):
-        result = fn(tuple(None if g is None else wrap(g) for g in grad_inputs),
-                    tuple(None if g is None else wrap(g) for g in grad_outputs))
+        result = fn(
+            tuple(None if g is None else wrap(g) for g in grad_inputs),
+            tuple(None if g is None else wrap(g) for g in grad_outputs),
+        )
         if result is not None:
             grad_inputs = tuple(None if r is None else unwrap(r) for r in result)
     return grad_inputs

@@ -32,10 +32,28 @@ from .tensor import Tensor
 
 __all__ = ["with_out", "wrap_namespace"]
 
-_SCALAR = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
-           "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool"}
-_CTYPE = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
-          "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int", "bool": "bool"}
+_SCALAR = {
+    "float16": "Half",
+    "float32": "Float",
+    "float64": "Double",
+    "int8": "Char",
+    "uint8": "Byte",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "bool": "Bool",
+}
+_CTYPE = {
+    "float16": "c10::Half",
+    "float32": "float",
+    "float64": "double",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short int",
+    "int32": "int",
+    "int64": "long int",
+    "bool": "bool",
+}
 
 AUTOGRAD_MESSAGE = (
     "{}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments "
@@ -98,8 +116,10 @@ def _dot(name, r, o):
 
 def _mv(name, r, o):
     if r != o:  # PyTorch's mv is addmv with out as the added vector
-        return RuntimeError(f"addmv input tensors must have the same dtype, but got {_SCALAR[o.name]}, "
-                            f"{_SCALAR[r.name]}, and {_SCALAR[r.name]}")
+        return RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {_SCALAR[o.name]}, "
+            f"{_SCALAR[r.name]}, and {_SCALAR[r.name]}"
+        )
     return None
 
 
@@ -189,37 +209,130 @@ def _factory(key):
 
 
 _NAMES = {
-    **{n: _op() for n in ("add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
-                           "exp", "log", "sqrt", "reciprocal", "sigmoid", "tanh", "sin", "cos", "tan", "asin",
-                           "acos", "atan", "sinh", "cosh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt",
-                           "erf", "lerp", "addcmul", "addcdiv", "std", "var", "erfc", "asinh", "acosh", "atanh",
-                           "deg2rad", "rad2deg", "logit", "xlogy", "nan_to_num")},
-    "arcsin": _op("asin"), "arccos": _op("acos"), "arctan": _op("atan"), "arcsinh": _op("asinh"),
-    "arccosh": _op("acosh"), "arctanh": _op("atanh"), "fix": _op("trunc", _found), "sgn": _op(check=_found),
-    "subtract": _op("sub"), "multiply": _op("mul"), "divide": _op("div"), "true_divide": _op("div"),
-    "square": _op("pow"), "outer": _op("mul"),
-    **{n: _op(check=_found) for n in ("abs", "neg", "sign", "floor", "ceil", "round", "trunc", "frac", "clamp",
-                                      "clamp_min", "clamp_max")},
-    "absolute": _op("abs", _found), "negative": _op("neg", _found), "clip": _op("clamp", _found),
-    **{n: _op(check=_cast, differentiable=False)
-       for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "floor_divide")},
-    "all": _op(check=_bool, differentiable=False), "any": _op(check=_bool, differentiable=False),
-    **{n: _op(check=_same) for n in ("matmul", "mm", "bmm", "softmax", "log_softmax", "gather", "scatter",
-                                     "scatter_add", "scatter_reduce", "diag", "tril", "triu")},
-    "take_along_dim": _op("gather", _same), "norm": _op("linalg_vector_norm", _same),
-    "dot": _op(check=_dot), "where": _op(check=_where),
-    "amax": _op(check=_amax), "amin": _op(check=_amax),
-    "argmax": _op(check=_same, differentiable=False), "argmin": _op(check=_same, differentiable=False),
-    "argsort": _op("sort", _same), "nonzero": _op(check=_nonzero, differentiable=False),
-    "index_select": _op(check=_same_scalar), "masked_select": _op(check=_same_scalar),
+    **{
+        n: _op()
+        for n in (
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "remainder",
+            "fmod",
+            "pow",
+            "atan2",
+            "maximum",
+            "minimum",
+            "exp",
+            "log",
+            "sqrt",
+            "reciprocal",
+            "sigmoid",
+            "tanh",
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "exp2",
+            "expm1",
+            "log2",
+            "log10",
+            "log1p",
+            "rsqrt",
+            "erf",
+            "lerp",
+            "addcmul",
+            "addcdiv",
+            "std",
+            "var",
+            "erfc",
+            "asinh",
+            "acosh",
+            "atanh",
+            "deg2rad",
+            "rad2deg",
+            "logit",
+            "xlogy",
+            "nan_to_num",
+        )
+    },
+    "arcsin": _op("asin"),
+    "arccos": _op("acos"),
+    "arctan": _op("atan"),
+    "arcsinh": _op("asinh"),
+    "arccosh": _op("acosh"),
+    "arctanh": _op("atanh"),
+    "fix": _op("trunc", _found),
+    "sgn": _op(check=_found),
+    "subtract": _op("sub"),
+    "multiply": _op("mul"),
+    "divide": _op("div"),
+    "true_divide": _op("div"),
+    "square": _op("pow"),
+    "outer": _op("mul"),
+    **{
+        n: _op(check=_found)
+        for n in ("abs", "neg", "sign", "floor", "ceil", "round", "trunc", "frac", "clamp", "clamp_min", "clamp_max")
+    },
+    "absolute": _op("abs", _found),
+    "negative": _op("neg", _found),
+    "clip": _op("clamp", _found),
+    **{
+        n: _op(check=_cast, differentiable=False)
+        for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "floor_divide")
+    },
+    "all": _op(check=_bool, differentiable=False),
+    "any": _op(check=_bool, differentiable=False),
+    **{
+        n: _op(check=_same)
+        for n in (
+            "matmul",
+            "mm",
+            "bmm",
+            "softmax",
+            "log_softmax",
+            "gather",
+            "scatter",
+            "scatter_add",
+            "scatter_reduce",
+            "diag",
+            "tril",
+            "triu",
+        )
+    },
+    "take_along_dim": _op("gather", _same),
+    "norm": _op("linalg_vector_norm", _same),
+    "dot": _op(check=_dot),
+    "where": _op(check=_where),
+    "amax": _op(check=_amax),
+    "amin": _op(check=_amax),
+    "argmax": _op(check=_same, differentiable=False),
+    "argmin": _op(check=_same, differentiable=False),
+    "argsort": _op("sort", _same),
+    "nonzero": _op(check=_nonzero, differentiable=False),
+    "index_select": _op(check=_same_scalar),
+    "masked_select": _op(check=_same_scalar),
     "logsumexp": _op(check=_logsumexp),
-    "hstack": _op("cat", _cat), "vstack": _op("cat", _cat), "mv": _op(check=_mv),
-    "cat": _op(check=_cat), "concat": _op("cat", _cat), "concatenate": _op("cat", _cat), "stack": _op(check=_cat),
-    "sort": _op(check=_same, pair=True), "topk": _op(check=_same, pair=True),
-    "max": _op(), "min": _op(), "mean": _op(),
+    "hstack": _op("cat", _cat),
+    "vstack": _op("cat", _cat),
+    "mv": _op(check=_mv),
+    "cat": _op(check=_cat),
+    "concat": _op("cat", _cat),
+    "concatenate": _op("cat", _cat),
+    "stack": _op(check=_cat),
+    "sort": _op(check=_same, pair=True),
+    "topk": _op(check=_same, pair=True),
+    "max": _op(),
+    "min": _op(),
+    "mean": _op(),
     **{n: _in_out_dtype for n in ("sum", "prod", "cumsum", "cumprod")},
-    **{n: _factory for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn",
-                             "randint", "randperm")},
+    **{
+        n: _factory
+        for n in ("zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm")
+    },
 }
 
 
@@ -313,8 +426,10 @@ def _call(fn, spec: _Spec, public: str, args: tuple, kwargs: dict, out):
                 f"({_SCALAR[o._data.dtype.name]})"
             )
         kwargs = dict(kwargs, dtype=o.dtype, device=kwargs.get("device") or o.device)
-    elif recording and spec.differentiable and (
-        _requires_grad(args) or _requires_grad(kwargs.values()) or _requires_grad(outs)
+    elif (
+        recording
+        and spec.differentiable
+        and (_requires_grad(args) or _requires_grad(kwargs.values()) or _requires_grad(outs))
     ):
         raise RuntimeError(AUTOGRAD_MESSAGE.format(spec.name))
     if spec.kind == "dtype":

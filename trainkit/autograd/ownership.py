@@ -26,8 +26,13 @@ def owned(g) -> bool:
     if base is None:
         return True
     # the base must own its memory: one made over a buffer (frombuffer, another library's array) belongs elsewhere
-    return (type(base) is type(g) and base.size == g.size and flags.c_contiguous and base.flags.owndata
-            and sys.getrefcount(base) <= _SOLE_REFS[1])
+    return (
+        type(base) is type(g)
+        and base.size == g.size
+        and flags.c_contiguous
+        and base.flags.owndata
+        and sys.getrefcount(base) <= _SOLE_REFS[1]
+    )
 
 
 def _refcounts(g) -> tuple[int, int]:

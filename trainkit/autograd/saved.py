@@ -89,8 +89,10 @@ def unpack_tensor(node, entry) -> Tensor:
 
 def freed_message(node) -> str:
     """PyTorch's message for a node whose saved tensors were freed, naming the node."""
-    return (f"{FREED_MESSAGE} Here {node.name()} already ran in an earlier backward, which freed what it saved: "
-            "call the first backward as loss.backward(retain_graph=True), or recompute the forward pass.")
+    return (
+        f"{FREED_MESSAGE} Here {node.name()} already ran in an earlier backward, which freed what it saved: "
+        "call the first backward as loss.backward(retain_graph=True), or recompute the forward pass."
+    )
 
 
 def raise_modified(node, entry) -> None:
@@ -102,8 +104,7 @@ def raise_modified(node, entry) -> None:
         where, line, method = counter[1][:3]
         found = f" It was changed in place by {method}() at {where}:{line}."
     else:
-        found = (" To see the line that changed it, run the forward pass under "
-                 "trainkit.autograd.detect_anomaly().")
+        found = " To see the line that changed it, run the forward pass under trainkit.autograd.detect_anomaly()."
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{array.dtype} tensor of shape {tuple(array.shape)}], {role}, is at version {counter[0]}; "

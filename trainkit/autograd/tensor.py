@@ -159,9 +159,7 @@ class Tensor:
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
         if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (this one is {self.dtype})"
-            )
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (this one is {self.dtype})")
         self._requires_grad = requires_grad
         # a no-op on a leaf, but every op on it reads them, and reads that fall through to the class cost several
         # times as much (Python 3.11 specialises reads of instance attributes only)
@@ -190,8 +188,7 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
             if value._data.shape != self._data.shape:
                 raise RuntimeError(
-                    f"assigned grad has data of a different size: grad {tuple(value.shape)}, "
-                    f"tensor {tuple(self.shape)}"
+                    f"assigned grad has data of a different size: grad {tuple(value.shape)}, tensor {tuple(self.shape)}"
                 )
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} vs {self.dtype}")
@@ -385,14 +382,34 @@ class Tensor:
     def type(self, dtype=None):
         """Without an argument, the type name ('trainkit.FloatTensor'); with one, this tensor in that dtype."""
         if dtype is None:
-            names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-                     "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "uint16": "UInt16",
-                     "uint32": "UInt32", "uint64": "UInt64"}
+            names = {
+                "float32": "Float",
+                "float64": "Double",
+                "float16": "Half",
+                "int64": "Long",
+                "int32": "Int",
+                "int16": "Short",
+                "int8": "Char",
+                "uint8": "Byte",
+                "bool": "Bool",
+                "uint16": "UInt16",
+                "uint32": "UInt32",
+                "uint64": "UInt64",
+            }
             prefix = "trainkit.cuda." if self.is_cuda else "trainkit."
             return f"{prefix}{names[self.dtype.name]}Tensor"
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
-            names = {"Float": "float32", "Double": "float64", "Half": "float16", "Long": "int64", "Int": "int32",
-                     "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+            names = {
+                "Float": "float32",
+                "Double": "float64",
+                "Half": "float16",
+                "Long": "int64",
+                "Int": "int32",
+                "Short": "int16",
+                "Char": "int8",
+                "Byte": "uint8",
+                "Bool": "bool",
+            }
             dtype = names[dtype.rsplit(".", 1)[-1][: -len("Tensor")]]
         return self.to(to_dtype(dtype))
 
@@ -467,8 +484,10 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (np.asarray(to_device(self._data, device("cpu"))), self._requires_grad and self.is_leaf,
-                           str(self.device)))
+        return (
+            _rebuild,
+            (np.asarray(to_device(self._data, device("cpu"))), self._requires_grad and self.is_leaf, str(self.device)),
+        )
 
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:

@@ -12,8 +12,9 @@ from .progress import ProgressBar
 from .resume_point import ResumePoint
 
 
-def add_defaults(callbacks: CallbackList, verbose: int | bool, run_dir: Path | None, monitor: str,
-                 main: bool = True) -> None:
+def add_defaults(
+    callbacks: CallbackList, verbose: int | bool, run_dir: Path | None, monitor: str, main: bool = True
+) -> None:
     """Add what a Keras user expects and has not given: a ``ProgressBar`` when ``verbose`` (1: a bar on a
     terminal, 2: one line per epoch), and with a run folder a ``CSVLogger`` (metrics.csv), a ``ModelCheckpoint``
     of the best epoch by ``monitor`` and the ``ResumePoint`` (history.jsonl and last.npz). All of them print or
@@ -29,8 +30,11 @@ def add_defaults(callbacks: CallbackList, verbose: int | bool, run_dir: Path | N
     kinds = {type(c) for c in callbacks}
     wanted = [(ProgressBar, {}, bool(verbose))]
     if run_dir is not None:
-        wanted += [(CSVLogger, {"filename": RunFolder.METRICS}, True),
-                   (ModelCheckpoint, {"monitor": monitor, "save_last": False}, True), (ResumePoint, {}, True)]
+        wanted += [
+            (CSVLogger, {"filename": RunFolder.METRICS}, True),
+            (ModelCheckpoint, {"monitor": monitor, "save_last": False}, True),
+            (ResumePoint, {}, True),
+        ]
     for cls, kwargs, want in wanted:
         if want and not any(issubclass(k, cls) for k in kinds):
             callback = cls(**kwargs)

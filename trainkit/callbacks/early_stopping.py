@@ -87,8 +87,10 @@ class EarlyStopping(Callback):
         self.model.load_state_dict(self.best_weights)
         self.restored_epoch = self.best_epoch
         if self.params.get("verbose"):
-            print(f"EarlyStopping: restored the weights of epoch {self.best_epoch + 1}, "
-                  f"the best {self.monitor} ({self.best:.6g})")
+            print(
+                f"EarlyStopping: restored the weights of epoch {self.best_epoch + 1}, "
+                f"the best {self.monitor} ({self.best:.6g})"
+            )
 
     def state_dict(self) -> dict[str, Any]:
         return {

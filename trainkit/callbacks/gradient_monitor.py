@@ -170,9 +170,21 @@ class GradientMonitor(Callback):
             self._epoch.setdefault(key, []).append(value)
 
     def _update_summary(self, name: str, norm: float, gmax, zero_frac, nonfinite) -> None:
-        s = self.summary.setdefault(name, {
-            "steps": self._steps.get(name, 0), "logged": 0, "last_norm": 0.0, "mean_norm": 0.0, "max_abs": 0.0,
-            "zero_frac": 0.0, "nonfinite": 0, "vanishing": 0, "exploding": 0, "nonfinite_steps": 0})
+        s = self.summary.setdefault(
+            name,
+            {
+                "steps": self._steps.get(name, 0),
+                "logged": 0,
+                "last_norm": 0.0,
+                "mean_norm": 0.0,
+                "max_abs": 0.0,
+                "zero_frac": 0.0,
+                "nonfinite": 0,
+                "vanishing": 0,
+                "exploding": 0,
+                "nonfinite_steps": 0,
+            },
+        )
         s["logged"] += 1
         s["last_norm"] = norm
         s["mean_norm"] += (norm - s["mean_norm"]) / s["logged"]  # running mean: nothing grows with the steps
@@ -223,12 +235,22 @@ class GradientMonitor(Callback):
             if name == "global":
                 lines.append(row)
                 continue
-            troubles = [f"{label} ({s[key]} step{'s' if s[key] > 1 else ''})" for key, label in (
-                ("nonfinite_steps", "non-finite"), ("vanishing", "vanishing"), ("exploding", "exploding")) if s[key]]
-            lines.append(f"{row} {s['max_abs']:>11.4g} {s['zero_frac']:>6.1%} {s['nonfinite']:>8}  "
-                         f"{', '.join(troubles) or 'ok'}")
-        lines.append(f"status: at a logged step, vanishing = gradient norm < {self.vanishing:g}, exploding = norm > "
-                     f"{self.exploding:g}, non-finite = NaN or Inf in the gradient")
+            troubles = [
+                f"{label} ({s[key]} step{'s' if s[key] > 1 else ''})"
+                for key, label in (
+                    ("nonfinite_steps", "non-finite"),
+                    ("vanishing", "vanishing"),
+                    ("exploding", "exploding"),
+                )
+                if s[key]
+            ]
+            lines.append(
+                f"{row} {s['max_abs']:>11.4g} {s['zero_frac']:>6.1%} {s['nonfinite']:>8}  {', '.join(troubles) or 'ok'}"
+            )
+        lines.append(
+            f"status: at a logged step, vanishing = gradient norm < {self.vanishing:g}, exploding = norm > "
+            f"{self.exploding:g}, non-finite = NaN or Inf in the gradient"
+        )
         return "\n".join(lines)
 
     def on_train_end(self, logs: Logs | None = None) -> None:
@@ -241,6 +263,5 @@ class GradientMonitor(Callback):
 
     def __repr__(self) -> str:
         return (
-            f"GradientMonitor(log_every={self.log_every}, vanishing={self.vanishing:g}, "
-            f"exploding={self.exploding:g})"
+            f"GradientMonitor(log_every={self.log_every}, vanishing={self.vanishing:g}, exploding={self.exploding:g})"
         )

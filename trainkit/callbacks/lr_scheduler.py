@@ -58,8 +58,10 @@ class LRSchedulerCallback(Callback):
         value = monitored(logs, self.monitor)
         if value is None:
             if not self._warned_missing:
-                warn_user(missing_key("LRSchedulerCallback (ReduceLROnPlateau)", self.monitor, logs)
-                          + "; the scheduler is not stepped")
+                warn_user(
+                    missing_key("LRSchedulerCallback (ReduceLROnPlateau)", self.monitor, logs)
+                    + "; the scheduler is not stepped"
+                )
                 self._warned_missing = True
             return
         self.scheduler.step(value)

@@ -98,8 +98,11 @@ class PlotCallback(Callback):
                 continue
             twin = f"val_{key}"
             out.append((key, [key, twin] if twin in self.records else [key]))
-        out += [(k, [k]) for k in keys if k.startswith("val_") and "/" not in k and k[4:] not in self.records
-                and k not in constants]
+        out += [
+            (k, [k])
+            for k in keys
+            if k.startswith("val_") and "/" not in k and k[4:] not in self.records and k not in constants
+        ]
         for title, prefix in (("gradient norm", "grad_norm/"), ("activation gradient norm", "act_grad_norm/")):
             curves = [k for k in keys if k.startswith(prefix)]
             if curves:
@@ -109,8 +112,9 @@ class PlotCallback(Callback):
     def best_epoch(self) -> int | None:
         """The epoch (1-based) of the lowest ``val_loss``, else of the lowest ``loss``; None without either."""
         key = "val_loss" if "val_loss" in self.records else "loss"
-        points = [(v, e + 1) for e, v in zip(self.records["epoch"], self.records.get(key, [])) if v is not None
-                  and v == v]
+        points = [
+            (v, e + 1) for e, v in zip(self.records["epoch"], self.records.get(key, [])) if v is not None and v == v
+        ]
         return min(points)[1] if points else None
 
     def on_train_end(self, logs: Logs | None = None) -> None:
@@ -138,8 +142,13 @@ class PlotCallback(Callback):
             if title in ("gradient norm", "activation gradient norm", "lr"):
                 ax.set_yscale("log")
             if title == "loss" and self.best_epoch() is not None:
-                ax.axvline(self.best_epoch(), color="grey", linestyle="--", linewidth=1,
-                           label=f"best epoch {self.best_epoch()}")
+                ax.axvline(
+                    self.best_epoch(),
+                    color="grey",
+                    linestyle="--",
+                    linewidth=1,
+                    label=f"best epoch {self.best_epoch()}",
+                )
             ax.set_title(title)
             ax.set_xlabel("epoch")
             ax.legend(fontsize="small")

@@ -20,8 +20,9 @@ from .base import Callback, Logs
 from .progress import ProgressBar
 
 
-def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
-                generator: Generator | None = None) -> int:
+def sample_next(
+    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, generator: Generator | None = None
+) -> int:
     """One token id drawn from ``softmax(logits / temperature)`` over the ``top_k`` largest logits (all when None),
     with ``multinomial``.
 
@@ -57,9 +58,17 @@ class TextSample(Callback):
     rank_zero_only = True
     order = Callback.RECORD + 1  # after the progress bar has written the epoch's line
 
-    def __init__(self, prompt: str = "\n", length: int = 200, temperature: float = 1.0, top_k: int | None = None,
-                 every: int = 1, seed: int = 0, vocabulary: Vocabulary | str | Path | None = None,
-                 file: Any = None) -> None:
+    def __init__(
+        self,
+        prompt: str = "\n",
+        length: int = 200,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        every: int = 1,
+        seed: int = 0,
+        vocabulary: Vocabulary | str | Path | None = None,
+        file: Any = None,
+    ) -> None:
         super().__init__()
         if not isinstance(length, int) or length < 1:
             raise ValueError(f"length must be a whole number of at least 1, got {length!r}")
@@ -74,8 +83,10 @@ class TextSample(Callback):
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
         if file is not None and not callable(getattr(file, "write", None)):
-            raise ValueError(f"file must be a stream to print to (an object with a write method), got {file!r}; "
-                             "the samples are also written to the run folder's samples.txt")
+            raise ValueError(
+                f"file must be a stream to print to (an object with a write method), got {file!r}; "
+                "the samples are also written to the run folder's samples.txt"
+            )
         self.prompt, self.length, self.temperature, self.top_k = prompt, length, temperature, top_k
         self.every, self.seed, self.file = every, seed, file
         self.vocabulary = vocabulary
@@ -89,8 +100,10 @@ class TextSample(Callback):
         if path is None:
             folder = RunFolder.of(self.run_dir)
             if folder is None or not folder.vocabulary.is_file():
-                raise ValueError("TextSample needs a vocabulary: pass vocabulary= (a Vocabulary or a vocab.json), "
-                                 "or train with data.kind text, which writes the run folder's vocab.json")
+                raise ValueError(
+                    "TextSample needs a vocabulary: pass vocabulary= (a Vocabulary or a vocab.json), "
+                    "or train with data.kind text, which writes the run folder's vocab.json"
+                )
             path = folder.vocabulary
         self.vocabulary = Vocabulary.load(path)
         return self.vocabulary
@@ -125,15 +138,18 @@ class TextSample(Callback):
         finally:
             for module, mode in was_training:
                 object.__setattr__(module, "training", mode)  # as it was, module by module
-        self.last = vocab.decode(ids[-self.length:])
+        self.last = vocab.decode(ids[-self.length :])
         return self.last
 
     def _stream(self) -> tuple[Any, Any]:
         """Where the progress output goes, and its open tqdm bar (or None)."""
         if self.file is not None:
             return self.file, None
-        bars = [cb for cb in getattr(getattr(self.trainer, "callbacks", None), "callbacks", []) or []
-                if isinstance(cb, ProgressBar)]
+        bars = [
+            cb
+            for cb in getattr(getattr(self.trainer, "callbacks", None), "callbacks", []) or []
+            if isinstance(cb, ProgressBar)
+        ]
         return (bars[0].stream, bars[0].bar) if bars else (sys.stdout, None)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
@@ -156,8 +172,11 @@ class TextSample(Callback):
         try:
             text = self.sample()
         except Exception as err:  # noqa: BLE001  (a sample only shows progress: training goes on without it)
-            warnings.warn(f"TextSample could not sample after epoch {epoch}: {type(err).__name__}: {err}",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"TextSample could not sample after epoch {epoch}: {type(err).__name__}: {err}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return
         joint = "" if self._vocabulary().level == "char" else " "
         shown = f"--- sample after epoch {epoch}: {self.prompt!r} ->\n{self.prompt}{joint}{text}"

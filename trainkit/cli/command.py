@@ -50,55 +50,94 @@ _EXAMPLES = {
 
 def _names() -> str:
     """What a config may name, from the registries (docs/config.md has every key)."""
-    lines = [f"  {kind}: {', '.join(registry)}" for kind, registry in (
-        ("optimizer.name", OPTIMIZERS), ("scheduler.name", SCHEDULERS), ("loss", LOSSES),
-        ("callbacks", CALLBACKS), ("data.kind", DATA_KINDS))]
+    lines = [
+        f"  {kind}: {', '.join(registry)}"
+        for kind, registry in (
+            ("optimizer.name", OPTIMIZERS),
+            ("scheduler.name", SCHEDULERS),
+            ("loss", LOSSES),
+            ("callbacks", CALLBACKS),
+            ("data.kind", DATA_KINDS),
+        )
+    ]
     return "names a config can use:\n" + "\n".join(lines) + "\nevery key: docs/config.md, or --print-config"
 
 
 def _command(commands, name: str, help: str, names: bool = False) -> argparse.ArgumentParser:  # noqa: A002
     """A subcommand that reads a config: its help, examples, CONFIG, --set and the hidden --debug."""
     epilog = _EXAMPLES[name] + ("\n\n" + _names() if names else "")
-    command = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", epilog=epilog,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    command = commands.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     command.add_argument("config", help="the run's YAML config (see docs/config.md)")
-    command.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                         help="override a config value (repeatable), e.g. --set trainer.epochs=5")
-    command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                         help="show the full traceback when the run fails")
+    command.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value (repeatable), e.g. --set trainer.epochs=5",
+    )
+    command.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback when the run fails"
+    )
     return command
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="trainkit", description="Train models described by a YAML config.",
+        prog="trainkit",
+        description="Train models described by a YAML config.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="run 'trainkit COMMAND --help' for a command's options and examples\n"
-               "exit codes: 0 done, 1 the run failed, 2 the config or the command line is wrong, 3 the run diverged "
-               "(a non-finite loss), 130 interrupted")
+        "exit codes: 0 done, 1 the run failed, 2 the config or the command line is wrong, 3 the run diverged "
+        "(a non-finite loss), 130 interrupted",
+    )
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
     commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
     train = _command(commands, "train", "train the model a config describes", names=True)
-    train.add_argument("--resume", metavar="RUN",
-                       help="continue a run: its version folder (runs/NAME/version_N), its name folder (the latest "
-                            "version) or a checkpoint file; the newer of last.npz and interrupted.npz is used")
-    train.add_argument("--print-config", action="store_true",
-                       help="print the complete config (every key, defaults included, with its help) and exit")
+    train.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue a run: its version folder (runs/NAME/version_N), its name folder (the latest "
+        "version) or a checkpoint file; the newer of last.npz and interrupted.npz is used",
+    )
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the complete config (every key, defaults included, with its help) and exit",
+    )
     evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")
     evaluate.add_argument("--checkpoint", required=True, help="a checkpoint written by a run (.npz)")
-    evaluate.add_argument("--split", choices=("train", "val", "test", "all"),
-                          help="which samples to score (default: test when the config holds some out, else val, "
-                               "else all), split as training split them")
+    evaluate.add_argument(
+        "--split",
+        choices=("train", "val", "test", "all"),
+        help="which samples to score (default: test when the config holds some out, else val, "
+        "else all), split as training split them",
+    )
     _command(commands, "check", "check a config: build everything it names, without training", names=True)
     graph = _command(commands, "graph", "draw the backward graph of the model's loss for one batch")
-    graph.add_argument("--format", default="svg", choices=("svg", "png", "dot"),
-                       help="the drawing written next to the printed tree (svg and png need Graphviz)")
-    graph.add_argument("--html", metavar="PATH",
-                       help="write an interactive page of the graph instead of the drawing: one self-contained HTML "
-                            "file (parameters by module, saved tensors, gradient norms of one backward pass)")
-    bench = commands.add_parser("bench", add_help=False,  # --help goes on to the suite's own
-                                help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]")
+    graph.add_argument(
+        "--format",
+        default="svg",
+        choices=("svg", "png", "dot"),
+        help="the drawing written next to the printed tree (svg and png need Graphviz)",
+    )
+    graph.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write an interactive page of the graph instead of the drawing: one self-contained HTML "
+        "file (parameters by module, saved tensors, gradient norms of one backward pass)",
+    )
+    bench = commands.add_parser(
+        "bench",
+        add_help=False,  # --help goes on to the suite's own
+        help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]",
+    )
     del bench  # its arguments are the suite's: main passes on whatever follows "bench"
     return parser
 
@@ -108,8 +147,10 @@ def _bench(args) -> int:
     # from the checkout this package was installed from (pip install -e .).
     root = Path(__file__).resolve().parents[2]
     if not (root / "benchmarks" / "suite.py").is_file():
-        raise RuntimeError(f"the benchmark suite lives in benchmarks/ of a source checkout, and {root} has none: "
-                           "clone the repository and install it with pip install -e .")
+        raise RuntimeError(
+            f"the benchmark suite lives in benchmarks/ of a source checkout, and {root} has none: "
+            "clone the repository and install it with pip install -e ."
+        )
     path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     return subprocess.call([sys.executable, "-m", "benchmarks", *args.args], env={**os.environ, "PYTHONPATH": path})
 
@@ -194,8 +235,10 @@ def _check(args) -> int:
         raise ConfigError(f"{args.config}: {err}") from None
     if run.trainer.rank:
         return 0
-    print(f"{args.config}: OK ({type(run.trainer.model).__name__}, {params:,} parameters, {len(run.dataset)} samples; "
-          f"{batch})")
+    print(
+        f"{args.config}: OK ({type(run.trainer.model).__name__}, {params:,} parameters, {len(run.dataset)} samples; "
+        f"{batch})"
+    )
     return 0
 
 

@@ -31,14 +31,20 @@ def _hint(module: Module | None, err: Exception, x: Any) -> str:
     text = str(err)
     name = type(module).__name__ if module is not None else ""
     if name == "Linear" and isinstance(x, Tensor) and x.ndim:
-        return (f"the layer takes {module.in_features} features and the batch has {x.shape[-1]}: set the model's "
-                "input size (model.init_args) to the data's, or choose other data.inputs")
+        return (
+            f"the layer takes {module.in_features} features and the batch has {x.shape[-1]}: set the model's "
+            "input size (model.init_args) to the data's, or choose other data.inputs"
+        )
     if name.startswith("Conv") and isinstance(x, Tensor) and x.ndim > 1:
-        return (f"the layer takes {module.in_channels} channels and the batch has {x.shape[1]} (dimension 1 of "
-                "(N, C, H, W)): match the model's in_channels to the data")
+        return (
+            f"the layer takes {module.in_channels} channels and the batch has {x.shape[1]} (dimension 1 of "
+            "(N, C, H, W)): match the model's in_channels to the data"
+        )
     if "dtype" in text or "Long" in text:
-        return "the targets' dtype does not fit the loss: class indices (int64) for cross_entropy and nll, floats " \
-               "of the output's shape for mse, l1 and bce"
+        return (
+            "the targets' dtype does not fit the loss: class indices (int64) for cross_entropy and nll, floats "
+            "of the output's shape for mse, l1 and bce"
+        )
     if "out of bounds" in text:
         return "a label is at least the number of classes the model outputs: raise the model's output size"
     return "compare the shapes above with what the layer expects"
@@ -73,10 +79,17 @@ def one_batch(trainer: Trainer, dataset: Any, batch_size: int) -> str:
 
     def failure(step: str, err: Exception) -> BatchCheckError:
         name, module, given = stack[-1] if stack else ("", None, x)
-        where = "" if module is None else (f" in layer '{name}' ({type(module).__name__})" if name
-                                           else f" in the model ({type(module).__name__})")
-        return BatchCheckError(f"{step} failed{where}, given {_describe(given)}: {type(err).__name__}: {err}; hint: "
-                               f"{_hint(module, err, given)}")
+        where = (
+            ""
+            if module is None
+            else (
+                f" in layer '{name}' ({type(module).__name__})" if name else f" in the model ({type(module).__name__})"
+            )
+        )
+        return BatchCheckError(
+            f"{step} failed{where}, given {_describe(given)}: {type(err).__name__}: {err}; hint: "
+            f"{_hint(module, err, given)}"
+        )
 
     was_training = model.training
     try:
@@ -89,8 +102,10 @@ def one_batch(trainer: Trainer, dataset: Any, batch_size: int) -> str:
         try:
             loss = trainer.loss_fn(output, y)
         except Exception as err:
-            raise BatchCheckError(f"the loss failed on the model's output {_describe(output)} and the targets "
-                                  f"{_describe(y)}: {type(err).__name__}: {err}; hint: {_hint(None, err, y)}") from err
+            raise BatchCheckError(
+                f"the loss failed on the model's output {_describe(output)} and the targets "
+                f"{_describe(y)}: {type(err).__name__}: {err}; hint: {_hint(None, err, y)}"
+            ) from err
         try:
             loss.backward()
         except Exception as err:
@@ -105,5 +120,7 @@ def one_batch(trainer: Trainer, dataset: Any, batch_size: int) -> str:
             h.remove()
         trainer.optimizer.zero_grad()
         model.train(was_training)
-    return f"one batch: inputs {_describe(x)}, targets {_describe(y)}, output {_describe(output)}, " \
-           f"loss {float(loss.item()):.6g}"
+    return (
+        f"one batch: inputs {_describe(x)}, targets {_describe(y)}, output {_describe(output)}, "
+        f"loss {float(loss.item()):.6g}"
+    )

@@ -185,8 +185,10 @@ def _loss(config: RunConfig):
         return loss
     if not isinstance(loss, (CrossEntropyLoss, NLLLoss)):  # token ids are classes: a regression loss cannot fit
         name = spec if isinstance(spec, str) else spec["name"]
-        raise ConfigError(f"'loss' is {name!r}, but data.kind text gives next-token class ids: "
-                          "use loss: cross_entropy (or nll with a model that returns log-probabilities)")
+        raise ConfigError(
+            f"'loss' is {name!r}, but data.kind text gives next-token class ids: "
+            "use loss: cross_entropy (or nll with a model that returns log-probabilities)"
+        )
     return TokenLoss(loss)
 
 
@@ -245,8 +247,9 @@ def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
     to_trainer = {k: v for k, v in settings.items() if k not in to_fit}
     for key in to_trainer:
         if not _takes(Trainer, key):
-            raise TypeError(f"trainer.{key} is declared in trainkit.cli.config but neither Trainer nor Trainer.fit "
-                            "takes it")
+            raise TypeError(
+                f"trainer.{key} is declared in trainkit.cli.config but neither Trainer nor Trainer.fit takes it"
+            )
     return to_trainer, to_fit
 
 

@@ -61,7 +61,8 @@ class RunLock:
                     raise RunFolderBusy(
                         f"run folder {self.path.parent} is in use by process {holder.get('pid')} on "
                         f"{holder.get('host')} (its lock {self.path}); wait for that run to end, or remove the lock "
-                        "if that process is gone") from None
+                        "if that process is gone"
+                    ) from None
                 self.path.unlink(missing_ok=True)
                 continue
             with os.fdopen(fd, "w") as f:

@@ -15,7 +15,25 @@ from .synthetic import regression_curve
 from .text import TextDataError, TextDataset, Vocabulary, load_text, vocabulary_of
 
 __all__ = [
-    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "RandomSampler", "Sampler", "SequentialSampler",
-    "Subset", "TensorDataset", "TextDataError", "TextDataset", "Vocabulary", "as_tensor", "default_collate", "digits",
-    "load_csv", "load_npz", "load_text", "random_split", "regression_curve", "vocabulary_of",
+    "BatchSampler",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "TensorDataset",
+    "TextDataError",
+    "TextDataset",
+    "Vocabulary",
+    "as_tensor",
+    "default_collate",
+    "digits",
+    "load_csv",
+    "load_npz",
+    "load_text",
+    "random_split",
+    "regression_curve",
+    "vocabulary_of",
 ]

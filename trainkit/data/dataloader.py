@@ -53,8 +53,13 @@ class RandomSampler(Sampler):
     [0, 1, 2, 3]
     """
 
-    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
-                 generator: Generator | None = None):
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ):
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -81,7 +86,7 @@ class RandomSampler(Sampler):
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n).tolist()[:self.num_samples % n]
+        yield from rng.permutation(n).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -196,28 +201,44 @@ class DataLoader:
     (3, [[0, 1], [2, 3], [4]])
     """
 
-    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: Iterable[int] | None = None, batch_sampler: Iterable[list[int]] | None = None,
-                 num_workers: int = 0, collate_fn: Callable[[list], Any] | None = None, pin_memory: bool = False,
-                 drop_last: bool = False, timeout: float = 0, worker_init_fn: Callable | None = None,
-                 multiprocessing_context=None, generator: Generator | None = None, *,
-                 prefetch_factor: int | None = None, persistent_workers: bool = False, pin_memory_device: str = "",
-                 in_order: bool = True):
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Iterable[int] | None = None,
+        batch_sampler: Iterable[list[int]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[list], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable | None = None,
+        multiprocessing_context=None,
+        generator: Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ):
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
-                                 "drop_last")
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
             batch_size = None
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
-                             "multiprocessing.")
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
-                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                "to enable multiprocessing, otherwise set prefetch_factor to None."
+            )
         if num_workers == 0 and persistent_workers:
             raise ValueError("persistent_workers option needs num_workers > 0")
         if sampler is None:

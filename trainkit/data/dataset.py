@@ -159,7 +159,7 @@ def random_split(dataset, lengths: Sequence[int | float], generator: Generator |
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = randperm(sum(lengths), generator=generator).tolist()
     ends = itertools.accumulate(lengths)
-    return [Subset(dataset, indices[end - length:end]) for end, length in zip(ends, lengths)]
+    return [Subset(dataset, indices[end - length : end]) for end, length in zip(ends, lengths)]
 
 
 def split_tail(dataset, fraction: float) -> tuple[Subset, Subset]:

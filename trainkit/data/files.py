@@ -38,8 +38,10 @@ def _cast(path: PathLike, name: str, array: np.ndarray, dtype: Any) -> np.ndarra
     if target.kind in "iu" and array.dtype.kind == "f":
         bad = array[array != np.round(array)]
         if bad.size:
-            raise ValueError(f"{path}: {name!r} holds {bad.flat[0].item()!r}, not a whole number: class indices (task "
-                             "classification, an integer dtype) must be; for values, use task regression")
+            raise ValueError(
+                f"{path}: {name!r} holds {bad.flat[0].item()!r}, not a whole number: class indices (task "
+                "classification, an integer dtype) must be; for values, use task regression"
+            )
         if array.ndim == 2 and array.shape[1] == 1:
             array = array[:, 0]
     return array.astype(target)
@@ -70,8 +72,9 @@ def _dtypes(parts: dict[str, str], arrays: dict[str, np.ndarray], dtype: Any, ta
     return out
 
 
-def load_npz(path: PathLike, inputs: str = "x", targets: str | None = "y", dtype: Any = float32,
-             task: str | None = None) -> TensorDataset:
+def load_npz(
+    path: PathLike, inputs: str = "x", targets: str | None = "y", dtype: Any = float32, task: str | None = None
+) -> TensorDataset:
     """A ``TensorDataset(inputs, targets)`` from the arrays of that name in a ``.npz`` archive.
 
     Each array keeps its kind: floating arrays become ``dtype``, integer ones int64 (class indices, as
@@ -107,8 +110,9 @@ def load_npz(path: PathLike, inputs: str = "x", targets: str | None = "y", dtype
 def _column_indices(path: PathLike, header: list[str], names: Sequence[str]) -> list[int]:
     missing = [n for n in names if n not in header]
     if missing:
-        raise KeyError(f"{path} has no column {', '.join(map(repr, missing))}; its columns are "
-                       f"{', '.join(map(repr, header))}")
+        raise KeyError(
+            f"{path} has no column {', '.join(map(repr, missing))}; its columns are {', '.join(map(repr, header))}"
+        )
     return [header.index(n) for n in names]
 
 
@@ -127,8 +131,14 @@ def _parse(path: PathLike, rows: list[list[str]], columns: list[int], header: li
     raise AssertionError("unreachable")
 
 
-def load_csv(path: PathLike, inputs: Sequence[str], targets: Sequence[str] | None = None, delimiter: str = ",",
-             dtype: Any = float32, task: str | None = None) -> TensorDataset:
+def load_csv(
+    path: PathLike,
+    inputs: Sequence[str],
+    targets: Sequence[str] | None = None,
+    delimiter: str = ",",
+    dtype: Any = float32,
+    task: str | None = None,
+) -> TensorDataset:
     """A ``TensorDataset(inputs, targets)`` from named columns of a CSV file whose first row names the columns.
 
     Each part has shape (rows, number of columns named); a single name may be given as a string. The cells are

@@ -19,5 +19,5 @@ def regression_curve(n: int = 100, noise: float = 0.1, seed: int | None = None) 
     """
     generator = None if seed is None else Generator().manual_seed(seed)
     x = linspace(-1, 1, n).unsqueeze(1)
-    y = x ** 2 + noise * randn(n, 1, generator=generator)
+    y = x**2 + noise * randn(n, 1, generator=generator)
     return TensorDataset(x, y)

@@ -126,8 +126,9 @@ class Vocabulary:
         shown = ", ".join(f"{t!r} ({n} time{'s' if n > 1 else ''})" for t, n in list(missing.items())[:10])
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         what = "characters" if self.level == "char" else "words"
-        raise ValueError(f"{shown}{more} {'is' if len(missing) == 1 else 'are'} not in the vocabulary of "
-                         f"{len(self)} {what}")
+        raise ValueError(
+            f"{shown}{more} {'is' if len(missing) == 1 else 'are'} not in the vocabulary of {len(self)} {what}"
+        )
 
     def decode(self, ids: Iterable[int] | Tensor | np.ndarray) -> str:
         """The text of ``ids`` (a list, an array or a tensor of token ids)."""
@@ -169,8 +170,14 @@ class TextDataset(Dataset):
     (3, [6, 7, 8], [7, 8, 9])
     """
 
-    def __init__(self, ids: np.ndarray, block_size: int, starts: Sequence[int], vocabulary: Vocabulary | None,
-                 path: PathLike | None = None):
+    def __init__(
+        self,
+        ids: np.ndarray,
+        block_size: int,
+        starts: Sequence[int],
+        vocabulary: Vocabulary | None,
+        path: PathLike | None = None,
+    ):
         self.ids = np.ascontiguousarray(ids, dtype=np.int64)
         self.block_size = int(block_size)
         self.starts = np.asarray(starts, dtype=np.int64)
@@ -184,7 +191,7 @@ class TextDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Tensor, Tensor]:
         s = int(self.starts[index])
-        window = self.ids[s:s + self.block_size + 1]
+        window = self.ids[s : s + self.block_size + 1]
         return from_numpy(window[:-1].copy()), from_numpy(window[1:].copy())
 
     @property
@@ -212,8 +219,9 @@ def _span(windows: int, block_size: int, stride: int) -> int:
     return 0 if windows == 0 else (windows - 1) * stride + block_size + 1
 
 
-def layout(length: int, block_size: int, stride: int, validation_split: float = 0.0,
-           test_split: float = 0.0) -> tuple[list[int], int]:
+def layout(
+    length: int, block_size: int, stride: int, validation_split: float = 0.0, test_split: float = 0.0
+) -> tuple[list[int], int]:
     """Window starts over ``length`` tokens, in three runs by position (training, validation, test), such that the
     last ``int(n * test_split)`` of the ``n`` windows are the test run and the last ``int(m * validation_split)`` of
     the ``m`` left are the validation run (the rule ``trainkit train`` splits a dataset by), and no window, targets
@@ -256,16 +264,22 @@ def read_text(path: PathLike, max_mb: float | None = None) -> str:
         raise TextDataError("path", f"no such file: {path}" + (" (a folder)" if path.is_dir() else ""))
     size = path.stat().st_size
     if max_mb is not None and size > max_mb * 1e6:
-        raise TextDataError("max_mb", f"{path} is {size / 1e6:.1f} MB, over the limit of {max_mb:g} MB: this "
-                                      "loader keeps the whole text and its ids in memory; raise data.max_mb to "
-                                      "load it anyway")
+        raise TextDataError(
+            "max_mb",
+            f"{path} is {size / 1e6:.1f} MB, over the limit of {max_mb:g} MB: this "
+            "loader keeps the whole text and its ids in memory; raise data.max_mb to "
+            "load it anyway",
+        )
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise TextDataError("path", f"{path} is not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} "
-                                    f"({err.reason}); convert it to UTF-8, e.g. iconv -f latin1 -t utf-8 "
-                                    "(-f utf-16 for UTF-16)") from None
+        raise TextDataError(
+            "path",
+            f"{path} is not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start} "
+            f"({err.reason}); convert it to UTF-8, e.g. iconv -f latin1 -t utf-8 "
+            "(-f utf-16 for UTF-16)",
+        ) from None
     if text.startswith("\ufeff"):  # a byte-order mark is no character of the text
         text = text[1:]
     if not text.strip():
@@ -279,15 +293,24 @@ def _with_held_out_characters(vocab: Vocabulary, held_out: str, path: PathLike) 
     extra = sorted(set(held_out) - set(vocab.tokens))
     if not extra:
         return vocab
-    warn_user(f"{path}: the held-out part holds {len(extra)} character{'s' if len(extra) > 1 else ''} that the "
-              f"training part lacks ({', '.join(map(repr, extra[:10]))}{', ...' if len(extra) > 10 else ''}); added "
-              "to the vocabulary, never seen in training")
+    warn_user(
+        f"{path}: the held-out part holds {len(extra)} character{'s' if len(extra) > 1 else ''} that the "
+        f"training part lacks ({', '.join(map(repr, extra[:10]))}{', ...' if len(extra) > 10 else ''}); added "
+        "to the vocabulary, never seen in training"
+    )
     return Vocabulary(vocab.tokens + extra, "char")
 
 
-def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride: int | None = None,
-              validation_split: float = 0.0, test_split: float = 0.0, vocabulary: PathLike | Vocabulary | None = None,
-              max_mb: float | None = 64.0) -> TextDataset:
+def load_text(
+    path: PathLike,
+    block_size: int = 64,
+    level: str = "char",
+    stride: int | None = None,
+    validation_split: float = 0.0,
+    test_split: float = 0.0,
+    vocabulary: PathLike | Vocabulary | None = None,
+    max_mb: float | None = 64.0,
+) -> TextDataset:
     """A ``TextDataset`` of next-token windows from a UTF-8 text file, for a language model.
 
     The text is cut into tokens (``level``: ``"char"`` or ``"word"``, whitespace-separated) and into windows of
@@ -321,21 +344,30 @@ def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride:
     tokens = tokenize(text, level)
     what = "characters" if level == "char" else "words"
     if len(tokens) < block_size + 1:
-        raise TextDataError("block_size", f"{path} holds {len(tokens)} {what}, too few for one window of "
-                                          f"block_size {block_size} and its next-token target ({block_size + 1} "
-                                          f"{what}): lower data.block_size or use a longer text")
+        raise TextDataError(
+            "block_size",
+            f"{path} holds {len(tokens)} {what}, too few for one window of "
+            f"block_size {block_size} and its next-token target ({block_size + 1} "
+            f"{what}): lower data.block_size or use a longer text",
+        )
     starts, train_end = layout(len(tokens), block_size, stride, validation_split, test_split)
     if not starts:
-        raise TextDataError("validation_split", f"{path} holds {len(tokens)} {what}: too few for a training window "
-                                                f"of block_size {block_size} beside the held-out share "
-                                                f"(validation_split {validation_split}, test_split {test_split})")
+        raise TextDataError(
+            "validation_split",
+            f"{path} holds {len(tokens)} {what}: too few for a training window "
+            f"of block_size {block_size} beside the held-out share "
+            f"(validation_split {validation_split}, test_split {test_split})",
+        )
     n_test = int(len(starts) * test_split)  # the held-out counts, by the rule layout() splits by
     n_val = int((len(starts) - n_test) * validation_split)
     for key, share, count in (("validation_split", validation_split, n_val), ("test_split", test_split, n_test)):
         if share > 0 and count == 0:
-            raise TextDataError(key, f"{path} makes {len(starts)} window(s) of block_size {block_size}: a share of "
-                                     f"{share} holds none of them, so its loss would be nan; lower data.block_size "
-                                     f"or data.stride, raise data.{key}, or set it to 0")
+            raise TextDataError(
+                key,
+                f"{path} makes {len(starts)} window(s) of block_size {block_size}: a share of "
+                f"{share} holds none of them, so its loss would be nan; lower data.block_size "
+                f"or data.stride, raise data.{key}, or set it to 0",
+            )
     if isinstance(vocabulary, Vocabulary):
         vocab, source = vocabulary, "the vocabulary given"
     elif vocabulary is not None:
@@ -354,6 +386,9 @@ def load_text(path: PathLike, block_size: int = 64, level: str = "char", stride:
         ids = vocab.encode(text if level == "char" else tokens)
     except ValueError as err:
         where = source or f"the vocabulary of the training part (its first {train_end} {what})"
-        raise TextDataError("path", f"{path}: {str(err).split(' not in the vocabulary')[0]} not in {where}: a model "
-                                    "trained on it has no id for them") from None
+        raise TextDataError(
+            "path",
+            f"{path}: {str(err).split(' not in the vocabulary')[0]} not in {where}: a model "
+            "trained on it has no id for them",
+        ) from None
     return TextDataset(ids, block_size, starts, vocab, path)

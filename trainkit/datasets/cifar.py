@@ -22,8 +22,13 @@ from ..autograd.creation import from_numpy
 from ..data.dataset import Dataset
 from .download import download as fetch
 
-_ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-            ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+_ALLOWED = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("_codecs", "encode"),
+}
 
 
 class BatchFormatError(ValueError):
@@ -37,8 +42,9 @@ class _Unpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in _ALLOWED:
-            raise BatchFormatError(f"{self.where}: names {module}.{name}, which a CIFAR batch never holds; refused "
-                                   "without running it")
+            raise BatchFormatError(
+                f"{self.where}: names {module}.{name}, which a CIFAR batch never holds; refused without running it"
+            )
         return super().find_class(module, name)
 
 
@@ -60,7 +66,7 @@ def read_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     except Exception as err:  # a truncated or foreign file: one line naming it
         raise BatchFormatError(f"{path}: not a CIFAR batch ({type(err).__name__}: {err})") from None
     data = batch.get(b"data") if isinstance(batch, dict) else None
-    labels = (batch.get(b"labels", batch.get(b"fine_labels")) if isinstance(batch, dict) else None)
+    labels = batch.get(b"labels", batch.get(b"fine_labels")) if isinstance(batch, dict) else None
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise BatchFormatError(f"{path}: expected uint8 data of shape (N, 3072)")
     labels = np.asarray(labels if labels is not None else [], dtype=np.int64)
@@ -86,8 +92,14 @@ class CIFAR10(Dataset):
     mirrors = ["https://www.cs.toronto.edu/~kriz/"]
     archive = ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
 
-    def __init__(self, root: str | os.PathLike, train: bool = True, transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False):
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        train: bool = True,
+        transform: Callable | None = None,
+        target_transform: Callable | None = None,
+        download: bool = False,
+    ):
         self.root, self.train = os.path.expanduser(os.fspath(root)), train
         self.transform, self.target_transform = transform, target_transform
         names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
@@ -96,8 +108,10 @@ class CIFAR10(Dataset):
             self._download()
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
-            raise RuntimeError(f"Dataset not found: put {', '.join(missing)} in {folder.resolve()} (the folder "
-                               "cifar-10-python.tar.gz unpacks to, as torchvision uses), or pass download=True")
+            raise RuntimeError(
+                f"Dataset not found: put {', '.join(missing)} in {folder.resolve()} (the folder "
+                "cifar-10-python.tar.gz unpacks to, as torchvision uses), or pass download=True"
+            )
         parts = [read_batch(folder / n) for n in names]
         self.data = np.concatenate([p[0] for p in parts])
         self.targets = np.concatenate([p[1] for p in parts]).tolist()
@@ -110,8 +124,10 @@ class CIFAR10(Dataset):
             for member in tar.getmembers():  # only plain files and folders inside root: no links, no '..'
                 target = (root / member.name).resolve()
                 if not (member.isfile() or member.isdir()) or (target != root and root not in target.parents):
-                    raise BatchFormatError(f"{path}: member {member.name!r} is not a plain file or folder inside "
-                                           f"{root}; refused, nothing unpacked")
+                    raise BatchFormatError(
+                        f"{path}: member {member.name!r} is not a plain file or folder inside "
+                        f"{root}; refused, nothing unpacked"
+                    )
             # the 'data' filter (where this Python has it) also drops permission bits and device files
             extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(root, **extra)  # noqa: S202  (every member checked above)

@@ -36,9 +36,17 @@ def _fetch(url: str, part: Path, timeout: float, progress: bool) -> None:
             have = 0
         size = response.headers.get("Content-Length")
         total = have + int(size) if size is not None else None
-        with open(part, "ab" if have else "wb") as out, tqdm(total=total, initial=have, unit="B", unit_scale=True,
-                                                             desc=part.name.removesuffix(".part"),
-                                                             disable=not progress) as bar:
+        with (
+            open(part, "ab" if have else "wb") as out,
+            tqdm(
+                total=total,
+                initial=have,
+                unit="B",
+                unit_scale=True,
+                desc=part.name.removesuffix(".part"),
+                disable=not progress,
+            ) as bar,
+        ):
             for block in iter(lambda: response.read(CHUNK), b""):
                 out.write(block)
                 bar.update(len(block))
@@ -47,8 +55,14 @@ def _fetch(url: str, part: Path, timeout: float, progress: bool) -> None:
         raise OSError(f"the transfer stopped at {got} of {total} bytes")
 
 
-def download(filename: str, folder: str | os.PathLike, md5: str, mirrors: Sequence[str], timeout: float = 60.0,
-             progress: bool = True) -> Path:
+def download(
+    filename: str,
+    folder: str | os.PathLike,
+    md5: str,
+    mirrors: Sequence[str],
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> Path:
     """``folder/filename`` from the first of ``mirrors`` (URL prefixes) that gives it with checksum ``md5``;
     nothing to do when it is there already. A broken transfer leaves ``filename.part``, which the next call
     resumes; a file with the wrong checksum is deleted and the next mirror tried.

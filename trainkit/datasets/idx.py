@@ -34,22 +34,26 @@ def parse_idx(data: bytes, name: str = "<bytes>", ndim: int | None = None) -> np
         raise IDXFormatError(f"{name}: {len(data)} bytes, too short for an IDX header (the file is truncated)")
     zero0, zero1, code, dims = data[:4]
     if zero0 or zero1 or code not in _TYPES:
-        raise IDXFormatError(f"{name}: bad IDX magic number 0x{data[:4].hex()} (expected 0x0000 followed by a type "
-                             f"code in {sorted(hex(c) for c in _TYPES)} and the number of dimensions)")
+        raise IDXFormatError(
+            f"{name}: bad IDX magic number 0x{data[:4].hex()} (expected 0x0000 followed by a type "
+            f"code in {sorted(hex(c) for c in _TYPES)} and the number of dimensions)"
+        )
     if ndim is not None and dims != ndim:
         raise IDXFormatError(f"{name}: an IDX file of {dims} dimensions; expected {ndim}")
     header = 4 + 4 * dims
     if len(data) < header:
-        raise IDXFormatError(f"{name}: the header of {dims} dimensions needs {header} bytes, the file has "
-                             f"{len(data)} (it is truncated)")
+        raise IDXFormatError(
+            f"{name}: the header of {dims} dimensions needs {header} bytes, the file has {len(data)} (it is truncated)"
+        )
     shape = tuple(int(d) for d in np.frombuffer(data, ">u4", count=dims, offset=4))
     dtype = np.dtype(_TYPES[code])
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     found = len(data) - header
     if found != expected:
         problem = "it is truncated" if found < expected else "extra bytes follow the data"
-        raise IDXFormatError(f"{name}: sizes {shape} of {dtype.name} need {expected} bytes of data, the file has "
-                             f"{found} ({problem})")
+        raise IDXFormatError(
+            f"{name}: sizes {shape} of {dtype.name} need {expected} bytes of data, the file has {found} ({problem})"
+        )
     array = np.frombuffer(data, dtype, offset=header).reshape(shape)
     return array.astype(dtype.newbyteorder("="))  # a writable copy in native order
 

@@ -39,18 +39,38 @@ class MNIST(Dataset):
     ((1, 28, 28), trainkit.float32, 5)
     """
 
-    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
-               "8 - eight", "9 - nine"]
-    files = {True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-             False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+    classes = [
+        "0 - zero",
+        "1 - one",
+        "2 - two",
+        "3 - three",
+        "4 - four",
+        "5 - five",
+        "6 - six",
+        "7 - seven",
+        "8 - eight",
+        "9 - nine",
+    ]
+    files = {
+        True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+        False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+    }
     mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
-    resources = [("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
-                 ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
-                 ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
-                 ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c")]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+        ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
+    ]
 
-    def __init__(self, root: str | os.PathLike, train: bool = True, transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False):
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        train: bool = True,
+        transform: Callable | None = None,
+        target_transform: Callable | None = None,
+        download: bool = False,
+    ):
         self.root = os.path.expanduser(os.fspath(root))
         self.train = train
         self.transform = transform
@@ -67,14 +87,14 @@ class MNIST(Dataset):
         images = read_idx(images_path, ndim=3)
         labels = read_idx(labels_path, ndim=1)
         if images.dtype != np.uint8 or labels.dtype != np.uint8:
-            raise IDXFormatError(f"{images_path}, {labels_path}: expected unsigned bytes, found {images.dtype} "
-                                 f"images and {labels.dtype} labels")
+            raise IDXFormatError(
+                f"{images_path}, {labels_path}: expected unsigned bytes, found {images.dtype} "
+                f"images and {labels.dtype} labels"
+            )
         if len(images) != len(labels):
-            raise IDXFormatError(f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} "
-                                 "labels")
+            raise IDXFormatError(f"{images_path} has {len(images)} images but {labels_path} has {len(labels)} labels")
         if labels.size and labels.max() >= len(self.classes):
-            raise IDXFormatError(f"{labels_path}: label {labels.max()} is out of range for {len(self.classes)} "
-                                 "classes")
+            raise IDXFormatError(f"{labels_path}: label {labels.max()} is out of range for {len(self.classes)} classes")
         self.data = from_numpy(images)
         self.targets = from_numpy(labels.astype(np.int64))
 
@@ -95,8 +115,10 @@ class MNIST(Dataset):
 
     def _missing_message(self, download: bool) -> str:
         names = " and ".join(self.files[bool(self.train)])
-        where = (f"put {names} (or the same names ending in .gz, as downloaded) in {os.path.abspath(self.raw_folder)}"
-                 f" (the folder layout torchvision uses)")
+        where = (
+            f"put {names} (or the same names ending in .gz, as downloaded) in {os.path.abspath(self.raw_folder)}"
+            f" (the folder layout torchvision uses)"
+        )
         return f"Dataset not found: {where}, or pass download=True"
 
     def __len__(self) -> int:
@@ -115,8 +137,12 @@ class MNIST(Dataset):
         return image, target
 
     def __repr__(self) -> str:
-        lines = [f"Dataset {type(self).__name__}", f"    Number of datapoints: {len(self)}",
-                 f"    Root location: {self.root}", f"    Split: {'Train' if self.train else 'Test'}"]
+        lines = [
+            f"Dataset {type(self).__name__}",
+            f"    Number of datapoints: {len(self)}",
+            f"    Root location: {self.root}",
+            f"    Split: {'Train' if self.train else 'Test'}",
+        ]
         if self.transform is not None:
             lines.append(f"    Transform: {self.transform!r}")
         if self.target_transform is not None:
@@ -132,10 +158,11 @@ class FashionMNIST(MNIST):
     ['T-shirt/top', 'Trouser', 'Pullover']
     """
 
-    classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-               "Ankle boot"]
+    classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
     mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
-    resources = [("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
-                 ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
-                 ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
-                 ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310")]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+        ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+        ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
+    ]

@@ -69,7 +69,21 @@ def barrier() -> None:
 
 
 __all__ = [
-    "DistributedDataParallel", "GradientReducer", "ReduceOp", "ShardedBatchSampler", "World", "all_reduce",
-    "barrier", "broadcast", "broadcast_tensors", "get_rank", "get_world_size", "init_process_group", "is_available",
-    "is_initialized", "launched_size", "shard_bounds", "world",
+    "DistributedDataParallel",
+    "GradientReducer",
+    "ReduceOp",
+    "ShardedBatchSampler",
+    "World",
+    "all_reduce",
+    "barrier",
+    "broadcast",
+    "broadcast_tensors",
+    "get_rank",
+    "get_world_size",
+    "init_process_group",
+    "is_available",
+    "is_initialized",
+    "launched_size",
+    "shard_bounds",
+    "world",
 ]

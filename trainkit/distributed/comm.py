@@ -62,7 +62,8 @@ class World:
             except ImportError:
                 raise RuntimeError(
                     f"this process was started by an MPI launcher with {launched_size()} processes, but mpi4py is "
-                    "not installed: pip install 'trainkit[distributed]'") from None
+                    "not installed: pip install 'trainkit[distributed]'"
+                ) from None
             self._mpi = MPI
             self.comm = MPI.COMM_WORLD
             self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
@@ -94,8 +95,11 @@ class World:
             if done:
                 return result
             if time.monotonic() > deadline:
-                self.abort(f"a collective ({what}) waited more than {self.timeout:g} s for the other ranks "
-                           "(trainer.collective_timeout_s): a rank is stuck or gone", 1)
+                self.abort(
+                    f"a collective ({what}) waited more than {self.timeout:g} s for the other ranks "
+                    "(trainer.collective_timeout_s): a rank is stuck or gone",
+                    1,
+                )
             time.sleep(pause)
             pause = min(pause + 0.0005, 0.02)  # a step's collective completes at once; a stuck one is polled less
 
@@ -128,8 +132,13 @@ class World:
                 from cupy.cuda import nccl as nccl_module
 
                 # as bytes: a broadcast copies, so any dtype (bool masks included) goes as uint8
-                nccl.bcast(array.data.ptr, array.nbytes, nccl_module.NCCL_UINT8, src,
-                           xp_of(array).cuda.get_current_stream().ptr)
+                nccl.bcast(
+                    array.data.ptr,
+                    array.nbytes,
+                    nccl_module.NCCL_UINT8,
+                    src,
+                    xp_of(array).cuda.get_current_stream().ptr,
+                )
                 return array
             host = array.get()
             self._bcast(host, src)
@@ -173,8 +182,9 @@ class World:
     def abort(self, message: str, code: int = 1, detail: str = "") -> None:
         """Print ``detail`` (a traceback, say) and ``message``, then end every rank of the job: the others may be
         waiting in a collective forever."""
-        sys.stderr.write(f"{detail}trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} "
-                         "ranks\n")  # one write: the launcher relays it whole
+        sys.stderr.write(
+            f"{detail}trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} ranks\n"
+        )  # one write: the launcher relays it whole
         sys.stderr.flush()
         if self.comm is not None:
             try:  # the launcher relays output asynchronously and stops once the job is aborted: give it a moment
@@ -185,16 +195,24 @@ class World:
 
     # ------------------------------------------------------------------------------------------- internals
     def _mpi_op(self, op: ReduceOp):
-        return {ReduceOp.SUM: self._mpi.SUM, ReduceOp.MAX: self._mpi.MAX, ReduceOp.MIN: self._mpi.MIN,
-                ReduceOp.PRODUCT: self._mpi.PROD}[op]
+        return {
+            ReduceOp.SUM: self._mpi.SUM,
+            ReduceOp.MAX: self._mpi.MAX,
+            ReduceOp.MIN: self._mpi.MIN,
+            ReduceOp.PRODUCT: self._mpi.PROD,
+        }[op]
 
     def _allreduce_device(self, array, op: ReduceOp):
         nccl = self._nccl_comm()
         if nccl is not None:
             from cupy.cuda import nccl as nccl_module
 
-            ops = {ReduceOp.SUM: nccl_module.NCCL_SUM, ReduceOp.MAX: nccl_module.NCCL_MAX,
-                   ReduceOp.MIN: nccl_module.NCCL_MIN, ReduceOp.PRODUCT: nccl_module.NCCL_PROD}
+            ops = {
+                ReduceOp.SUM: nccl_module.NCCL_SUM,
+                ReduceOp.MAX: nccl_module.NCCL_MAX,
+                ReduceOp.MIN: nccl_module.NCCL_MIN,
+                ReduceOp.PRODUCT: nccl_module.NCCL_PROD,
+            }
             stream = xp_of(array).cuda.get_current_stream().ptr
             nccl.allReduce(array.data.ptr, array.data.ptr, array.size, _nccl_dtype(array.dtype), ops[op], stream)
             return array
@@ -233,8 +251,11 @@ def _abort_on_uncaught(group: World) -> None:
             detail = "".join(traceback.format_exception(kind, value, tb))
         else:
             previous(kind, value, tb)
-        group.abort("interrupted" if issubclass(kind, KeyboardInterrupt) else f"uncaught {kind.__name__}: {value}",
-                    130 if issubclass(kind, KeyboardInterrupt) else 1, detail)
+        group.abort(
+            "interrupted" if issubclass(kind, KeyboardInterrupt) else f"uncaught {kind.__name__}: {value}",
+            130 if issubclass(kind, KeyboardInterrupt) else 1,
+            detail,
+        )
 
     sys.excepthook = hook
 
@@ -242,9 +263,13 @@ def _abort_on_uncaught(group: World) -> None:
 def _nccl_dtype(dtype):
     from cupy.cuda import nccl
 
-    return {np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
-            np.dtype(np.float16): nccl.NCCL_FLOAT16, np.dtype(np.int64): nccl.NCCL_INT64,
-            np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(dtype)]
+    return {
+        np.dtype(np.float32): nccl.NCCL_FLOAT32,
+        np.dtype(np.float64): nccl.NCCL_FLOAT64,
+        np.dtype(np.float16): nccl.NCCL_FLOAT16,
+        np.dtype(np.int64): nccl.NCCL_INT64,
+        np.dtype(np.int32): nccl.NCCL_INT32,
+    }[np.dtype(dtype)]
 
 
 _world: World | None = None

@@ -27,15 +27,25 @@ class DistributedDataParallel(Module):
     tensor([4.])
     """
 
-    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
-                 broadcast_buffers: bool = True, process_group: World | None = None, bucket_cap_mb: float = 25.0,
-                 find_unused_parameters: bool = False, gradient_as_bucket_view: bool = False):
+    def __init__(
+        self,
+        module: Module,
+        device_ids=None,
+        output_device=None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        process_group: World | None = None,
+        bucket_cap_mb: float = 25.0,
+        find_unused_parameters: bool = False,
+        gradient_as_bucket_view: bool = False,
+    ):
         super().__init__()
         if find_unused_parameters:
             raise NotImplementedError(
                 "DistributedDataParallel(find_unused_parameters=True) is not supported: every trainable parameter "
                 "must take part in the loss (freeze the others with requires_grad_(False)), or train with "
-                "Trainer(strategy='ddp'), which averages after backward and counts a missing grad as zero")
+                "Trainer(strategy='ddp'), which averages after backward and counts a missing grad as zero"
+            )
         if dim != 0:
             raise NotImplementedError("DistributedDataParallel splits nothing itself: dim must be 0")
         self.module = module
@@ -103,14 +113,16 @@ class DistributedDataParallel(Module):
         self._hook_trainable()
         if self._ready:
             trainable = self._trainable()
-            missing = [name for name, p in self.module.named_parameters()
-                       if p.requires_grad and id(p) not in self._ready]
+            missing = [
+                name for name, p in self.module.named_parameters() if p.requires_grad and id(p) not in self._ready
+            ]
             self._ready.clear()
             raise RuntimeError(
                 f"Expected to have finished reduction in the prior iteration before starting a new one: "
                 f"{len(missing)} of {len(trainable)} trainable parameters got no gradient in the last backward "
                 f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}). Make every output that depends "
-                "on them take part in the loss, or freeze them with requires_grad_(False).")
+                "on them take part in the loss, or freeze them with requires_grad_(False)."
+            )
         if self.broadcast_buffers and self._group.size > 1:
             buffers = [b for b in self.module.buffers() if b is not None]
             if buffers:

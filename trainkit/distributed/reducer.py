@@ -65,8 +65,9 @@ class GradientReducer:
         size = 0
         for p in trainable:
             nbytes = p.numel() * p._data.dtype.itemsize
-            same_kind = not current or (p._data.dtype == current[0]._data.dtype
-                                        and xp_of(p._data) is xp_of(current[0]._data))
+            same_kind = not current or (
+                p._data.dtype == current[0]._data.dtype and xp_of(p._data) is xp_of(current[0]._data)
+            )
             if current and (not same_kind or size + nbytes > self.bucket_cap_bytes):
                 self.buckets.append(_Bucket(current))
                 current, size = [], 0
@@ -114,8 +115,11 @@ class GradientReducer:
 
     def broadcast_parameters(self, module_or_tensors, src: int = 0) -> None:
         """Give every rank rank ``src``'s parameters and buffers (of a Module, or a list of tensors), in place."""
-        tensors = (list(module_or_tensors.parameters()) + [b for b in module_or_tensors.buffers() if b is not None]
-                   if hasattr(module_or_tensors, "parameters") else list(module_or_tensors))
+        tensors = (
+            list(module_or_tensors.parameters()) + [b for b in module_or_tensors.buffers() if b is not None]
+            if hasattr(module_or_tensors, "parameters")
+            else list(module_or_tensors)
+        )
         broadcast_tensors(tensors, src, self.group)
 
 
@@ -139,5 +143,5 @@ def broadcast_tensors(tensors: list[Tensor], src: int = 0, group: World | None =
         offset = 0
         for t in members:
             n = t._data.size
-            t._data[...] = flat[offset:offset + n].reshape(t._data.shape)
+            t._data[...] = flat[offset : offset + n].reshape(t._data.shape)
             offset += n

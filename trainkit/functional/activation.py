@@ -91,7 +91,7 @@ def _floating_only(kernel: str, input: Tensor) -> None:
     """PyTorch's error for the activations that have no integer or bool kernel."""
     if input._data.dtype.kind not in "fc":
         name = _TYPE_NAMES.get(input._data.dtype.name, input._data.dtype.name)
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -208,7 +208,7 @@ def _chunked(kernel, outputs: int, like, *arrays) -> tuple:
     with np.errstate(over="ignore", invalid="ignore"):
         for lo in range(0, size, step):
             n = min(step, size - lo)
-            kernel([o[lo:lo + n] for o in flat_outs], [a[lo:lo + n] for a in flat], scratch[:, :n])
+            kernel([o[lo : lo + n] for o in flat_outs], [a[lo : lo + n] for a in flat], scratch[:, :n])
     return outs
 
 

@@ -212,8 +212,10 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         pt, gb, ob = pt.reshape(batch + (S, L)), g.reshape(batch + g.shape[-2:]), o.reshape(batch + o.shape[-2:])
         keep = None if keep is None else keep.reshape(batch + (S, L))
         qb, kb, vb = (xp.broadcast_to(x, batch + x.shape[-2:]) for x in (q, k, v))
-        dq, dk, dv, dm = (None if f is None else workspace.empty(batch + shape, q.dtype, xp) for f, shape in
-                          ((fq, q.shape[-2:]), (fk, k.shape[-2:]), (fv, v.shape[-2:]), (fm, (S, L))))
+        dq, dk, dv, dm = (
+            None if f is None else workspace.empty(batch + shape, q.dtype, xp)
+            for f, shape in ((fq, q.shape[-2:]), (fk, k.shape[-2:]), (fv, v.shape[-2:]), (fm, (S, L)))
+        )
         scale = self.scale
 
         def part(p):
@@ -246,8 +248,7 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         keep = None if keep is None else _swap(keep)
         bad = None if bad is None else _swap(bad)
         kg, vg = self.groups
-        wanted = [(i, x) for i, (x, (fn, _)) in enumerate(zip((q, k, v, mask), self.next_functions))
-                  if fn is not None]
+        wanted = [(i, x) for i, (x, (fn, _)) in enumerate(zip((q, k, v, mask), self.next_functions)) if fn is not None]
         with grad_mode.enable_grad():
             out = _attention_with_ops(q, k, v, mask, self.scale, keep, bad, kg, vg, self.causal)
             grads = api.grad(out, [x for _, x in wanted], g, create_graph=True, allow_unused=True)
@@ -279,8 +280,9 @@ def _attention_with_ops(q, k, v, mask, scale, keep, bad, k_groups, v_groups, cau
     return p @ v
 
 
-def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, is_causal: bool,
-           enable_gqa: bool) -> tuple:
+def _check(
+    query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, is_causal: bool, enable_gqa: bool
+) -> tuple:
     """PyTorch's checks of the arguments; returns how many query heads share each key and each value head."""
     if not all(isinstance(x, Tensor) for x in (query, key, value)):
         raise TypeError("scaled_dot_product_attention(): query, key and value must be Tensors")
@@ -288,38 +290,46 @@ def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: floa
     if not (qd == kd == vd):
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{scalar_name(qd)} key.dtype: {scalar_name(kd)} and value.dtype: {scalar_name(vd)} instead.")
+            f"{scalar_name(qd)} key.dtype: {scalar_name(kd)} and value.dtype: {scalar_name(vd)} instead."
+        )
     if qd.kind != "f":
         raise RuntimeError(f"expected scalar type Float but found {scalar_name(qd)}")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(
             "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
-            f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+            f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead."
+        )
     if query.device != key.device or query.device != value.device:
         raise RuntimeError(
             "Expected query, key, and value to have the same device type, but got query.device: "
-            f"{query.device} key.device: {key.device} and value.device: {value.device} instead.")
+            f"{query.device} key.device: {key.device} and value.device: {value.device} instead."
+        )
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if attn_mask is not None:
         if is_causal and not _fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
+            raise RuntimeError(
+                "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
+            )
         md = attn_mask._data.dtype
         if md != np.bool_ and md != qd:
             raise RuntimeError(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: "
-                f"{scalar_name(md)} and  query.dtype: {scalar_name(qd)} instead.")
+                f"{scalar_name(md)} and  query.dtype: {scalar_name(qd)} instead."
+            )
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise RuntimeError(f"Expected query (L, E), key (S, E) and value (S, Ev) in their last two dimensions, but "
-                           f"got {list(query.shape)}, {list(key.shape)} and {list(value.shape)}")
+        raise RuntimeError(
+            f"Expected query (L, E), key (S, E) and value (S, Ev) in their last two dimensions, but "
+            f"got {list(query.shape)}, {list(key.shape)} and {list(value.shape)}"
+        )
     k_groups = v_groups = 1
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:
             raise RuntimeError(
                 "Number of heads in key and value must divide the number of heads in query, but got "
-                f"query heads {hq}, key heads {hk} and value heads {hv}")
+                f"query heads {hq}, key heads {hk} and value heads {hv}"
+            )
         k_groups, v_groups = hq // hk, hq // hv
     lead = -3 if k_groups > 1 or v_groups > 1 else -2  # grouped heads are matched above, not broadcast
     batch = [tuple(x.shape[:lead]) for x in (query, key, value)]
@@ -338,9 +348,15 @@ def _fused_path(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool
     elsewhere its reference path refuses the pair. 4-D inputs of one batch size, heads equal (or grouped), one head
     size for keys and values, no dropout, more than one query, and a 2-D or 4-D mask."""
     heads = enable_gqa or query.shape[1] == key.shape[1] == value.shape[1] if query.ndim == 4 else False
-    return (query.ndim == key.ndim == value.ndim == 4 and attn_mask.ndim in (2, 4) and heads and dropout_p == 0.0
-            and query.shape[0] == key.shape[0] == value.shape[0] and query.shape[-1] == value.shape[-1]
-            and query.shape[-2] > 1)
+    return (
+        query.ndim == key.ndim == value.ndim == 4
+        and attn_mask.ndim in (2, 4)
+        and heads
+        and dropout_p == 0.0
+        and query.shape[0] == key.shape[0] == value.shape[0]
+        and query.shape[-1] == value.shape[-1]
+        and query.shape[-2] > 1
+    )
 
 
 def _check_broadcast(shapes: list) -> None:
@@ -351,14 +367,23 @@ def _check_broadcast(shapes: list) -> None:
         for i in range(1, n + 1) if a != b else ():
             sa, sb = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
             if sa != sb and sa != 1 and sb != 1:
-                raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
-                                   f"non-singleton dimension {n - i}")
+                raise RuntimeError(
+                    f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                    f"non-singleton dimension {n - i}"
+                )
         a = _broadcast(a, b)
 
 
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
-                                 enable_gqa: bool = False) -> Tensor:
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
     """softmax(query key^T * scale + mask) value over the last two dimensions, batched (and broadcast) over the
     leading ones: query (..., L, E), key (..., S, E), value (..., S, Ev) give (..., L, Ev).
 
@@ -378,9 +403,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     k_groups, v_groups = _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
-    out = ScaledDotProductAttention.apply(query, key, value, attn_mask, scale=float(scale),
-                                          dropout_p=float(dropout_p), is_causal=bool(is_causal), k_groups=k_groups,
-                                          v_groups=v_groups)
+    out = ScaledDotProductAttention.apply(
+        query,
+        key,
+        value,
+        attn_mask,
+        scale=float(scale),
+        dropout_p=float(dropout_p),
+        is_causal=bool(is_causal),
+        k_groups=k_groups,
+        v_groups=v_groups,
+    )
     node = out._grad_fn
     if node is not None and type(node) is ScaledDotProductAttention:
         p = _swap(node.extra[0])

@@ -190,13 +190,19 @@ def _by_rank(cls_1d, cls_2d, input: Tensor, target: Tensor, reduction: str, **pa
     if input.ndim == 4:
         return cls_2d.apply(input, target=target._data, reduction=reduction, **params)
     n, c = input.shape[0], input.shape[1]
-    out = cls_2d.apply(input.reshape(n, c, 1, -1), target=target._data.reshape(n, 1, -1), reduction=reduction,
-                       **params)
+    out = cls_2d.apply(input.reshape(n, c, 1, -1), target=target._data.reshape(n, 1, -1), reduction=reduction, **params)
     return out.reshape(tuple(target.shape)) if reduction == "none" else out
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
-             reduce=None, reduction: str = "mean") -> Tensor:
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
     """Negative log-likelihood of class-index targets from log-probabilities ``input`` of shape (N, C), (C,) or
     (N, C, d1, ...): -w[t] * input[t], averaged over the total weight of the counted targets.
 
@@ -211,9 +217,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return _by_rank(NllLoss, NllLoss2d, input, target, reduction, weight=weight, ignore_index=ignore_index)
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """Cross-entropy between the softmax of logits ``input`` (N, C), (C,) or (N, C, d1, ...) and ``target``.
 
     ``target`` holds class indices (shape (N,) or (N, d1, ...), integers) or class probabilities (the shape of
@@ -231,7 +244,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if input._data.dtype.kind != "f":
         kind = "lastdim_kernel_impl" if input.ndim <= 2 else "kernel_impl"
-        raise NotImplementedError(f'"log_softmax_{kind}" not implemented for \'{scalar_name(input)}\'')
+        raise NotImplementedError(f"\"log_softmax_{kind}\" not implemented for '{scalar_name(input)}'")
     if input.ndim >= 1 and tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
     _check_class_target(input, target, weight, ignore_index)

@@ -97,8 +97,18 @@ class Convolution(Op, name="ConvolutionBackward0"):
         # hold it too: the pool serves the input's gradient of layers in the middle of a network.
         pooled = type(fx) is not AccumulateGrad
         if self.algorithm == "winograd" and not isinstance(g, Tensor) and _finite(g):
-            return winograd.backward(xp_of(g).ascontiguousarray(g), x, w, self.x_shape, geom, fx is not None,
-                                     fw is not None, fb is not None, pooled, self.extra)
+            return winograd.backward(
+                xp_of(g).ascontiguousarray(g),
+                x,
+                w,
+                self.x_shape,
+                geom,
+                fx is not None,
+                fw is not None,
+                fb is not None,
+                pooled,
+                self.extra,
+            )
         if groups == 1 and not isinstance(g, Tensor):
             return self._backward_batch(g, x, w, fx is not None, fw is not None, fb is not None, pooled)
         if not isinstance(g, Tensor):
@@ -239,8 +249,9 @@ def _check_conv(input: Tensor, weight: Tensor, bias, groups: int) -> None:
             raise RuntimeError(f"Input type ({x.dtype}) and bias type ({b.dtype}) should be the same")
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
-           groups: int = 1) -> Tensor:
+def conv2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
+) -> Tensor:
     """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
 
     out[n, o, oh, ow] = bias[o] + sum over c, i, j of weight[o, c, i, j] * x[n, c, oh*sh + i*dh - ph, ow*sw + j*dw - pw]
@@ -301,8 +312,9 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     trainkit.Size([2, 12, 9])
     """
     if input._data.ndim not in (3, 4):
-        raise RuntimeError(f"unfold: expected a 3D (unbatched) or 4D (batched) input, but got input of size: "
-                           f"{list(input.shape)}")
+        raise RuntimeError(
+            f"unfold: expected a 3D (unbatched) or 4D (batched) input, but got input of size: {list(input.shape)}"
+        )
     h, w = input._data.shape[-2:]
     geom = _unfold_geometry(h, w, kernel_size, dilation, padding, stride, "unfold")
     if min(geom.out) <= 0:
@@ -327,8 +339,9 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             [1., 2., 1.]])
     """
     if input._data.ndim not in (2, 3):
-        raise RuntimeError(f"fold: expected a 2D (unbatched) or 3D (batched) input, but got input of size: "
-                           f"{list(input.shape)}")
+        raise RuntimeError(
+            f"fold: expected a 2D (unbatched) or 3D (batched) input, but got input of size: {list(input.shape)}"
+        )
     h, w = pair(output_size, "output_size", "fold")
     geom = _unfold_geometry(h, w, kernel_size, dilation, padding, stride, "fold")
     ckk, length = input._data.shape[-2:]

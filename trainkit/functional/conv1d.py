@@ -142,8 +142,9 @@ def _same_pads(padding, kernel: int, stride: int, dilation: int) -> tuple[int, i
     return p, p
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
-           groups: int = 1) -> Tensor:
+def conv1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
+) -> Tensor:
     """1-D cross-correlation, as ``torch.nn.functional.conv1d``.
 
     out[n, o, l] = bias[o] + sum over c, k of weight[o, c, k] * x[n, c, l*stride + k*dilation - pad_left], zeros
@@ -195,8 +196,16 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return Convolution1d.apply(input, weight, bias, geom=geom, groups=groups, keep_col=keep_col)
 
 
-def _check_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, groups: int, stride: int, padding: int,
-                     output_padding: int, dilation: int) -> None:
+def _check_transpose(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    groups: int,
+    stride: int,
+    padding: int,
+    output_padding: int,
+    dilation: int,
+) -> None:
     """PyTorch's checks of a transposed convolution's arguments, in its order."""
     x, w = input._data, weight._data
     if groups <= 0:
@@ -243,8 +252,16 @@ def _check_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, groups:
         )
 
 
-def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
-                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
     """1-D transposed convolution, as ``torch.nn.functional.conv_transpose1d``: the adjoint of ``conv1d``.
 
     Each input element x[n, c, l] adds ``x * weight[c, o, k]`` at output position l * stride - padding + k * dilation.

@@ -79,8 +79,9 @@ def _param(value, name: str) -> tuple[int, int]:
     )
 
 
-def _check(input: Tensor, weight: Tensor, bias: Tensor | None, groups: int, stride, padding, output_padding,
-           dilation) -> None:
+def _check(
+    input: Tensor, weight: Tensor, bias: Tensor | None, groups: int, stride, padding, output_padding, dilation
+) -> None:
     """PyTorch's checks of a transposed convolution's arguments, in its order."""
     x, w = input._data, weight._data
     if groups <= 0:
@@ -142,8 +143,16 @@ def _check(input: Tensor, weight: Tensor, bias: Tensor | None, groups: int, stri
         )
 
 
-def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
-                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
     """2-D transposed convolution ("deconvolution"), as ``torch.nn.functional.conv_transpose2d``.
 
     Each input pixel x[n, c, h, w] adds ``x * weight[c, o]`` into the output window that starts at

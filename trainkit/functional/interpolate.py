@@ -185,8 +185,12 @@ def _pieces(outputs: np.ndarray, inputs: np.ndarray) -> list[tuple[slice, slice]
     pieces, first = [], 0
     for last in starts.tolist() + [len(outputs) - 1]:
         so, si = (int(steps[first, 0]), int(steps[first, 1])) if first < last else (1, 1)
-        pieces.append((slice(int(outputs[first]), int(outputs[last]) + 1, so),
-                       slice(int(inputs[first]), int(inputs[last]) + 1, si)))
+        pieces.append(
+            (
+                slice(int(outputs[first]), int(outputs[last]) + 1, so),
+                slice(int(inputs[first]), int(inputs[last]) + 1, si),
+            )
+        )
         first = last + 1
     return pieces
 
@@ -343,9 +347,7 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
             raise NotImplementedError("interpolate: uint8 input with antialias=True is not supported yet")
         raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{scalar_name(dtype)}'")
     if dtype.kind != "f" and not (kind.startswith("nearest") and dtype == np.uint8):
-        raise NotImplementedError(
-            f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'"
-        )
+        raise NotImplementedError(f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'")
     ft = _opmath(dtype)
     # PyTorch's CPU forward picks its kernel by layout and size, and its two nearest kernels map positions
     # differently in rare cases: the vectorised one as the backward does, the generic one by its own formula
@@ -376,8 +378,15 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
 
 
 # ---------------------------------------------------------------------------------------------- functions
-def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
-                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+def interpolate(
+    input: Tensor,
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
     """Resize the spatial dimensions of (N, C, W), (N, C, H, W) or (N, C, D, H, W) input, as
     ``torch.nn.functional.interpolate``.
 
@@ -451,8 +460,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out, scales = [_to_int64(n * s) for n, s in zip(spatial, scales)], None
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and ndim == 4):
         raise ValueError(
-            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as "
-            "input"
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
         )
     if out is None:  # the kernels' own rounding of input size times scale factor
         out = [_to_int64(n * s) for n, s in zip(spatial, scales)]
@@ -477,8 +485,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     )
 
 
-def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
-             align_corners: bool | None = None) -> Tensor:
+def upsample(
+    input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None
+) -> Tensor:
     """Deprecated alias of ``interpolate`` (it warns), as ``torch.nn.functional.upsample``.
 
     >>> import trainkit

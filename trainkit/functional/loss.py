@@ -27,8 +27,14 @@ from .classification import cross_entropy, nll_loss
 from .reduction import check_reduction, reduce_loss, refuse_grad, unreduce_grad
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
-    "mse_loss", "nll_loss", "smooth_l1_loss"
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "huber_loss",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+    "smooth_l1_loss",
 ]
 
 
@@ -135,7 +141,7 @@ def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None, k
     tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
     if x._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{cls.kernel}" not implemented for \'{scalar_name(x)}\'')
+        raise NotImplementedError(f"\"{cls.kernel}\" not implemented for '{scalar_name(x)}'")
     dtype = None
     if keep_dtype and input._data.dtype != x._data.dtype:
         if input._data.dtype.kind != "f":
@@ -188,8 +194,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _pointwise(HuberLoss, input, target, reduction, delta, keep_dtype=True)
 
 
-def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
-                   beta: float = 1.0) -> Tensor:
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0
+) -> Tensor:
     """Squared error divided by 2 beta for |d| < beta, absolute error minus beta/2 beyond; beta = 0 is L1.
 
     >>> import trainkit
@@ -252,8 +259,9 @@ class BinaryCrossEntropy(Op, name="BinaryCrossEntropyBackward0"):
         return dx, dt
 
 
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-                         reduce=None, reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None, reduce=None, reduction: str = "mean"
+) -> Tensor:
     """Binary cross-entropy of probabilities ``input`` (in [0, 1]) against ``target`` (in [0, 1]), optionally
     weighted element by element (``weight`` broadcasts; it gets no gradient, as in PyTorch).
 
@@ -312,9 +320,15 @@ class BinaryCrossEntropyWithLogits(Op, name="BinaryCrossEntropyWithLogitsBackwar
         return dx, dt
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
-                                     reduce=None, reduction: str = "mean",
-                                     pos_weight: Tensor | None = None) -> Tensor:
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
     """Binary cross-entropy of sigmoid(input) against ``target``, in one numerically stable op.
 
     ``pos_weight`` (broadcast against the input, usually one per class) weighs the positive term; neither it nor
@@ -347,5 +361,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     fn = "binary_cross_entropy_with_logits"
     weight = _constant_weight("weight", weight, x, fn)
     pos_weight = _constant_weight("pos_weight", pos_weight, x, fn)
-    return BinaryCrossEntropyWithLogits.apply(x, t, weight=weight, pos_weight=pos_weight, reduction=reduction,
-                                              dtype=dtype)
+    return BinaryCrossEntropyWithLogits.apply(
+        x, t, weight=weight, pos_weight=pos_weight, reduction=reduction, dtype=dtype
+    )

@@ -25,29 +25,38 @@ from .padding import pad
 
 __all__ = ["canonical_mask", "multi_head_attention_forward"]
 
+
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
     """PyTorch's checks of the dimensions; True for a batched (3-D) query."""
     if query.ndim not in (2, 3):
-        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
-                             "tensor")
+        raise AssertionError(
+            f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query tensor"
+        )
     kind = "batched (3-D)" if query.ndim == 3 else "unbatched (2-D)"
     if key.ndim != query.ndim or value.ndim != query.ndim:
-        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
-                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+        raise AssertionError(
+            f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+            f"{key.ndim}-D and {value.ndim}-D tensors respectively"
+        )
     if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
-        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
-                             f"but found {key_padding_mask.ndim}-D tensor instead")
+        raise AssertionError(
+            f"For {kind} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
+            f"but found {key_padding_mask.ndim}-D tensor instead"
+        )
     if attn_mask is not None and attn_mask.ndim not in (2, 3):
-        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
-                             f"{attn_mask.ndim}-D tensor instead")
+        raise AssertionError(
+            f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+            f"{attn_mask.ndim}-D tensor instead"
+        )
     expected = (num_heads, query.shape[0], key.shape[0])
     if query.ndim == 2 and attn_mask is not None and attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
         raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
     return query.ndim == 3
 
 
-def canonical_mask(mask: Tensor | None, mask_name: str, other_type, other_name: str, target_type,
-                   check_other: bool = True) -> Tensor | None:
+def canonical_mask(
+    mask: Tensor | None, mask_name: str, other_type, other_name: str, target_type, check_other: bool = True
+) -> Tensor | None:
     """A boolean mask (True = masked out) as an additive float mask of ``target_type`` (-inf where True); a float
     mask as it is. Warns, as PyTorch does, when ``other_type`` (the other mask's dtype) differs."""
     if mask is None:
@@ -56,12 +65,15 @@ def canonical_mask(mask: Tensor | None, mask_name: str, other_type, other_name: 
     if dt != np.bool_ and dt.kind != "f":
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and dt != other_type:
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
-                      "instead.", stacklevel=2)
+        warnings.warn(
+            f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both instead.",
+            stacklevel=2,
+        )
     if dt == np.bool_:
         xp = xp_of(mask._data)
-        return Tensor._make(xp.where(mask._data, xp.asarray(-xp.inf, dtype=target_type),
-                                     xp.zeros((), dtype=target_type)))
+        return Tensor._make(
+            xp.where(mask._data, xp.asarray(-xp.inf, dtype=target_type), xp.zeros((), dtype=target_type))
+        )
     return mask
 
 
@@ -96,13 +108,31 @@ def _heads(x: Tensor, static: Tensor | None, name: str, bsz: int, num_heads: int
 
 
 def multi_head_attention_forward(
-    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
-    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
-    add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
-    training: bool = True, key_padding_mask: Tensor | None = None, need_weights: bool = True,
-    attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
-    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
-    static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """Multi-head attention on (L, N, E) query and (S, N, E) key/value (or unbatched (L, E), (S, E)).
 
@@ -129,11 +159,14 @@ def multi_head_attention_forward(
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     qdtype = query._data.dtype
-    key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask", _dtype_or_none(attn_mask), "attn_mask",
-                                      qdtype)
+    key_padding_mask = canonical_mask(
+        key_padding_mask, "key_padding_mask", _dtype_or_none(attn_mask), "attn_mask", qdtype
+    )
     if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method `generate_square_subsequent_mask` to create this mask."
+        )
     if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None  # the fused op applies the triangle itself
     else:
@@ -147,8 +180,9 @@ def multi_head_attention_forward(
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if use_separate_proj_weight:
         if key.shape[:2] != value.shape[:2]:
-            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
-                                 f"{value.shape[:2]}")
+            raise AssertionError(
+                f"key's sequence and batch dims {key.shape[:2]} do not match value's {value.shape[:2]}"
+            )
         for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
             if w is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
@@ -163,13 +197,16 @@ def multi_head_attention_forward(
     if attn_mask is not None:
         if attn_mask.ndim == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
-                                   f"{(tgt_len, src_len)}.")
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {(tgt_len, src_len)}."
+                )
             attn_mask = attn_mask.unsqueeze(0)
         elif attn_mask.ndim == 3:
             if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                    f"{(bsz * num_heads, tgt_len, src_len)}."
+                )
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
     if bias_k is not None and bias_v is not None:
@@ -197,14 +234,16 @@ def multi_head_attention_forward(
         key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
     src_len = k.shape[2]
     if attn_mask is not None:  # (1, 1, L, S) or (N, H, L, S)
-        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.reshape(
-            bsz, num_heads, tgt_len, src_len)
+        attn_mask = (
+            attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+        )
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:
             raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
         if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
+            raise AssertionError(
+                f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}"
+            )
         padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
         attn_mask = padding if attn_mask is None else attn_mask + padding
     if not training:

@@ -93,7 +93,7 @@ def _check_param_dtypes(input: Tensor, params: tuple) -> None:
 
 def _check_floating(input: Tensor, kernel: str) -> None:
     if input._data.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input._data.dtype)}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(input._data.dtype)}'")
 
 
 # --------------------------------------------------------------------------------------------------- layer norm
@@ -108,7 +108,7 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
     def forward(self, x, weight, bias, ndim, eps):
         self.axes = tuple(range(x.ndim - ndim, x.ndim))
         self.lead = tuple(range(x.ndim - ndim))
-        n = math.prod(x.shape[x.ndim - ndim:])
+        n = math.prod(x.shape[x.ndim - ndim :])
         self.inv_n, self.eps = (1 / n if n else 0.0), eps
         xc = _compute_dtype(x)
         if xp_of(x) is np and n and x.flags.c_contiguous:
@@ -120,7 +120,7 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
             with np.errstate(over="ignore", invalid="ignore"):
                 var = np.einsum("ij,ij->i", out, out)[:, None] * self.inv_n
             rstd = _rstd(rows, mean, var, (1,), eps)
-            shape = x.shape[:x.ndim - ndim] + (1,) * ndim
+            shape = x.shape[: x.ndim - ndim] + (1,) * ndim
             mean, rstd, out = mean.reshape(shape), rstd.reshape(shape), out.reshape(x.shape)
         else:
             mean, rstd = _moments(xc, self.axes, self.inv_n, eps)
@@ -142,8 +142,9 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
         else:
             mean, rstd = self.extra
             if xp_of(x) is np and x.flags.c_contiguous and self.inv_n and x.dtype != np.float16:
-                return _layer_norm_rows_backward(g, x, weight, mean, rstd, x.shape[len(self.lead):], fx is not None,
-                                                 fw is not None, fb is not None)
+                return _layer_norm_rows_backward(
+                    g, x, weight, mean, rstd, x.shape[len(self.lead) :], fx is not None, fw is not None, fb is not None
+                )
         xhat = (x - mean) * rstd if fx is not None or fw is not None else None
         dx = dw = db = None
         if fx is not None:
@@ -204,8 +205,13 @@ def _shape_tuple(normalized_shape) -> tuple:
     return tuple(operator.index(n) for n in normalized_shape)
 
 
-def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise over the last ``len(normalized_shape)`` dimensions to zero mean and unit (biased) variance, then
     multiply by ``weight`` and add ``bias`` (both of shape ``normalized_shape``).
 
@@ -228,7 +234,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                 f"and normalized_shape = {list(shape)}"
             )
     k = len(shape)
-    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+    if input.ndim < k or tuple(input.shape[input.ndim - k :]) != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
             f"but got input of size{list(input.shape)}"
@@ -285,8 +291,9 @@ class GroupNorm(Op, name="NativeGroupNormBackward0"):
         return dx, dw, db
 
 
-def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
+def group_norm(
+    input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
     """Split the channels (dimension 1) of a (N, C, *) input into ``num_groups`` groups and normalise each group of
     each sample to zero mean and unit (biased) variance, then scale by ``weight`` and shift by ``bias`` (one value
     per channel).
@@ -389,8 +396,16 @@ class BatchNorm(Op, name="NativeBatchNormBackward0"):
         return dx, dw, (gsum.reshape(-1) if fb is not None else None)
 
 
-def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
-               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise each channel (dimension 1) of a (N, C, ...) input to zero mean and unit variance, then scale by
     ``weight`` and shift by ``bias``.
 
@@ -419,10 +434,14 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
     _check_param_dtypes(input, (weight, bias, running_mean, running_var))
     out = BatchNorm.apply(
-        input, weight, bias,
+        input,
+        weight,
+        bias,
         running_mean=None if running_mean is None else running_mean._data,
         running_var=None if running_var is None else running_var._data,
-        training=training, momentum=momentum, eps=eps,
+        training=training,
+        momentum=momentum,
+        eps=eps,
     )
     if training:
         for t in (running_mean, running_var):

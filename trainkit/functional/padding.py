@@ -25,9 +25,7 @@ class ConstantPad(Op, name="ConstantPadNdBackward0"):
         grow = [(max(b, 0), max(a, 0)) for b, a in widths]
         crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for (b, a), n in zip(widths, x.shape))
         out = xp_of(x).pad(x[crop], grow, mode="constant", constant_values=value)
-        self.inner = tuple(
-            slice(max(b, 0), max(b, 0) + (s.stop - s.start)) for (b, _), s in zip(widths, crop)
-        )
+        self.inner = tuple(slice(max(b, 0), max(b, 0) + (s.stop - s.start)) for (b, _), s in zip(widths, crop))
         self.crop = crop
         return out
 
@@ -242,8 +240,10 @@ def pad(input: Tensor, pad: tuple, mode: str = "constant", value: float | None =
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
-        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension but got "
+            f"padding length {len(pad)} and input of dimension {input.ndim}"
+        )
     pairs = [(int(pad[i]), int(pad[i + 1])) for i in range(0, len(pad), 2)]
     if mode != "constant":
         if value is not None and value != 0:

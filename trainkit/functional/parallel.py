@@ -31,8 +31,10 @@ __all__ = ["split", "THREADS", "MIN_BYTES"]
 def _threads_from_environment() -> int:
     text = os.environ.get("TRAINKIT_CONV_THREADS", "") or "2"
     if not text.strip().isdigit() or int(text) < 1:
-        raise ValueError(f"TRAINKIT_CONV_THREADS={text!r} is not a thread count: give a whole number, 1 or more "
-                         "(1 keeps convolutions on the calling thread)")
+        raise ValueError(
+            f"TRAINKIT_CONV_THREADS={text!r} is not a thread count: give a whole number, 1 or more "
+            "(1 keeps convolutions on the calling thread)"
+        )
     return int(text)
 
 

@@ -178,8 +178,15 @@ class MaxPool2DWithIndices(Op, name="MaxPool2DWithIndicesBackward0"):
         return crop_border(gx, geom, h, w).reshape(self.in_shape)
 
 
-def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
     """2-D max pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.max_pool2d``.
 
     out[.., oh, ow] = max over i, j of x[.., oh*sh + i*dh - ph, ow*sw + j*dw - pw] (padding never wins).
@@ -264,8 +271,15 @@ class AvgPool2D(Op, name="AvgPool2DBackward0"):
         return crop_border(gx, geom, h, w)
 
 
-def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """2-D average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.avg_pool2d``.
 
     out[.., oh, ow] = sum of x over the window / divisor, zeros padding the input. The divisor is the window's size
@@ -302,8 +316,8 @@ def _adaptive_bounds(xp, n: int, out: int):
 def _window_sums(x, hs, he, ws, we):
     """The sum of x over each window [hs, he) x [ws, we), by slices: exact where x holds inf or nan."""
     xp = xp_of(x)
-    across = xp.stack([x[..., int(a):int(b)].sum(axis=-1) for a, b in zip(ws, we)], axis=-1)
-    return xp.stack([across[..., int(a):int(b), :].sum(axis=-2) for a, b in zip(hs, he)], axis=-2)
+    across = xp.stack([x[..., int(a) : int(b)].sum(axis=-1) for a, b in zip(ws, we)], axis=-1)
+    return xp.stack([across[..., int(a) : int(b), :].sum(axis=-2) for a, b in zip(hs, he)], axis=-2)
 
 
 class AdaptiveAvgPool2D(Op, name="AdaptiveAvgPool2DBackward0"):
@@ -357,7 +371,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         )
     x = input._data
     if x.dtype.kind != "f":
-        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for \'{input.dtype}\'')
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype}'")
     if (oh, ow) == (1, 1):  # as PyTorch: a plain mean (its grad_fn is MeanBackward1)
         return input.mean(dim=(-2, -1), keepdim=True)
     xp = xp_of(x)

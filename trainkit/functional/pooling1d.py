@@ -19,7 +19,11 @@ from ..autograd.tensor import Tensor
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "avg_pool1d", "max_pool1d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "avg_pool1d",
+    "max_pool1d",
     "max_pool1d_with_indices",
 ]
 
@@ -47,15 +51,17 @@ def _check_dims(input: Tensor, fn: str) -> None:
 def _max_pool1d_checks(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool) -> tuple:
     """PyTorch's own checks of max_pool1d (without indices), in its order; (kernel, stride, padding, dilation)."""
     shape = tuple(input._data.shape)
-    if len(shape) not in (2, 3) or any(n == 0 for n in shape[-2 if len(shape) == 2 else 1:]):
+    if len(shape) not in (2, 3) or any(n == 0 for n in shape[-2 if len(shape) == 2 else 1 :]):
         raise RuntimeError(
             f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:"
             f"{list(shape)}"
         )
-    for value, name, allowed, kinds in ((kernel_size, "kernel_size", (1,), "an int, list of ints or tuple of ints"),
-                                        (stride, "stride", (0, 1), "None, an int, list of ints, or tuple of ints"),
-                                        (padding, "padding", (1,), "an int, list of ints, or tuple of ints"),
-                                        (dilation, "dilation", (1,), "an int, list of ints or tuple of ints")):
+    for value, name, allowed, kinds in (
+        (kernel_size, "kernel_size", (1,), "an int, list of ints or tuple of ints"),
+        (stride, "stride", (0, 1), "None, an int, list of ints, or tuple of ints"),
+        (padding, "padding", (1,), "an int, list of ints, or tuple of ints"),
+        (dilation, "dilation", (1,), "an int, list of ints or tuple of ints"),
+    ):
         if isinstance(value, (tuple, list)) and len(value) not in allowed:
             raise RuntimeError(f"max_pool1d() {name} must be {kinds} of size 1 but got size {len(value)}")
     k = _one(kernel_size, "max_pool1d", "kernel_size")
@@ -68,8 +74,9 @@ def _max_pool1d_checks(input: Tensor, kernel_size, stride, padding, dilation, ce
     if p < 0:
         raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
     if p > k // 2:
-        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
-                           f"kernel_size={k}")
+        raise RuntimeError(
+            f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and kernel_size={k}"
+        )
     if d <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
     span = shape[-1] + 2 * p - d * (k - 1) - 1
@@ -83,8 +90,15 @@ def _max_pool1d_checks(input: Tensor, kernel_size, stride, padding, dilation, ce
     return k, s, p, d
 
 
-def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
     """``max_pool1d`` that always returns ``(values, indices)``, as ``torch.nn.functional.max_pool1d_with_indices``.
 
     >>> import trainkit
@@ -101,8 +115,15 @@ def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
     return out.squeeze(-2), indices.squeeze(-2)
 
 
-def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
+def max_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
     """1-D max pooling over (N, C, L) or (C, L), as ``torch.nn.functional.max_pool1d``.
 
     out[.., l] = max over k of x[.., l * stride + k * dilation - padding] (the padding never wins). ``stride``
@@ -119,8 +140,9 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     return max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode).squeeze(-2)
 
 
-def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
+def avg_pool1d(
+    input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True
+) -> Tensor:
     """1-D average pooling over (N, C, L) or (C, L), as ``torch.nn.functional.avg_pool1d``.
 
     out[.., l] = sum of x over the window / divisor, zeros padding the input; the divisor is the window's size
@@ -221,9 +243,7 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices:
                 f"sizes {list(shape)} with dimension {dim} being empty"
             )
     if size < 0:
-        raise RuntimeError(
-            f"Trying to create tensor with negative dimension {size}: {list(shape[:-1]) + [1, size]}"
-        )
+        raise RuntimeError(f"Trying to create tensor with negative dimension {size}: {list(shape[:-1]) + [1, size]}")
     x = input._data
     if x.dtype.kind != "f":
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{scalar_name(input)}'")

@@ -43,24 +43,24 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
         if b_ih is not None:
             gates += b_ih + b_hh
         states = xp.empty((total + n, size), dtype=x.dtype)
-        states[sched.h0_at:sched.h0_at + n] = h0
+        states[sched.h0_at : sched.h0_at + n] = h0
         whT = xp.ascontiguousarray(w_hh.T)  # a transposed operand halves the small product's speed
         rec = xp.empty((n, size), dtype=x.dtype)
         tmp_h = xp.empty((n, size), dtype=x.dtype)
         relu = self.mode == "RNN_RELU"
         for row, b, segments in sched.steps:
             h_prev = read_prev(states, segments, b, tmp_h)
-            a = gates[row:row + b]
+            a = gates[row : row + b]
             r = rec[:b]
             xp.matmul(h_prev, whT, out=r)
             a += r
-            h = states[out_at + row:out_at + row + b]
+            h = states[out_at + row : out_at + row + b]
             if relu:
                 xp.maximum(a, 0, out=h)
             else:
                 xp.tanh(a, out=h)
         self.keep = {"states": states}
-        output = states[out_at:out_at + total].reshape(*x.shape[:-1], size)
+        output = states[out_at : out_at + total].reshape(*x.shape[:-1], size)
         return output, states[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn):
@@ -73,7 +73,7 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
         total, n, out_at = sched.total, sched.n, sched.out_at
         dt = states.dtype
         d_states = xp.zeros((total + n, size), dtype=dt)
-        d_states[out_at:out_at + total] = g_out.reshape(total, size)
+        d_states[out_at : out_at + total] = g_out.reshape(total, size)
         d_states[last] += g_hn
         d_gates = xp.empty((total, size), dtype=dt)
         u_buf = xp.empty((n, size), dtype=dt)
@@ -81,9 +81,9 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
         d_prev = xp.empty((n, size), dtype=dt)
         relu = self.mode == "RNN_RELU"
         for row, b, segments in reversed(sched.steps):
-            dh = d_states[out_at + row:out_at + row + b]
-            h = states[out_at + row:out_at + row + b]
-            da = d_gates[row:row + b]
+            dh = d_states[out_at + row : out_at + row + b]
+            h = states[out_at + row : out_at + row + b]
+            da = d_gates[row : row + b]
             if relu:
                 m = mask_buf[:b]
                 xp.greater(h, 0, out=m)
@@ -101,7 +101,7 @@ class RnnTanhLayer(FusedLayer, name="RnnTanhLayerBackward0"):
         if self.wants(0):
             dx = xp.matmul(d_gates, w_ih).reshape(x.shape)
         if self.wants(1):
-            dh0 = d_states[sched.h0_at:sched.h0_at + n].copy()  # not a view that would keep d_states alive
+            dh0 = d_states[sched.h0_at : sched.h0_at + n].copy()  # not a view that would keep d_states alive
         if self.wants(3):
             dwi = xp.matmul(d_gates.T, x2)
         if self.wants(4):
@@ -138,8 +138,18 @@ def schedule(batch_sizes: tuple, reverse: bool) -> Schedule:
     return sched
 
 
-def recurrent(mode: str, input: Tensor, hx: Tensor, cx, weights: list, num_layers: int, dropout: float,
-              training: bool, bidirectional: bool, batch_sizes: tuple | None = None) -> tuple:
+def recurrent(
+    mode: str,
+    input: Tensor,
+    hx: Tensor,
+    cx,
+    weights: list,
+    num_layers: int,
+    dropout: float,
+    training: bool,
+    bidirectional: bool,
+    batch_sizes: tuple | None = None,
+) -> tuple:
     """A stack of recurrent layers over a time-major sequence: ``(output, h_n)``, or ``(output, h_n, c_n)`` for
     ``mode='LSTM'``.
 
@@ -161,8 +171,9 @@ def recurrent(mode: str, input: Tensor, hx: Tensor, cx, weights: list, num_layer
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     for state in (hx, cx):
         if state is not None and state.dtype != input.dtype:
-            raise RuntimeError(f"Input and hidden tensors are not the same dtype: input is {input.dtype}, hidden "
-                               f"state {state.dtype}")
+            raise RuntimeError(
+                f"Input and hidden tensors are not the same dtype: input is {input.dtype}, hidden state {state.dtype}"
+            )
     if batch_sizes is None:
         batch_sizes = (int(input.shape[1]),) * int(input.shape[0])
     layer_input = input
@@ -172,8 +183,18 @@ def recurrent(mode: str, input: Tensor, hx: Tensor, cx, weights: list, num_layer
         for d in range(directions):
             k = layer * directions + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
-            outs = run_layer(op, layer_input, hx[k], cx[k] if cx is not None else None, w_ih, w_hh, b_ih, b_hh,
-                             w_hr, schedule(batch_sizes, d == 1))
+            outs = run_layer(
+                op,
+                layer_input,
+                hx[k],
+                cx[k] if cx is not None else None,
+                w_ih,
+                w_hh,
+                b_ih,
+                b_hh,
+                w_hr,
+                schedule(batch_sizes, d == 1),
+            )
             outputs.append(outs[0])
             h_n.append(outs[1])
             if cx is not None:

@@ -47,9 +47,9 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
             bias[rz] += b_hh[rz]
             bias[rz] *= 0.5
             gates += bias
-            b_hn = b_hh[2 * size:]
+            b_hn = b_hh[2 * size :]
         states = xp.empty((total + n, size), dtype=x.dtype)
-        states[sched.h0_at:sched.h0_at + n] = h0
+        states[sched.h0_at : sched.h0_at + n] = h0
         hidden_n = xp.empty((total, size), dtype=x.dtype)  # h W_hn^T + b_hn, which r multiplies
         whT = xp.ascontiguousarray(wh.T)  # a transposed operand halves the small product's speed
         rec = xp.empty((n, 3 * size), dtype=x.dtype)
@@ -58,7 +58,7 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         tanh, multiply = xp.tanh, xp.multiply
         for row, b, segments in sched.steps:
             h_prev = read_prev(states, segments, b, tmp_h)
-            a = gates[row:row + b]
+            a = gates[row : row + b]
             r = rec[:b]
             xp.matmul(h_prev, whT, out=r)
             s = a[:, rz]
@@ -66,21 +66,21 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
             tanh(s, out=s)
             s *= 0.5
             s += 0.5
-            hn = hidden_n[row:row + b]
+            hn = hidden_n[row : row + b]
             if b_hn is not None:
-                xp.add(r[:, 2 * size:], b_hn, out=hn)
+                xp.add(r[:, 2 * size :], b_hn, out=hn)
             else:
-                hn[...] = r[:, 2 * size:]
-            nn = a[:, 2 * size:]
+                hn[...] = r[:, 2 * size :]
+            nn = a[:, 2 * size :]
             t = tmp[:b]
             multiply(a[:, :size], hn, out=t)
             nn += t
             tanh(nn, out=nn)
             xp.subtract(h_prev, nn, out=t)
-            t *= a[:, size:2 * size]
-            xp.add(nn, t, out=states[out_at + row:out_at + row + b])
+            t *= a[:, size : 2 * size]
+            xp.add(nn, t, out=states[out_at + row : out_at + row + b])
         self.keep = {"states": states, "gates": gates, "hidden_n": hidden_n}
-        output = states[out_at:out_at + total].reshape(*x.shape[:-1], size)
+        output = states[out_at : out_at + total].reshape(*x.shape[:-1], size)
         return output, states[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn):
@@ -93,15 +93,15 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         total, n, out_at = sched.total, sched.n, sched.out_at
         dt = states.dtype
         d_states = xp.zeros((total + n, size), dtype=dt)
-        d_states[out_at:out_at + total] = g_out.reshape(total, size)
+        d_states[out_at : out_at + total] = g_out.reshape(total, size)
         d_states[last] += g_hn
         # columns [da_n r | da_r | da_z | da_n]: the input side reads the last three (PyTorch's order r, z, n), the
         # recurrent side the first three (in the order n, r, z of the rows of wh)
-        wh = xp.concatenate((w_hh[2 * size:], w_hh[:2 * size]))
+        wh = xp.concatenate((w_hh[2 * size :], w_hh[: 2 * size]))
         d_gates = xp.empty((total, 4 * size), dtype=dt)
         # what does not depend on the gradient flowing back is computed for all steps at once, before the loop:
         # [da_z, da_n] = dh * zn_factors and [da_n r, da_r] = da_n * r_factors
-        r, z, nn = gates[:, :size], gates[:, size:2 * size], gates[:, 2 * size:]
+        r, z, nn = gates[:, :size], gates[:, size : 2 * size], gates[:, 2 * size :]
         subtract, multiply = xp.subtract, xp.multiply
         zn_factors = xp.empty((total, 2, size), dtype=dt)
         p_z, p_n = zn_factors[:, 0], zn_factors[:, 1]
@@ -120,25 +120,25 @@ class GruLayer(FusedLayer, name="GruLayerBackward0"):
         t1 = xp.empty((n, size), dtype=dt)
         d_prev = xp.empty((n, size), dtype=dt)
         for row, b, segments in reversed(sched.steps):
-            dh = d_states[out_at + row:out_at + row + b]
-            d = d_gates[row:row + b]
+            dh = d_states[out_at + row : out_at + row + b]
+            d = d_gates[row : row + b]
             d3 = d.reshape(b, 4, size)
-            multiply(dh[:, None, :], zn_factors[row:row + b], out=d3[:, 2:])
-            multiply(d3[:, 3:], r_factors[row:row + b], out=d3[:, :2])
+            multiply(dh[:, None, :], zn_factors[row : row + b], out=d3[:, 2:])
+            multiply(d3[:, 3:], r_factors[row : row + b], out=d3[:, :2])
             dp = d_prev[:b]
-            xp.matmul(d[:, :3 * size], wh, out=dp)
+            xp.matmul(d[:, : 3 * size], wh, out=dp)
             u = t1[:b]
-            multiply(dh, z[row:row + b], out=u)
+            multiply(dh, z[row : row + b], out=u)
             dp += u
             add_prev(d_states, segments, dp)
         d_in = d_gates[:, size:]  # (r, z, n), PyTorch's order
-        d_rec = d_gates[:, :3 * size]  # (n, r, z)
+        d_rec = d_gates[:, : 3 * size]  # (n, r, z)
         x2 = x.reshape(total, x.shape[-1])
         dx = dh0 = dwi = dwh = dbi = dbh = None
         if self.wants(0):
             dx = xp.matmul(d_in, w_ih).reshape(x.shape)
         if self.wants(1):
-            dh0 = d_states[sched.h0_at:sched.h0_at + n].copy()  # not a view that would keep d_states alive
+            dh0 = d_states[sched.h0_at : sched.h0_at + n].copy()  # not a view that would keep d_states alive
         if self.wants(3):
             dwi = xp.matmul(d_in.T, x2)
         if self.wants(4):

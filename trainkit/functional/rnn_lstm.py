@@ -76,9 +76,9 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
             bias[half] *= 0.5
             gates += bias
         states = xp.empty((total + n, out_size), dtype=x.dtype)  # h0 and every step's h, see Schedule
-        states[sched.h0_at:sched.h0_at + n] = h0
+        states[sched.h0_at : sched.h0_at + n] = h0
         cells = xp.empty((total + n, size), dtype=x.dtype)
-        cells[sched.h0_at:sched.h0_at + n] = c0
+        cells[sched.h0_at : sched.h0_at + n] = c0
         tanh_c = xp.empty((total, size), dtype=x.dtype)
         hr = xp.empty((total, size), dtype=x.dtype) if w_hr is not None else None
         whT = xp.ascontiguousarray(wh.T)  # a transposed operand halves the small product's speed
@@ -92,7 +92,7 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         for row, b, segments in sched.steps:
             h_prev = read_prev(states, segments, b, tmp_h)
             c_prev = read_prev(cells, segments, b, tmp_c)
-            a = gates[row:row + b]
+            a = gates[row : row + b]
             r = rec[:b]
             xp.matmul(h_prev, whT, out=r)
             a += r
@@ -100,24 +100,24 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
             s = a[:, half]
             s *= 0.5
             s += 0.5
-            c = cells[out_at + row:out_at + row + b]
-            multiply(a[:, size:2 * size], c_prev, out=c)
+            c = cells[out_at + row : out_at + row + b]
+            multiply(a[:, size : 2 * size], c_prev, out=c)
             t = tmp[:b]
-            multiply(a[:, :size], a[:, 3 * size:], out=t)
+            multiply(a[:, :size], a[:, 3 * size :], out=t)
             c += t
-            tc = tanh_c[row:row + b]
+            tc = tanh_c[row : row + b]
             tanh(c, out=tc)
-            h = states[out_at + row:out_at + row + b]
+            h = states[out_at + row : out_at + row + b]
             if whrT is None:
-                multiply(a[:, 2 * size:3 * size], tc, out=h)
+                multiply(a[:, 2 * size : 3 * size], tc, out=h)
             else:
-                p = hr[row:row + b]
-                multiply(a[:, 2 * size:3 * size], tc, out=p)
+                p = hr[row : row + b]
+                multiply(a[:, 2 * size : 3 * size], tc, out=p)
                 xp.matmul(p, whrT, out=h)
         self.keep = {"states": states, "cells": cells, "gates": gates, "tanh_c": tanh_c}
         if hr is not None:
             self.keep["proj_input"] = hr
-        output = states[out_at:out_at + total].reshape(*x.shape[:-1], out_size)
+        output = states[out_at : out_at + total].reshape(*x.shape[:-1], out_size)
         return output, states[last], cells[last]
 
     def backward_arrays(self, inputs, kept, g_out, g_hn, g_cn):
@@ -134,16 +134,16 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         order = gate_order(size, xp)
         wh = w_hh[order]
         d_states = xp.zeros((total + n, out_size), dtype=dt)
-        d_states[out_at:out_at + total] = g_out.reshape(total, out_size)
+        d_states[out_at : out_at + total] = g_out.reshape(total, out_size)
         d_states[last] += g_hn
         d_cells = xp.zeros((total + n, size), dtype=dt)
         d_cells[last] += g_cn
         d_gates = xp.empty((total, 4 * size), dtype=dt)
         # what does not depend on the gradient flowing back is computed for all steps at once, before the loop:
         # da = dc * factors for i, f, g, da_o = dh_r * factors_o, and dc gains dh_r * keep_c
-        i, f, o, g = (gates[:, k * size:(k + 1) * size] for k in range(4))
+        i, f, o, g = (gates[:, k * size : (k + 1) * size] for k in range(4))
         factors = xp.empty((total, 4 * size), dtype=dt)
-        p_i, p_f, p_o, p_g = (factors[:, k * size:(k + 1) * size] for k in range(4))
+        p_i, p_f, p_o, p_g = (factors[:, k * size : (k + 1) * size] for k in range(4))
         subtract, multiply = xp.subtract, xp.multiply
         subtract(1, i, out=p_i)
         p_i *= i
@@ -165,17 +165,17 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         t_r = xp.empty((n, size), dtype=dt)
         d_prev = xp.empty((n, out_size), dtype=dt)
         for row, b, segments in reversed(sched.steps):
-            dh = d_states[out_at + row:out_at + row + b]
+            dh = d_states[out_at + row : out_at + row + b]
             if w_hr is not None:
                 dh = xp.matmul(dh, w_hr, out=t_r[:b])
             u = t1[:b]
-            multiply(dh, keep_c[row:row + b], out=u)
-            dc = d_cells[out_at + row:out_at + row + b]
+            multiply(dh, keep_c[row : row + b], out=u)
+            dc = d_cells[out_at + row : out_at + row + b]
             dc += u
-            da = d_gates[row:row + b]
-            multiply(factors3[row:row + b], dc[:, None, :], out=da.reshape(b, 4, size))
-            multiply(dh, p_o[row:row + b], out=da[:, 2 * size:3 * size])
-            multiply(dc, f[row:row + b], out=u)
+            da = d_gates[row : row + b]
+            multiply(factors3[row : row + b], dc[:, None, :], out=da.reshape(b, 4, size))
+            multiply(dh, p_o[row : row + b], out=da[:, 2 * size : 3 * size])
+            multiply(dc, f[row : row + b], out=u)
             add_prev(d_cells, segments, u)
             dp = d_prev[:b]
             xp.matmul(da, wh, out=dp)
@@ -186,9 +186,9 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
         if self.wants(0):
             dx = xp.matmul(d_gates, w_ih[order]).reshape(x.shape)
         if self.wants(1):
-            dh0 = d_states[sched.h0_at:sched.h0_at + n].copy()  # not a view that would keep d_states alive
+            dh0 = d_states[sched.h0_at : sched.h0_at + n].copy()  # not a view that would keep d_states alive
         if self.wants(2):
-            dc0 = d_cells[sched.h0_at:sched.h0_at + n].copy()
+            dc0 = d_cells[sched.h0_at : sched.h0_at + n].copy()
         if self.wants(3):
             dwi = from_gate_order(xp.matmul(d_gates.T, x2), order, xp)
         if self.wants(4):
@@ -198,5 +198,5 @@ class LstmLayer(FusedLayer, name="LstmLayerBackward0"):
             dbi = db if self.wants(5) else None
             dbh = (db.copy() if dbi is not None else db) if self.wants(6) else None
         if w_hr is not None and self.wants(7):
-            dwr = xp.matmul(d_states[out_at:out_at + total].T, hr)
+            dwr = xp.matmul(d_states[out_at : out_at + total].T, hr)
         return dx, dh0, dc0, dwi, dwh, dbi, dbh, dwr

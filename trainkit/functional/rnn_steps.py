@@ -63,7 +63,7 @@ class Schedule:
                 if b > shared:  # rows that begin at this step (reverse over a packed batch) start from h0
                     segments.append((shared, b, h0_at + shared))
             for lo, hi, e in segments:
-                prev[row + lo: row + hi] = np.arange(e, e + hi - lo)
+                prev[row + lo : row + hi] = np.arange(e, e + hi - lo)
             steps.append((row, b, tuple(segments)))
             before = t
         self.steps = steps
@@ -77,7 +77,7 @@ class Schedule:
         else:
             for t in range(len(sizes)):  # sequence j ends at the last step with more than j rows
                 b_next = sizes[t + 1] if t + 1 < len(sizes) else 0
-                last[b_next:sizes[t]] = out_at + int(offsets[t]) + np.arange(b_next, sizes[t])
+                last[b_next : sizes[t]] = out_at + int(offsets[t]) + np.arange(b_next, sizes[t])
         self.last = last
         self._on_device: dict = {}
 
@@ -102,10 +102,10 @@ def read_prev(E, segments, b: int, tmp):
     """
     if len(segments) == 1:
         e = segments[0][2]
-        return E[e:e + b]
+        return E[e : e + b]
     out = tmp[:b]
     for lo, hi, e in segments:
-        out[lo:hi] = E[e:e + hi - lo]
+        out[lo:hi] = E[e : e + hi - lo]
     return out
 
 
@@ -118,7 +118,7 @@ def add_prev(dE, segments, grad) -> None:
     [0.0, 1.0, 1.0, 0.0]
     """
     for lo, hi, e in segments:
-        dE[e:e + hi - lo] += grad[lo:hi]
+        dE[e : e + hi - lo] += grad[lo:hi]
 
 
 # ------------------------------------------------------------------------------------------- composite form
@@ -130,8 +130,8 @@ def _cell(mode: str, x_row: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr) -> t
     if mode == "LSTM":
         size = hh.shape[1] // 4
         a = x_row + hh
-        i, f = a[:, :size].sigmoid(), a[:, size:2 * size].sigmoid()
-        g, o = a[:, 2 * size:3 * size].tanh(), a[:, 3 * size:].sigmoid()
+        i, f = a[:, :size].sigmoid(), a[:, size : 2 * size].sigmoid()
+        g, o = a[:, 2 * size : 3 * size].tanh(), a[:, 3 * size :].sigmoid()
         c = f * c + i * g
         h = o * c.tanh()
         if w_hr is not None:
@@ -140,8 +140,8 @@ def _cell(mode: str, x_row: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr) -> t
     if mode == "GRU":
         size = hh.shape[1] // 3
         r = (x_row[:, :size] + hh[:, :size]).sigmoid()
-        z = (x_row[:, size:2 * size] + hh[:, size:2 * size]).sigmoid()
-        n = (x_row[:, 2 * size:] + r * hh[:, 2 * size:]).tanh()
+        z = (x_row[:, size : 2 * size] + hh[:, size : 2 * size]).sigmoid()
+        n = (x_row[:, 2 * size :] + r * hh[:, 2 * size :]).tanh()
         return n + z * (h - n), None
     a = x_row + hh
     return (a.tanh() if mode == "RNN_TANH" else a.relu()), None
@@ -161,7 +161,7 @@ def composite_layer(mode: str, sched: Schedule, x: Tensor, h0: Tensor, c0, w_ih,
 
     def rows(blocks, e, count):
         if sched.h0_at <= e < sched.h0_at + sched.n:
-            return blocks[sched.h0_at][e - sched.h0_at:e - sched.h0_at + count]
+            return blocks[sched.h0_at][e - sched.h0_at : e - sched.h0_at + count]
         return blocks[e][:count]
 
     for row, b, segments in sched.steps:
@@ -171,7 +171,7 @@ def composite_layer(mode: str, sched: Schedule, x: Tensor, h0: Tensor, c0, w_ih,
         if mode == "LSTM":
             parts_c = [rows(blocks_c, e, hi - lo) for lo, hi, e in segments]
             c = parts_c[0] if len(parts_c) == 1 else cat(parts_c, 0)
-        h, c = _cell(mode, xw[row:row + b], h, c, w_hh, b_hh, w_hr)
+        h, c = _cell(mode, xw[row : row + b], h, c, w_hh, b_hh, w_hr)
         blocks_h[sched.out_at + row] = h
         blocks_c[sched.out_at + row] = c
         outs[row] = h
@@ -202,8 +202,9 @@ def composite_backward(node, mode: str, inputs: tuple, grads: tuple) -> tuple:
     with grad_mode.enable_grad():
         outs = composite_layer(mode, node.sched, x2, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     outs = (outs[0].reshape(*x.shape[:-1], outs[0].shape[-1]),) + tuple(outs[1:])
-    found = autograd_grad(outs, [inputs[i] for i in wanted], grad_outputs=list(grads), create_graph=True,
-                          allow_unused=True)
+    found = autograd_grad(
+        outs, [inputs[i] for i in wanted], grad_outputs=list(grads), create_graph=True, allow_unused=True
+    )
     result = [None] * len(inputs)
     for i, g in zip(wanted, found):
         result[i] = g
@@ -262,6 +263,8 @@ def run_layer(op: type, x: Tensor, h0: Tensor, c0, w_ih, w_hh, b_ih, b_hh, w_hr,
         node.saved_labels = {len(node._saved) + k: name for k, name in enumerate(keep)}  # for the explorer
         counter = outs[0]._version_counter
         # the output rows are part of the kept state array: checked against in-place changes of the output
-        node._saved.extend((SavedOutput(0), a, counter[0], counter) if name == "states" else (a, a, 0, _NO_COUNTER)
-                           for name, a in keep.items())
+        node._saved.extend(
+            (SavedOutput(0), a, counter[0], counter) if name == "states" else (a, a, 0, _NO_COUNTER)
+            for name, a in keep.items()
+        )
     return outs

@@ -51,8 +51,15 @@ class Embedding(Op, name="EmbeddingBackward0"):
         return out
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
-              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by the integer tensor ``input``.
 
     Repeated indices add their gradients up; the ``padding_idx`` row gets no gradient. With ``max_norm``, the rows

@@ -71,10 +71,28 @@ class Transform(NamedTuple):
 # float32 rounding in the transforms near that of a direct sum.
 F4 = Transform(
     4,
-    np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
-              [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=np.float64),
-    np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
-              [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64),
+    np.array(
+        [
+            [4, 0, -5, 0, 1, 0],
+            [0, -4, -4, 1, 1, 0],
+            [0, 4, -4, -1, 1, 0],
+            [0, -2, -1, 2, 1, 0],
+            [0, 2, -1, -2, 1, 0],
+            [0, 4, 0, -5, 0, 1],
+        ],
+        dtype=np.float64,
+    ),
+    np.array(
+        [
+            [1 / 4, 0, 0],
+            [-1 / 6, -1 / 6, -1 / 6],
+            [-1 / 6, 1 / 6, -1 / 6],
+            [1 / 24, 1 / 12, 1 / 6],
+            [1 / 24, -1 / 12, 1 / 6],
+            [0, 0, 1],
+        ],
+        dtype=np.float64,
+    ),
     np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], dtype=np.float64),
 )
 F2 = Transform(
@@ -129,8 +147,15 @@ def choose(x, w_shape: tuple, geom, groups: int) -> str:
     wanted = _wanted()
     if wanted == "im2col":
         return "im2col"
-    applies = (groups == 1 and geom.kernel == (3, 3) and geom.stride == (1, 1) and geom.dilation == (1, 1)
-               and type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and x.size > 0)
+    applies = (
+        groups == 1
+        and geom.kernel == (3, 3)
+        and geom.stride == (1, 1)
+        and geom.dilation == (1, 1)
+        and type(x) is np.ndarray
+        and x.dtype in (np.float32, np.float64)
+        and x.size > 0
+    )
     if not applies:
         return "im2col"
     if wanted == "winograd":
@@ -311,8 +336,18 @@ def forward(x: np.ndarray, w: np.ndarray, b, geom, keep: dict | None = None) -> 
     return y
 
 
-def backward(g: np.ndarray, x, w, x_shape: tuple, geom, want_x: bool, want_w: bool, want_b: bool,
-             pooled: bool = True, kept: dict | None = None):
+def backward(
+    g: np.ndarray,
+    x,
+    w,
+    x_shape: tuple,
+    geom,
+    want_x: bool,
+    want_w: bool,
+    want_b: bool,
+    pooled: bool = True,
+    kept: dict | None = None,
+):
     """(dx, dw, db) of the convolution from the output gradient ``g``; ``x`` is only read for dw, ``w`` for dx.
     ``pooled``: dx may come from the workspace pool (not for a leaf's gradient, which the leaf keeps). ``kept``:
     the forward's transformed input by slice (see ``forward``); a slice not found there is transformed again.

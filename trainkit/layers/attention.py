@@ -37,12 +37,25 @@ class MultiheadAttention(Module):
     (trainkit.Size([5, 3, 8]), trainkit.Size([3, 5, 5]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
-                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
-                             f"num_heads={num_heads} instead")
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                f"num_heads={num_heads} instead"
+            )
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.embed_dim = embed_dim
@@ -94,14 +107,26 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
-                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``key``/``value``; returns ``(attn_output, attn_weights or None)``."""
         is_batched = query.ndim == 3
-        key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask",
-                                          None if attn_mask is None else attn_mask._data.dtype, "attn_mask",
-                                          query._data.dtype)
+        key_padding_mask = canonical_mask(
+            key_padding_mask,
+            "key_padding_mask",
+            None if attn_mask is None else attn_mask._data.dtype,
+            "attn_mask",
+            query._data.dtype,
+        )
         attn_mask = canonical_mask(attn_mask, "attn_mask", None, "", query._data.dtype, check_other=False)
         if self.batch_first and is_batched:
             if key is value:
@@ -114,18 +139,37 @@ class MultiheadAttention(Module):
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         separate = not self._qkv_same_embed_dim
         out, weights = multi_head_attention_forward(
-            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
-            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
-            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
-            attn_mask=attn_mask, use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
-            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
-            average_attn_weights=average_attn_weights, is_causal=is_causal)
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
+        )
         if self.batch_first and is_batched:
             return out.transpose(1, 0), weights
         return out, weights
 
-    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                    query: Tensor) -> tuple[Tensor | None, int | None]:
+    def merge_masks(
+        self, attn_mask: Tensor | None, key_padding_mask: Tensor | None, query: Tensor
+    ) -> tuple[Tensor | None, int | None]:
         """One mask from ``attn_mask`` (L, L) or (N * H, L, L) and ``key_padding_mask`` (N, L) for a (N, L, E)
         query, and its type: 1 for the padding mask alone, 2 for the attention mask (with the padding mask added),
         both then of shape (N, H, L, L); (None, None) without masks."""

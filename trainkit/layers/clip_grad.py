@@ -38,9 +38,7 @@ def _reduce(xp, x, norm_type: float):
     return xp.power(xp.sum(xp.power(xp.abs(x), x.dtype.type(norm_type))), x.dtype.type(1.0 / norm_type))
 
 
-def get_total_norm(
-    tensors: TensorOrTensors, norm_type: float = 2.0, error_if_nonfinite: bool = False
-) -> Tensor:
+def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
     r"""The norm of all of ``tensors``' values taken as one vector: the norm of the vector of their norms,
     :math:`\|(\|t_1\|_p, \ldots, \|t_n\|_p)\|_p`, on the first tensor's device.
 

@@ -12,6 +12,7 @@ from .parameter import Parameter
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AvgPool1d", "Conv1d", "ConvTranspose1d", "MaxPool1d"]
 
+
 def _single(value) -> tuple[int]:
     """PyTorch's ``_single``: an int as a 1-tuple, a sequence as a tuple."""
     if isinstance(value, (tuple, list)):
@@ -34,8 +35,20 @@ class Conv1d(Module):
     trainkit.Size([2, 8, 20])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         check_groups(in_channels, out_channels, groups)
         self.kernel_size, self.stride, self.dilation = _single(kernel_size), _single(stride), _single(dilation)
@@ -56,8 +69,9 @@ class Conv1d(Module):
             self._reversed_padding_repeated_twice = (total // 2, total - total // 2)
         else:
             self._reversed_padding_repeated_twice = (self.padding[0], self.padding[0])
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size, dtype=dtype,
-                                      device=device))
+        self.weight = Parameter(
+            empty((out_channels, in_channels // groups) + self.kernel_size, dtype=dtype, device=device)
+        )
         if bias:
             self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
@@ -93,8 +107,21 @@ class ConvTranspose1d(Module):
     trainkit.Size([2, 4, 10])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
@@ -104,8 +131,9 @@ class ConvTranspose1d(Module):
         self.dilation, self.output_padding = _single(dilation), _single(output_padding)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding_mode, self.transposed = padding_mode, True
-        self.weight = Parameter(empty((in_channels, out_channels // groups) + self.kernel_size, dtype=dtype,
-                                      device=device))
+        self.weight = Parameter(
+            empty((in_channels, out_channels // groups) + self.kernel_size, dtype=dtype, device=device)
+        )
         if bias:
             self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
@@ -118,8 +146,9 @@ class ConvTranspose1d(Module):
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
         output_padding = output_padding_for(self, input, output_size)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+        return F.conv_transpose1d(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )
 
     def extra_repr(self) -> str:
         return conv_extra_repr(self)
@@ -133,8 +162,9 @@ class MaxPool1d(Module):
     tensor([[3., 2.]])
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
-                 ceil_mode: bool = False):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False, ceil_mode: bool = False
+    ):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -142,12 +172,21 @@ class MaxPool1d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return F.max_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
 
     def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
 
 
 class AvgPool1d(Module):
@@ -166,8 +205,7 @@ class AvgPool1d(Module):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -210,4 +248,3 @@ class AdaptiveMaxPool1d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
-

@@ -142,8 +142,10 @@ class Module:
         self._check_init("parameters")
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
-                            "(trainkit.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(trainkit.nn.Parameter or None required)"
+            )
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -221,9 +223,7 @@ class Module:
 
     def _named_members(self, registry: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
         seen = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [
-            (prefix, self)
-        ]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, value in getattr(module, registry).items():
                 if value is None or (remove_duplicate and id(value) in seen):
@@ -356,8 +356,10 @@ class Module:
         for key, value in state_dict.items():
             if key in own:
                 if not isinstance(value, Tensor):
-                    problems.append(f'While copying the parameter named "{key}", expected a Tensor in the state_dict, '
-                                    f"got {type(value).__name__}.")
+                    problems.append(
+                        f'While copying the parameter named "{key}", expected a Tensor in the state_dict, '
+                        f"got {type(value).__name__}."
+                    )
                 elif tuple(value.shape) != tuple(own[key].shape):
                     problems.append(
                         f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
@@ -369,9 +371,7 @@ class Module:
             if missing:
                 problems.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
         if problems:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(problems)
-            )
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(problems))
         with grad_mode.no_grad():
             for key, value in state_dict.items():
                 if key not in own:
@@ -391,8 +391,8 @@ class Module:
             local = set(module._parameters) | {b for b in module._buffers if b not in module._non_persistent_buffers}
             for key in state_dict:
                 if key.startswith(prefix):
-                    first = key[len(prefix):].split(".", 1)[0]
-                    if first not in module._modules and (first not in local or "." in key[len(prefix):]):
+                    first = key[len(prefix) :].split(".", 1)[0]
+                    if first not in module._modules and (first not in local or "." in key[len(prefix) :]):
                         unexpected.append(key)
         return unexpected
 

@@ -35,21 +35,35 @@ class RNNBase(Module):
     ['weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0']
     """
 
-    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         self.mode = mode
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.bidirectional, self.proj_size = bias, batch_first, bidirectional, proj_size
         if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
-            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
-                             "being zeroed")
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+            )
         self.dropout = float(dropout)
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
-                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
-                          stacklevel=2)
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                stacklevel=2,
+            )
         for name, value in (("bias", bias), ("batch_first", batch_first)):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
@@ -76,8 +90,10 @@ class RNNBase(Module):
             for direction in range(directions):
                 layer_input = input_size if layer == 0 else real_hidden * directions
                 suffix = "_reverse" if direction == 1 else ""
-                shapes = [(f"weight_ih_l{layer}{suffix}", (gate_size, layer_input)),
-                          (f"weight_hh_l{layer}{suffix}", (gate_size, real_hidden))]
+                shapes = [
+                    (f"weight_ih_l{layer}{suffix}", (gate_size, layer_input)),
+                    (f"weight_hh_l{layer}{suffix}", (gate_size, real_hidden)),
+                ]
                 if bias:
                     shapes += [(f"bias_ih_l{layer}{suffix}", (gate_size,)), (f"bias_hh_l{layer}{suffix}", (gate_size,))]
                 if proj_size > 0:
@@ -111,14 +127,17 @@ class RNNBase(Module):
     def check_input(self, input: Tensor, batch_sizes) -> None:
         weight = self._flat_weights[0]
         if input.dtype != weight.dtype:
-            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
-                             f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
+                f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})"
+            )
         expected = 2 if batch_sizes is not None else 3
         if input.dim() != expected:
             raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                               f"got {input.size(-1)}")
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.size(-1)}"
+            )
 
     def _mini_batch(self, input: Tensor, batch_sizes) -> int:
         if batch_sizes is not None:
@@ -171,8 +190,9 @@ class RNNBase(Module):
         return out
 
     def _zeros(self, input: Tensor, batch: int, size: int) -> Tensor:
-        return zeros(self.num_layers * (2 if self.bidirectional else 1), batch, size, dtype=input.dtype,
-                     device=input.device)
+        return zeros(
+            self.num_layers * (2 if self.bidirectional else 1), batch, size, dtype=input.dtype, device=input.device
+        )
 
     def _run(self, input, hx: Tensor | None, cx: Tensor | None, label: str):
         """The common forward: unpack or batch the input, check and order the states, run the layers, put the
@@ -213,8 +233,18 @@ class RNNBase(Module):
             self._check_states(input, hx, cx, None)
             if self.batch_first:
                 input = input.transpose(0, 1)
-        result = recurrent(self.mode, input, hx, cx, self._weights(), self.num_layers, self.dropout, self.training,
-                           self.bidirectional, batch_sizes)
+        result = recurrent(
+            self.mode,
+            input,
+            hx,
+            cx,
+            self._weights(),
+            self.num_layers,
+            self.dropout,
+            self.training,
+            self.bidirectional,
+            batch_sizes,
+        )
         output, states = result[0], result[1:]
         if packed:
             output = PackedSequence(output, batch_sizes_t, sorted_indices, unsorted_indices)
@@ -232,8 +262,9 @@ class RNNBase(Module):
         kind = "batched 3-D" if batched else "unbatched 2-D"
         if self.mode == "LSTM":
             if hx.dim() != dims or cx.dim() != dims:
-                raise RuntimeError(f"For {kind} input, hx and cx should also be {dims}-D but got ({hx.dim()}-D, "
-                                   f"{cx.dim()}-D) tensors")
+                raise RuntimeError(
+                    f"For {kind} input, hx and cx should also be {dims}-D but got ({hx.dim()}-D, {cx.dim()}-D) tensors"
+                )
         elif hx.dim() != dims:
             raise RuntimeError(f"For {kind} input, hx should also be {dims}-D but got {hx.dim()}-D tensor")
 
@@ -244,8 +275,11 @@ class RNNBase(Module):
         self.check_input(input, batch_sizes)
         expected_h = self.get_expected_hidden_size(input, batch_sizes)
         self.check_hidden_size(hx, expected_h, "Expected hidden[0] size {}, got {}")
-        expected_c = (self.num_layers * (2 if self.bidirectional else 1), self._mini_batch(input, batch_sizes),
-                      self.hidden_size)
+        expected_c = (
+            self.num_layers * (2 if self.bidirectional else 1),
+            self._mini_batch(input, batch_sizes),
+            self.hidden_size,
+        )
         self.check_hidden_size(cx, expected_c, "Expected hidden[1] size {}, got {}")
 
 
@@ -299,8 +333,11 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor, batch_sizes) -> tuple[int, int, int]:
-        return (self.num_layers * (2 if self.bidirectional else 1), self._mini_batch(input, batch_sizes),
-                self.hidden_size)
+        return (
+            self.num_layers * (2 if self.bidirectional else 1),
+            self._mini_batch(input, batch_sizes),
+            self.hidden_size,
+        )
 
     def permute_hidden(self, hx, permutation):
         if permutation is None or isinstance(hx, Tensor):

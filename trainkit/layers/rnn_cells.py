@@ -42,8 +42,7 @@ class RNNCellBase(Module):
     (trainkit.Size([8, 3]), trainkit.Size([8]))
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
-                 dtype=None) -> None:
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -100,8 +99,9 @@ class RNNCell(RNNCellBase):
     trainkit.Size([2, 4])
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None, dtype=None
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
@@ -156,8 +156,9 @@ class LSTMCell(RNNCellBase):
             h = c = zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif is_batched:
             if not isinstance(hx, (tuple, list)):
-                raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not "
-                                f"{type(hx).__name__}")
+                raise TypeError(
+                    f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not {type(hx).__name__}"
+                )
             if len(hx) != 2:
                 raise RuntimeError("lstm_cell expects two hidden states")
             h, c = hx

@@ -23,8 +23,13 @@ from ..autograd.tensor import Tensor
 _SORT_RUN = 16  # torch's introsort leaves runs of this length to insertion sort
 
 __all__ = [
-    "PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",
-    "unpad_sequence", "unpack_sequence",
+    "PackedSequence",
+    "pack_padded_sequence",
+    "pad_packed_sequence",
+    "pad_sequence",
+    "pack_sequence",
+    "unpad_sequence",
+    "unpack_sequence",
 ]
 
 
@@ -235,7 +240,7 @@ def _sort_descending(lengths: np.ndarray) -> np.ndarray:
         for i in range(first + 1, last):
             if keys[a[i]] > keys[a[first]]:
                 val = a[i]
-                a[first + 1:i + 1] = a[first:i]
+                a[first + 1 : i + 1] = a[first:i]
                 a[first] = val
             else:
                 linear_insert(i)
@@ -338,8 +343,9 @@ def _sort_descending(lengths: np.ndarray) -> np.ndarray:
     return np.array(a, dtype=np.int64)
 
 
-def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
-                         enforce_sorted: bool = True) -> PackedSequence:
+def pack_padded_sequence(
+    input: Tensor, lengths, batch_first: bool = False, enforce_sorted: bool = True
+) -> PackedSequence:
     """Pack a padded batch of sequences of the given lengths, as ``torch.nn.utils.rnn.pack_padded_sequence``.
 
     ``input`` is (T, B, *) (or (B, T, *) with ``batch_first``), ``lengths`` a list or 1-D CPU tensor of B
@@ -370,10 +376,12 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         raise RuntimeError("Cannot pack empty tensors.")
     if len(lengths) != batch_size:
         raise RuntimeError(
-            f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} (batch_size={batch_size})")
+            f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} (batch_size={batch_size})"
+        )
     if lengths[-1] <= 0:
         raise RuntimeError(
-            "Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0")
+            "Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0"
+        )
     if (lengths[1:] > lengths[:-1]).any():
         raise RuntimeError(
             "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
@@ -394,8 +402,9 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     return PackedSequence(data, tensor(batch_sizes, dtype=to_dtype("int64")), sorted_indices, None)
 
 
-def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
-                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
+def pad_packed_sequence(
+    sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0, total_length: int | None = None
+) -> tuple[Tensor, Tensor]:
     """Unpack a PackedSequence into a padded batch and its lengths, as ``torch.nn.utils.rnn.pad_packed_sequence``.
 
     Returns ``(padded, lengths)``: padded is (T, B, *) (or (B, T, *) with ``batch_first``), T the longest length or
@@ -459,8 +468,9 @@ def _copy_shape_error(target: tuple, source: tuple) -> RuntimeError | None:
     return None
 
 
-def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
-                 padding_side: str = "right") -> Tensor:
+def pad_sequence(
+    sequences, batch_first: bool = False, padding_value: float = 0.0, padding_side: str = "right"
+) -> Tensor:
     """Stack sequences of different lengths into one padded tensor, as ``torch.nn.utils.rnn.pad_sequence``.
 
     Each sequence is (L_i, *); the result is (max L_i, B, *) (or (B, max L_i, *) with ``batch_first``), with the
@@ -474,7 +484,8 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     """
     if not isinstance(sequences, Iterable):
         raise RuntimeError(
-            f"pad_sequence: Expected iterable for input sequences, but got arg of type: {type(sequences)}")
+            f"pad_sequence: Expected iterable for input sequences, but got arg of type: {type(sequences)}"
+        )
     sequences = tuple(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")

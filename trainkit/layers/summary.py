@@ -67,9 +67,15 @@ def summary(model: Module, input_shape, *, batch_size: int = 1, dtype=None, devi
     def fmt(cells) -> str:
         return "".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
-    lines = [fmt(headers), line, *(fmt((n, s, f"{c:,}")) for n, s, c in rows), line,
-             f"Total params: {trainable + frozen:,}", f"Trainable params: {trainable:,}",
-             f"Non-trainable params: {frozen:,}"]
+    lines = [
+        fmt(headers),
+        line,
+        *(fmt((n, s, f"{c:,}")) for n, s, c in rows),
+        line,
+        f"Total params: {trainable + frozen:,}",
+        f"Trainable params: {trainable:,}",
+        f"Non-trainable params: {frozen:,}",
+    ]
     table = "\n".join(lines)
     if print_fn is not None:
         print_fn(table)

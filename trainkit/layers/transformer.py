@@ -27,8 +27,13 @@ from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
 
-__all__ = ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
-           "TransformerEncoderLayer"]
+__all__ = [
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
+]
 
 
 def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
@@ -54,8 +59,10 @@ def _float_mask(mask: Tensor | None, name: str, other: Tensor | None, other_name
     if mask.dtype != backend.bool_ and not is_float:
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if other is not None and mask.dtype != other.dtype:
-        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same type for both "
-                      "instead.", stacklevel=4)
+        warnings.warn(
+            f"Support for mismatched {name} and {other_name} is deprecated. Use same type for both instead.",
+            stacklevel=4,
+        )
     if is_float:
         return mask
     return zeros_like(mask, dtype=dtype).masked_fill(mask, float("-inf"))
@@ -90,14 +97,25 @@ class TransformerEncoderLayer(Module):
     trainkit.Size([5, 3, 8])
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable[[Tensor], Tensor] = F.relu, layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            **factory)
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
+        )
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
@@ -116,12 +134,18 @@ class TransformerEncoderLayer(Module):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
-    def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
         """``src_mask`` (S, S) or (N*nhead, S, S) and ``src_key_padding_mask`` (N, S), boolean (True = leave out)
         or additive float; ``is_causal`` says that ``src_mask`` is the causal mask."""
-        src_key_padding_mask = _float_mask(src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask",
-                                           src.dtype)
+        src_key_padding_mask = _float_mask(
+            src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src.dtype
+        )
         src_mask = _float_mask(src_mask, "src_mask", None, "", src.dtype)
         x = src
         if self.norm_first:
@@ -131,8 +155,9 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
     def _sa_block(self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False,
-                           is_causal=is_causal)[0]
+        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False, is_causal=is_causal)[
+            0
+        ]
         return self.dropout1(x)
 
     def _ff_block(self, x: Tensor) -> Tensor:
@@ -151,16 +176,28 @@ class TransformerDecoderLayer(Module):
     trainkit.Size([4, 3, 8])
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable[[Tensor], Tensor] = F.relu, layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
-                                            **factory)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
-                                                 bias=bias, **factory)
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory
+        )
+        self.multihead_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory
+        )
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
@@ -173,10 +210,17 @@ class TransformerDecoderLayer(Module):
         self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
 
-    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
-                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
-                memory_is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
         """``tgt_mask`` (T, T), ``memory_mask`` (T, S), padding masks (N, T) and (N, S); masks are handed to
         the attention layers as given (boolean True = leave out, or additive float)."""
         x = tgt
@@ -189,14 +233,17 @@ class TransformerDecoderLayer(Module):
         return self.norm3(x + self._ff_block(x))
 
     def _sa_block(self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, is_causal=is_causal,
-                           need_weights=False)[0]
+        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, is_causal=is_causal, need_weights=False)[
+            0
+        ]
         return self.dropout1(x)
 
-    def _mha_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, padding: Tensor | None,
-                   is_causal: bool) -> Tensor:
-        x = self.multihead_attn(x, memory, memory, attn_mask=mask, key_padding_mask=padding, is_causal=is_causal,
-                                need_weights=False)[0]
+    def _mha_block(
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool
+    ) -> Tensor:
+        x = self.multihead_attn(
+            x, memory, memory, attn_mask=mask, key_padding_mask=padding, is_causal=is_causal, need_weights=False
+        )[0]
         return self.dropout2(x)
 
     def _ff_block(self, x: Tensor) -> Tensor:
@@ -211,8 +258,7 @@ def _why_no_nested(layer: Module) -> str:
     if layer.norm_first:
         return "encoder_layer.norm_first was True"
     if not attn.batch_first:
-        return ("encoder_layer.self_attn.batch_first was not True(use batch_first for better inference "
-                "performance)")
+        return "encoder_layer.self_attn.batch_first was not True(use batch_first for better inference performance)"
     if not attn._qkv_same_embed_dim:
         return "encoder_layer.self_attn._qkv_same_embed_dim was not True"
     if attn.in_proj_bias is None:
@@ -239,8 +285,14 @@ class TransformerEncoder(Module):
     trainkit.Size([3, 5, 8])
     """
 
-    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
-                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+    def __init__(
+        self,
+        encoder_layer: TransformerEncoderLayer,
+        num_layers: int,
+        norm: Module | None = None,
+        enable_nested_tensor: bool = True,
+        mask_check: bool = True,
+    ) -> None:
         super().__init__()
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
@@ -250,12 +302,18 @@ class TransformerEncoder(Module):
         self.mask_check = mask_check
         why_not = _why_no_nested(encoder_layer)
         if enable_nested_tensor and why_not:
-            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
-                          stacklevel=2)
+            warnings.warn(
+                f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}", stacklevel=2
+            )
             self.use_nested_tensor = False
 
-    def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool | None = None) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+    ) -> Tensor:
         """``is_causal=None`` finds out whether ``mask`` is the square causal mask; True asserts that it is."""
         src_key_padding_mask = _float_mask(src_key_padding_mask, "src_key_padding_mask", mask, "mask", src.dtype)
         mask = _float_mask(mask, "mask", None, "", src.dtype)
@@ -278,8 +336,13 @@ class TransformerEncoder(Module):
         as with the masks, so zeroing the padded ones gives its numbers.
         """
         first = self.layers[0]
-        if (padding is None or mask is not None or not getattr(self, "use_nested_tensor", False) or first.training
-                or src.dim() != 3):
+        if (
+            padding is None
+            or mask is not None
+            or not getattr(self, "use_nested_tensor", False)
+            or first.training
+            or src.dim() != 3
+        ):
             return None
         attn, weights = first.self_attn, [src]
         weights += [attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias]
@@ -293,7 +356,6 @@ class TransformerEncoder(Module):
         if bool((padded[:, :-1] & ~padded[:, 1:]).any()):
             return None
         return padded
-
 
 
 class TransformerDecoder(Module):
@@ -313,18 +375,31 @@ class TransformerDecoder(Module):
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
-                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool | None = None,
-                memory_is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
         """``tgt_is_causal=None`` finds out whether ``tgt_mask`` is the square causal mask."""
         tgt_is_causal = _is_causal(tgt_mask, tgt_is_causal, _seq_len(tgt, self.layers[0].self_attn.batch_first))
         output = tgt
         for layer in self.layers:
-            output = layer(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                           tgt_key_padding_mask=tgt_key_padding_mask,
-                           memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                           memory_is_causal=memory_is_causal)
+            output = layer(
+                output,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=tgt_is_causal,
+                memory_is_causal=memory_is_causal,
+            )
         if self.norm is not None:
             output = self.norm(output)
         return output
@@ -345,37 +420,70 @@ class Transformer(Module):
     trainkit.Size([2, 4, 16])
     """
 
-    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
-                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable[[Tensor], Tensor] = F.relu, custom_encoder: Any | None = None,
-                 custom_decoder: Any | None = None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        custom_encoder: Any | None = None,
+        custom_decoder: Any | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
-                      bias)
+        layer_args = (
+            d_model,
+            nhead,
+            dim_feedforward,
+            dropout,
+            activation,
+            layer_norm_eps,
+            batch_first,
+            norm_first,
+            bias,
+        )
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
             encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-            self.encoder = TransformerEncoder(TransformerEncoderLayer(*layer_args, **factory), num_encoder_layers,
-                                              encoder_norm)
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(*layer_args, **factory), num_encoder_layers, encoder_norm
+            )
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-            self.decoder = TransformerDecoder(TransformerDecoderLayer(*layer_args, **factory), num_decoder_layers,
-                                              decoder_norm)
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(*layer_args, **factory), num_decoder_layers, decoder_norm
+            )
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead
         self.batch_first = batch_first
 
-    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None,
-                memory_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                src_is_causal: bool | None = None, tgt_is_causal: bool | None = False,
-                memory_is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
         """Encode ``src``, then decode ``tgt`` against the result; the masks go to the stacks by name."""
         batched = src.dim() == 3
         batch = 0 if self.batch_first else 1
@@ -384,10 +492,16 @@ class Transformer(Module):
         if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
             raise RuntimeError("the feature number of src and tgt must be equal to d_model")
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
-        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                            tgt_key_padding_mask=tgt_key_padding_mask,
-                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                            memory_is_causal=memory_is_causal)
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
 
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:

@@ -74,7 +74,12 @@ class Adam(Optimizer):
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = dict(
-            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
             decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
@@ -103,9 +108,18 @@ class Adam(Optimizer):
             bias_correction2_sqrt = bias_correction2**0.5
             keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
             for part in blocks(param, grad, *(state[key]._data for key in keys)):
-                self._update_arrays(*part, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                                    decoupled=decoupled, maximize=maximize, step_size=step_size,
-                                    bias_correction2_sqrt=bias_correction2_sqrt)
+                self._update_arrays(
+                    *part,
+                    lr=lr,
+                    beta1=beta1,
+                    beta2=beta2,
+                    eps=eps,
+                    weight_decay=weight_decay,
+                    decoupled=decoupled,
+                    maximize=maximize,
+                    step_size=step_size,
+                    bias_correction2_sqrt=bias_correction2_sqrt,
+                )
             for key in keys:
                 bump_version(state[key])
             if weight_decay != 0 and decoupled:  # PyTorch changes the parameter twice: a mul_, then the step
@@ -113,8 +127,23 @@ class Adam(Optimizer):
             bump_version(p)
 
     @staticmethod
-    def _update_arrays(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, lr, beta1, beta2, eps,
-                       weight_decay, decoupled, maximize, step_size, bias_correction2_sqrt) -> None:
+    def _update_arrays(
+        param,
+        grad,
+        exp_avg,
+        exp_avg_sq,
+        max_exp_avg_sq=None,
+        *,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        decoupled,
+        maximize,
+        step_size,
+        bias_correction2_sqrt,
+    ) -> None:
         """One Adam step on arrays: whole ones, or matching slices of them."""
         xp = xp_of(param)
         if maximize:

@@ -44,9 +44,7 @@ class AdamW(Adam):
         *,
         maximize: bool = False,
     ) -> None:
-        super().__init__(
-            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True
-        )
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)

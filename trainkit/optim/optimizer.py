@@ -115,8 +115,9 @@ def blocks(*arrays):
     [32768, 32768, 4464]
     """
     first = arrays[0]
-    if first.size <= _BLOCK or any(type(a) is not np.ndarray or a.shape != first.shape or not a.flags.c_contiguous
-                                   for a in arrays):
+    if first.size <= _BLOCK or any(
+        type(a) is not np.ndarray or a.shape != first.shape or not a.flags.c_contiguous for a in arrays
+    ):
         yield arrays
         return
     flat = [a.reshape(-1) for a in arrays]
@@ -300,9 +301,7 @@ class Optimizer:
             raise ValueError(
                 "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
             )
-        id_map = {
-            saved: p for s, g in zip(saved_groups, groups) for saved, p in zip(s["params"], g["params"])
-        }
+        id_map = {saved: p for s, g in zip(saved_groups, groups) for saved, p in zip(s["params"], g["params"])}
         state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:

@@ -19,5 +19,13 @@ from .save_load import FileFormatError, load, save
 from .torch_pickle import TorchFileError, UnsafeGlobalError, load_torch_file
 from .torch_writer import save_torch_file
 
-__all__ = ["FileFormatError", "TorchFileError", "UnsafeGlobalError", "load", "load_torch_file", "save",
-           "save_torch_file", "temporary_beside"]
+__all__ = [
+    "FileFormatError",
+    "TorchFileError",
+    "UnsafeGlobalError",
+    "load",
+    "load_torch_file",
+    "save",
+    "save_torch_file",
+    "temporary_beside",
+]

@@ -161,8 +161,10 @@ def save(obj, f) -> None:
         return
     if path.suffix in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
         if any(not isinstance(a, Tensor) for a in _leaves(obj)):
-            raise TypeError(f"{path}: a .pt file holds tensors, not NumPy arrays (which torch.load would refuse): "
-                            "save them as tensors (trainkit.from_numpy), or choose a .npz name for trainkit's format")
+            raise TypeError(
+                f"{path}: a .pt file holds tensors, not NumPy arrays (which torch.load would refuse): "
+                "save them as tensors (trainkit.from_numpy), or choose a .npz name for trainkit's format"
+            )
         save_torch_file(obj, path)
         return
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -177,8 +179,10 @@ def save(obj, f) -> None:
         raise
 
 
-SAFETENSORS_HINT = ("safetensors files need the safetensors package, an optional extra: "
-                    "pip install 'trainkit[safetensors]' (or pip install safetensors)")
+SAFETENSORS_HINT = (
+    "safetensors files need the safetensors package, an optional extra: "
+    "pip install 'trainkit[safetensors]' (or pip install safetensors)"
+)
 
 
 def _safetensors_numpy():
@@ -191,10 +195,14 @@ def _safetensors_numpy():
 def _save_safetensors(obj, path: Path) -> None:
     """A flat dict of names to tensors (a state dict), written with the safetensors package's NumPy API."""
     if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()):
-        raise TypeError(f"{path}: a .safetensors file holds a flat dict of names to tensors (a state dict); save "
-                        "other objects under a .pt or .npz name")
-    arrays = {k: np.ascontiguousarray(v.detach().cpu().numpy()) if v.ndim else v.detach().cpu().numpy().copy()
-              for k, v in obj.items()}
+        raise TypeError(
+            f"{path}: a .safetensors file holds a flat dict of names to tensors (a state dict); save "
+            "other objects under a .pt or .npz name"
+        )
+    arrays = {
+        k: np.ascontiguousarray(v.detach().cpu().numpy()) if v.ndim else v.detach().cpu().numpy().copy()
+        for k, v in obj.items()
+    }
     tmp = temporary_beside(path)
     try:
         _safetensors_numpy().save_file(arrays, str(tmp))
@@ -212,8 +220,9 @@ def _load_safetensors(path: Path) -> OrderedDict:
         raise FileFormatError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err})") from None
     for name, array in arrays.items():
         if array.dtype.kind not in "biuf":
-            raise FileFormatError(f"{path}: tensor {name!r} holds {array.dtype} data; only numeric and bool tensors "
-                                  "are loaded")
+            raise FileFormatError(
+                f"{path}: tensor {name!r} holds {array.dtype} data; only numeric and bool tensors are loaded"
+            )
     return OrderedDict((name, Tensor._make(np.array(array))) for name, array in arrays.items())
 
 
@@ -319,8 +328,9 @@ def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, di
         if meta_info is None:
             raise FileFormatError(f"{where}: not a file written by trainkit.save (it has no {_META} entry)")
         if meta_info.file_size > _MAX_META_BYTES:
-            raise FileFormatError(f"{where}: its structure document is {meta_info.file_size} bytes, more than any "
-                                  "saved state needs")
+            raise FileFormatError(
+                f"{where}: its structure document is {meta_info.file_size} bytes, more than any saved state needs"
+            )
         text = _read_member(archive, meta_info, where, "U")
         try:
             meta = json.loads(str(text))
@@ -333,19 +343,23 @@ def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, di
             shape, _ = _read_member(archive, info, where, "biuf", data=False)
             if name in expected and shape != expected[name][1]:
                 key, want = expected[name]
-                raise FileFormatError(f"{where}: {key} has shape {shape} in the file but {want} in the model; "
-                                      "nothing was loaded")
+                raise FileFormatError(
+                    f"{where}: {key} has shape {shape} in the file but {want} in the model; nothing was loaded"
+                )
         arrays = {name.removesuffix(".npy"): _read_member(archive, info, where, "biuf") for name, info in infos.items()}
     return meta, arrays
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str,
-                 data: bool = True) -> np.ndarray | tuple:
+def _read_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str, data: bool = True
+) -> np.ndarray | tuple:
     """A member's array, its header checked first; with ``data=False`` only the header's (shape, dtype)."""
     member = f"{where}: member {info.filename}"
     if info.compress_type != zipfile.ZIP_STORED and info.file_size > _MAX_EXPANSION * max(info.compress_size, 1):
-        raise FileFormatError(f"{member} would inflate from {info.compress_size} to {info.file_size} bytes; "
-                              "trainkit.save stores arrays uncompressed, so this is no saved state")
+        raise FileFormatError(
+            f"{member} would inflate from {info.compress_size} to {info.file_size} bytes; "
+            "trainkit.save stores arrays uncompressed, so this is no saved state"
+        )
     try:
         with archive.open(info) as fp:
             version = np.lib.format.read_magic(fp)
@@ -355,8 +369,10 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, ki
                 raise FileFormatError(f"{member} holds {dtype} data; only numeric and bool arrays are loaded")
             count = int(np.prod(shape, dtype=np.int64))
             if info.file_size != fp.tell() + count * dtype.itemsize:
-                raise FileFormatError(f"{member} declares {tuple(shape)} {dtype} ({count * dtype.itemsize} bytes) "
-                                      f"but holds {info.file_size - fp.tell()} bytes")
+                raise FileFormatError(
+                    f"{member} declares {tuple(shape)} {dtype} ({count * dtype.itemsize} bytes) "
+                    f"but holds {info.file_size - fp.tell()} bytes"
+                )
             if not data:
                 return tuple(shape), dtype
             array = np.empty(count, dtype=dtype)

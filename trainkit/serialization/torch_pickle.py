@@ -39,14 +39,34 @@ _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 
 # storage class name -> NumPy dtype of its elements (byte order added when the file says which)
 _STORAGE_DTYPES = {
-    "FloatStorage": "f4", "DoubleStorage": "f8", "HalfStorage": "f2", "BFloat16Storage": "u2",
-    "LongStorage": "i8", "IntStorage": "i4", "ShortStorage": "i2", "CharStorage": "i1", "ByteStorage": "u1",
-    "BoolStorage": "?", "UntypedStorage": "u1",
+    "FloatStorage": "f4",
+    "DoubleStorage": "f8",
+    "HalfStorage": "f2",
+    "BFloat16Storage": "u2",
+    "LongStorage": "i8",
+    "IntStorage": "i4",
+    "ShortStorage": "i2",
+    "CharStorage": "i1",
+    "ByteStorage": "u1",
+    "BoolStorage": "?",
+    "UntypedStorage": "u1",
 }
 _TORCH_DTYPES = {
-    "float16": float16, "half": float16, "float32": float32, "float": float32, "float64": float64,
-    "double": float64, "int8": int8, "int16": int16, "short": int16, "int32": int32, "int": int32,
-    "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
+    "float16": float16,
+    "half": float16,
+    "float32": float32,
+    "float": float32,
+    "float64": float64,
+    "double": float64,
+    "int8": int8,
+    "int16": int16,
+    "short": int16,
+    "int32": int32,
+    "int": int32,
+    "int64": int64,
+    "long": int64,
+    "uint8": uint8,
+    "bool": bool_,
 }
 
 
@@ -132,8 +152,11 @@ class _Unpickler(pickle._Unpickler):
         if type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
             self.set_state(inst, state)
         else:
-            raise self.fail(f"refusing to set the state of a {type(inst).__name__} (only a state dict's metadata and "
-                            "tensor attributes may be set)", UnsafeGlobalError)
+            raise self.fail(
+                f"refusing to set the state of a {type(inst).__name__} (only a state dict's metadata and "
+                "tensor attributes may be set)",
+                UnsafeGlobalError,
+            )
 
     dispatch[pickle.BUILD[0]] = load_build
 
@@ -147,7 +170,9 @@ class _Unpickler(pickle._Unpickler):
             raise self.fail(
                 f"refusing to load the global '{module}.{name}': only tensors, storages and plain containers "
                 "(what torch.load(weights_only=True) accepts for a state dict) are allowed; nothing in the file "
-                "was run", UnsafeGlobalError) from None
+                "was run",
+                UnsafeGlobalError,
+            ) from None
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
@@ -163,8 +188,10 @@ class _Unpickler(pickle._Unpickler):
         name = f"{self.prefix}data/{key}"
         raw = read_member(self.path, self.archive, name)
         if len(raw) != numel * kind.np.itemsize:
-            raise self.fail(f"storage {name} has {len(raw)} bytes; {numel} elements of {kind.name} need "
-                            f"{numel * kind.np.itemsize} (the file is truncated or corrupt)")
+            raise self.fail(
+                f"storage {name} has {len(raw)} bytes; {numel} elements of {kind.name} need "
+                f"{numel * kind.np.itemsize} (the file is truncated or corrupt)"
+            )
         array = np.frombuffer(bytearray(raw), dtype=kind.np.newbyteorder(self.order))
         array = array.astype(array.dtype.newbyteorder("="), copy=False)
         if kind.name == "BFloat16Storage":
@@ -174,8 +201,9 @@ class _Unpickler(pickle._Unpickler):
         self.storages[key] = _Storage(array, key, kind.name)
         return self.storages[key]
 
-    def rebuild_tensor(self, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None) -> Tensor:
+    def rebuild_tensor(
+        self, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
+    ) -> Tensor:
         if not isinstance(storage, _Storage):
             raise self.fail(f"a tensor's storage is a {type(storage).__name__}, not a storage record")
         size, stride = tuple(size), tuple(stride)
@@ -186,10 +214,13 @@ class _Unpickler(pickle._Unpickler):
         last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
         if 0 not in size and last >= array.size:
             # as_strided does not check bounds: a bad layout would read memory outside the storage
-            raise self.fail(f"a tensor of size {size}, stride {stride} at offset {storage_offset} reaches past "
-                            f"the {array.size} elements of storage {storage.key}")
-        view = np.lib.stride_tricks.as_strided(array[storage_offset:] if 0 not in size else array[:0], size,
-                                               tuple(s * array.itemsize for s in stride))
+            raise self.fail(
+                f"a tensor of size {size}, stride {stride} at offset {storage_offset} reaches past "
+                f"the {array.size} elements of storage {storage.key}"
+            )
+        view = np.lib.stride_tricks.as_strided(
+            array[storage_offset:] if 0 not in size else array[:0], size, tuple(s * array.itemsize for s in stride)
+        )
         tensor = from_numpy(view)
         if requires_grad:
             tensor.requires_grad_(True)
@@ -218,8 +249,9 @@ class _Unpickler(pickle._Unpickler):
         for name, value in (state or {}).items():
             private = isinstance(name, str) and name.startswith("_") and name != "_metadata"
             if not isinstance(name, str) or private or hasattr(type(obj), name):
-                raise self.fail(f"attribute {name!r} in the file would replace one of {type(obj).__name__}",
-                                UnsafeGlobalError)
+                raise self.fail(
+                    f"attribute {name!r} in the file would replace one of {type(obj).__name__}", UnsafeGlobalError
+                )
             setattr(obj, name, value)
 
 
@@ -247,7 +279,8 @@ def _not_a_zip(path: Path) -> TorchFileError:
     if head == _LEGACY_MAGIC or _is_tar(path):
         return TorchFileError(
             f"{path} is in PyTorch's legacy format (written by torch older than 1.6), which this reader does not "
-            "support; re-save it with a current torch: torch.save(torch.load(path), path)")
+            "support; re-save it with a current torch: torch.save(torch.load(path), path)"
+        )
     if head.startswith(b"PK"):
         return TorchFileError(f"{path}: the zip archive is truncated or corrupt (no central directory)")
     return TorchFileError(f"{path} is not a PyTorch file: torch.save writes a zip archive, this is not one")
@@ -263,8 +296,10 @@ def _record_prefix(path: Path, names: list[str]) -> str:
     """The folder holding ``data.pkl`` (torch names it after the file; any name is accepted)."""
     if any(n.endswith("/constants.pkl") and n.count("/") == 1 for n in names):
         # its data.pkl pickles the scripted module's classes, which are code
-        raise TorchFileError(f"{path} is a TorchScript archive (torch.jit.save), not a torch.save file; save the "
-                             "model's state_dict() with torch.save and load that")
+        raise TorchFileError(
+            f"{path} is a TorchScript archive (torch.jit.save), not a torch.save file; save the "
+            "model's state_dict() with torch.save and load that"
+        )
     pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pickles) == 1:
         return pickles[0][: -len("data.pkl")]
@@ -313,9 +348,10 @@ def load_torch_file(path: str | os.PathLike) -> Any:
         except TorchFileError:
             raise
         except Exception as e:  # any failure inside the pickle means a damaged or foreign file
-            raise TorchFileError(f"{path}: cannot unpickle {prefix}data.pkl: {type(e).__name__}: {e} "
-                                 "(the file is truncated, corrupt or not a torch.save file)") from e
+            raise TorchFileError(
+                f"{path}: cannot unpickle {prefix}data.pkl: {type(e).__name__}: {e} "
+                "(the file is truncated, corrupt or not a torch.save file)"
+            ) from e
     if unpickler.bfloat16:
-        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are "
-                  "exact)")
+        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are exact)")
     return result

@@ -24,9 +24,17 @@ from .files import temporary_beside
 __all__ = ["save_torch_file"]
 
 # NumPy dtype name -> torch's typed storage class
-_STORAGES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage", "int64": "LongStorage",
-             "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage",
-             "bool": "BoolStorage"}
+_STORAGES = {
+    "float32": "FloatStorage",
+    "float64": "DoubleStorage",
+    "float16": "HalfStorage",
+    "int64": "LongStorage",
+    "int32": "IntStorage",
+    "int16": "ShortStorage",
+    "int8": "CharStorage",
+    "uint8": "ByteStorage",
+    "bool": "BoolStorage",
+}
 
 
 class _Pickle:
@@ -88,8 +96,10 @@ class _Pickle:
                 self.value(v, f"{where}[{i}]")
             out += b"t"
         else:
-            raise TypeError(f"cannot save an object of type {type(obj).__name__} at {where} in a .pt file: it holds "
-                            "tensors, numbers, strings, None and dicts, lists or tuples of them")
+            raise TypeError(
+                f"cannot save an object of type {type(obj).__name__} at {where} in a .pt file: it holds "
+                "tensors, numbers, strings, None and dicts, lists or tuples of them"
+            )
 
     def tensor(self, t: Tensor) -> None:
         array = np.require(t.detach().cpu().numpy(), requirements="C")  # ascontiguousarray would make 0-d 1-d

@@ -149,8 +149,11 @@ def trainer_state(trainer: Any) -> dict:
         "model": dict(trainer.model.state_dict()),
         "optimizer": trainer.optimizer.state_dict(),
         "scheduler": None if trainer.scheduler is None else trainer.scheduler.state_dict(),
-        "rng": {"global": default_generator.get_state(), "loader": trainer.loader_generator.get_state(),
-                "ranks": trainer.distribute_strategy.rng_states()},
+        "rng": {
+            "global": default_generator.get_state(),
+            "loader": trainer.loader_generator.get_state(),
+            "ranks": trainer.distribute_strategy.rng_states(),
+        },
         "world_size": trainer.world_size,
         "callbacks": trainer.callbacks.state_dict(),
         "epoch": trainer.epoch,
@@ -165,8 +168,10 @@ def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -
     process count must be the one that wrote it, since each process takes back its own random stream."""
     saved_size = int(state.get("world_size", 1))
     if resume and saved_size != trainer.world_size:
-        raise RuntimeError(f"{path}: written by a run of {saved_size} process(es); resume it with the same "
-                           f"number (this run has {trainer.world_size})")
+        raise RuntimeError(
+            f"{path}: written by a run of {saved_size} process(es); resume it with the same "
+            f"number (this run has {trainer.world_size})"
+        )
     trainer.model.load_state_dict({k: v.to(trainer.device) for k, v in state["model"].items()})
     trainer.optimizer.load_state_dict(state["optimizer"])
     if trainer.scheduler is not None and state.get("scheduler") is not None:
@@ -197,8 +202,10 @@ def resume_point(path: str | Path, done: int, epochs: int, epoch: int) -> str:
 more epochs (e.g. fit(..., epochs=10), or from the command --set trainer.epochs=10)
     """
     if epochs <= done:
-        raise ValueError(f"{path}: the run has done {done} epoch(s) already, and epochs={epochs} counts those; "
-                         f"to train more, ask for more epochs (e.g. fit(..., epochs={done + epochs}), or from "
-                         f"the command --set trainer.epochs={done + epochs})")
+        raise ValueError(
+            f"{path}: the run has done {done} epoch(s) already, and epochs={epochs} counts those; "
+            f"to train more, ask for more epochs (e.g. fit(..., epochs={done + epochs}), or from "
+            f"the command --set trainer.epochs={done + epochs})"
+        )
     again = f" (written inside epoch {done + 1}, which starts over)" if done == epoch else ""
     return f"resuming from epoch {done + 1} of {epochs}: {done} done, from {path}{again}"

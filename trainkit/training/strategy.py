@@ -215,9 +215,11 @@ class DDPStrategy(Strategy):
             return loader
         if loader.batch_sampler is None:
             raise ValueError("data-parallel training needs batches: give the DataLoader a batch_size")
-        shards = DataLoader(loader.dataset, batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank,
-                                                                              self.world_size),
-                            collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn)
+        shards = DataLoader(
+            loader.dataset,
+            batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank, self.world_size),
+            collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn,
+        )
         if not shards.slices_tensors:  # a share of a short batch may be empty: there is nothing to collate then
             collate = shards.collate_fn
             shards.collate_fn = lambda samples: collate(samples) if samples else None
@@ -263,12 +265,16 @@ class DDPStrategy(Strategy):
         batches = float(len(loader))
         marks = self.world.allreduce(np.array([mark, -mark, batches, -batches]), ReduceOp.MAX)
         if marks[2] != -marks[3]:
-            raise RuntimeError("the ranks' loaders have different numbers of batches: every rank must load the same "
-                               "dataset (the Trainer gives each rank its share of every batch)")
+            raise RuntimeError(
+                "the ranks' loaders have different numbers of batches: every rank must load the same "
+                "dataset (the Trainer gives each rank its share of every batch)"
+            )
         if marks[0] != -marks[1]:
-            raise RuntimeError("the ranks drew different batches: give the DataLoader a generator seeded alike on "
-                               "every rank (trainkit.Generator().manual_seed(seed)), or pass a Dataset and let "
-                               "the Trainer make the loader")
+            raise RuntimeError(
+                "the ranks drew different batches: give the DataLoader a generator seeded alike on "
+                "every rank (trainkit.Generator().manual_seed(seed)), or pass a Dataset and let "
+                "the Trainer make the loader"
+            )
 
     def scale_loss(self, loss: Any, size: int, global_size: int) -> Any:
         if self.world_size > 1 and size * self.world_size != global_size:
@@ -320,8 +326,10 @@ class DDPStrategy(Strategy):
             if self.is_main and trainer.run_dir is not None:
                 trainer.save_checkpoint(RunFolder(trainer.run_dir).interrupted)
             self.world.abort("interrupted", 130)
-        self.world.abort(f"training failed with {type(exc).__name__}: {exc}",
-                         detail=traceback.format_exc() if self.world.show_traceback else "")
+        self.world.abort(
+            f"training failed with {type(exc).__name__}: {exc}",
+            detail=traceback.format_exc() if self.world.show_traceback else "",
+        )
 
     def __repr__(self) -> str:
         return f"DDPStrategy(rank={self.rank}, world_size={self.world_size})"

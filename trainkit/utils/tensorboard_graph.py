@@ -50,9 +50,11 @@ def _run_with_scopes(model, inputs: tuple) -> tuple[Any, list[tuple[str, set, li
     calls: list[tuple[str, set, list]] = []
     handles = []
     for name, module in model.named_modules():
+
         def hook(module, args, output, name=name):
             boundary = {id(n) for n in map(_node_of, _tensors(args)) if n is not None}
             calls.append((name, boundary, [n for n in map(_node_of, _tensors(output)) if n is not None]))
+
         handles.append(module.register_forward_hook(hook))
     try:
         with grad_mode.enable_grad():
@@ -74,16 +76,22 @@ def build_graph_def(model, input_to_model: Any = None):
     """
     from tensorboardX.proto import attr_value_pb2, graph_pb2, node_def_pb2, versions_pb2
 
-    raw = input_to_model if isinstance(input_to_model, (tuple, list)) else (
-        () if input_to_model is None else (input_to_model,))
+    raw = (
+        input_to_model
+        if isinstance(input_to_model, (tuple, list))
+        else (() if input_to_model is None else (input_to_model,))
+    )
     # a copy of each floating input that requires grad puts the inputs into the graph as leaves we can name
-    inputs = tuple(t.detach().requires_grad_(True) if isinstance(t, Tensor) and t.is_floating_point() else t
-                   for t in raw)
+    inputs = tuple(
+        t.detach().requires_grad_(True) if isinstance(t, Tensor) and t.is_floating_point() else t for t in raw
+    )
     output, calls = _run_with_scopes(model, inputs)
     outputs = [t for t in _tensors(output) if _node_of(t) is not None]
     if not outputs:
-        raise ValueError(f"add_graph: the output of {type(model).__name__} does not require grad, so there is no "
-                         "graph to draw; call it outside no_grad(), with parameters or inputs that require grad")
+        raise ValueError(
+            f"add_graph: the output of {type(model).__name__} does not require grad, so there is no "
+            "graph to draw; call it outside no_grad(), with parameters or inputs that require grad"
+        )
     graph = Graph([_node_of(t) for t in outputs])
 
     scope: dict[int, str] = {}
@@ -116,8 +124,9 @@ def build_graph_def(model, input_to_model: Any = None):
         names[id(node)] = name
 
     def node_def(name: str, op: str, inputs: list[str], **attrs: str):
-        return node_def_pb2.NodeDef(name=name, op=op, input=inputs,
-                                    attr={k: attr_value_pb2.AttrValue(s=v.encode()) for k, v in attrs.items()})
+        return node_def_pb2.NodeDef(
+            name=name, op=op, input=inputs, attr={k: attr_value_pb2.AttrValue(s=v.encode()) for k, v in attrs.items()}
+        )
 
     nodes = []
     for node in reversed(graph.nodes):  # inputs before the nodes that use them
@@ -128,6 +137,9 @@ def build_graph_def(model, input_to_model: Any = None):
         else:
             nodes.append(node_def(names[id(node)], node.name(), [names[id(c)] for c in input_nodes(node)]))
     for i, t in enumerate(outputs):
-        nodes.append(node_def(f"output/output_{i}", "IO Node", [names[id(_node_of(t))]],
-                              shape=str(tuple(t.shape)), dtype=str(t.dtype)))
+        nodes.append(
+            node_def(
+                f"output/output_{i}", "IO Node", [names[id(_node_of(t))]], shape=str(tuple(t.shape)), dtype=str(t.dtype)
+            )
+        )
     return graph_pb2.GraphDef(node=nodes, versions=versions_pb2.VersionDef(producer=22))

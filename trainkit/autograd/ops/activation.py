@@ -40,11 +40,22 @@ class Relu(Op, name="ReluBackward0"):
 
 
 # ------------------------------------------------------------------------------------------------ table rows
-Sigmoid, sigmoid = elementwise("sigmoid", "SigmoidBackward0", "out", "sigmoid(x)", "g * out * one_minus(out)",
-                               "1 / (1 + e^-x), computed without overflow; integers and bools in the default float "
-                               "dtype.")
-Tanh, tanh = elementwise("tanh", "TanhBackward0", "out", "xp.tanh(x)", "g * one_minus(out * out)",
-                         "tanh x element-wise; integers and bools in the default float dtype.")
+Sigmoid, sigmoid = elementwise(
+    "sigmoid",
+    "SigmoidBackward0",
+    "out",
+    "sigmoid(x)",
+    "g * out * one_minus(out)",
+    "1 / (1 + e^-x), computed without overflow; integers and bools in the default float dtype.",
+)
+Tanh, tanh = elementwise(
+    "tanh",
+    "TanhBackward0",
+    "out",
+    "xp.tanh(x)",
+    "g * one_minus(out * out)",
+    "tanh x element-wise; integers and bools in the default float dtype.",
+)
 
 
 class Softmax(Op, name="SoftmaxBackward0"):
@@ -120,8 +131,10 @@ def _dims(input: Tensor, dim) -> tuple:
         dim = (dim,)
     dims = tuple(sorted(input._dim(d) for d in dim))
     if len(set(dims)) < len(dims):
-        raise RuntimeError(f"dim {next(d for d in dims if dims.count(d) > 1)} appears multiple times in the list "
-                           "of dims: name each dimension once")
+        raise RuntimeError(
+            f"dim {next(d for d in dims if dims.count(d) > 1)} appears multiple times in the list "
+            "of dims: name each dimension once"
+        )
     return () if input._data.ndim == 0 else dims
 
 
@@ -130,7 +143,7 @@ def _softmax_input(name: str, input: Tensor, dtype) -> Tensor:
         input = input.to(dtype)
     if input._data.dtype.kind != "f":
         kind = "lastdim_kernel_impl" if input._data.ndim <= 1 else "kernel_impl"
-        raise NotImplementedError(f'"{name}_{kind}" not implemented for \'{_TYPE_NAMES.get(input._data.dtype.name)}\'')
+        raise NotImplementedError(f"\"{name}_{kind}\" not implemented for '{_TYPE_NAMES.get(input._data.dtype.name)}'")
     return input
 
 

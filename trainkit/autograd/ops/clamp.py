@@ -19,7 +19,7 @@ class Clamp(Op, name="ClampBackward1"):
     def forward(self, x, lo, hi):
         if x.dtype.kind == "b" and {type(b) for b in (lo, hi) if b is not None} == {bool}:  # no kernel in PyTorch
             which = "clamp" if lo is not None and hi is not None else ("clamp_max" if lo is None else "clamp_min")
-            raise NotImplementedError(f'"{which}_scalar_cpu" not implemented for \'Bool\'')
+            raise NotImplementedError(f"\"{which}_scalar_cpu\" not implemented for 'Bool'")
         self.lo, self.hi = lo, hi
         out = xp_of(x).clip(x, lo, hi)
         return _keep_zero_sign(x, out)
@@ -69,8 +69,11 @@ class ClampTensor(Op, name="ClampBackward0"):
         (fx, _), (flo, _), (fhi, _) = self.next_functions
         _check_in_place_shapes(x, lo, g.shape, fx is not None or flo is not None)
         _check_in_place_shapes(x, hi, g.shape, fhi is not None)
-        return (dual.keep(g, (x >= lo) & (x <= hi)), dual.keep(g, (x < lo) & (lo < hi)),
-                dual.keep(g, (x > hi) | (hi < lo)))
+        return (
+            dual.keep(g, (x >= lo) & (x <= hi)),
+            dual.keep(g, (x < lo) & (lo < hi)),
+            dual.keep(g, (x > hi) | (hi < lo)),
+        )
 
 
 def _check_in_place_shapes(x, bound, shape: tuple, wanted: bool) -> None:
@@ -78,9 +81,11 @@ def _check_in_place_shapes(x, bound, shape: tuple, wanted: bool) -> None:
     where that mask is smaller than the output (the other bound broadcasts x further)."""
     first = np.broadcast_shapes(x.shape, bound.shape)
     if wanted and first != tuple(shape):
-        raise RuntimeError(f"output with shape {list(first)} doesn't match the broadcast shape {list(shape)}: the "
-                           f"gradient of clamp needs x and each bound to broadcast to the output's shape; expand "
-                           f"them first")
+        raise RuntimeError(
+            f"output with shape {list(first)} doesn't match the broadcast shape {list(shape)}: the "
+            f"gradient of clamp needs x and each bound to broadcast to the output's shape; expand "
+            f"them first"
+        )
 
 
 class ClampMinTensor(ClampTensor, name="ClampMinBackward1"):

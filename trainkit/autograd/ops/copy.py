@@ -69,8 +69,10 @@ class FillTensor(Fill, name="FillBackward3"):
 
     def forward(self, x, value):
         if getattr(value, "ndim", 0):
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
-                               "dimensions. Pass a 0-d tensor or a number.")
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                "dimensions. Pass a 0-d tensor or a number."
+            )
         return super().forward(x, value)
 
 

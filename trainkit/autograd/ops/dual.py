@@ -13,8 +13,23 @@ import numpy as np
 from ..backend import xp_of
 from ..tensor import Tensor
 
-__all__ = ["broadcast_to", "cos", "cosh", "data", "exp", "keep", "keep_dims", "log", "one_minus", "permute", "sin",
-           "sinh", "sqrt", "where", "zeros_grad"]
+__all__ = [
+    "broadcast_to",
+    "cos",
+    "cosh",
+    "data",
+    "exp",
+    "keep",
+    "keep_dims",
+    "log",
+    "one_minus",
+    "permute",
+    "sin",
+    "sinh",
+    "sqrt",
+    "where",
+    "zeros_grad",
+]
 
 
 def data(v):

@@ -34,8 +34,11 @@ def _scan_subscripts(part: str, offset: int, what: str) -> list:
         c = part[i]
         if c == ".":
             if found:
-                tail = " but an ellipsis (...) was already found" if what == "output" else (
-                    " for which an ellipsis was already found")
+                tail = (
+                    " but an ellipsis (...) was already found"
+                    if what == "output"
+                    else (" for which an ellipsis was already found")
+                )
                 raise RuntimeError(f"einsum(): found '.' for {what}{tail}")
             if not (i + 2 < len(part) and part[i + 1] == "." and part[i + 2] == "."):
                 tail = " (...)" if what == "output" else ""
@@ -92,15 +95,16 @@ def _parse_einsum(equation: str, operands: tuple) -> tuple[list[str], str, str]:
     if n_ell > len(unused):
         raise RuntimeError("einsum(): the ellipsis covers more dimensions than there are unused letters")
     ell = "".join(unused[:n_ell])
-    subs = ["".join(ell[n_ell - e:] if c == "..." else c for c in labels) for labels, e in zip(ins, ell_dims)]
+    subs = ["".join(ell[n_ell - e :] if c == "..." else c for c in labels) for labels, e in zip(ins, ell_dims)]
     if arrow:
         out_labels = _scan_subscripts(rhs, len(lhs) + 2, "output")
         out = "".join(ell if c == "..." else c for c in out_labels)
         seen = "".join(subs)
         for i, c in enumerate(out):
             if c not in seen:
-                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
-                                   "operand")
+                raise RuntimeError(
+                    f"einsum(): output subscript {c} does not appear in the equation for any input operand"
+                )
             if c in out[:i]:
                 raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
     else:
@@ -117,8 +121,10 @@ def _check_sizes(subs: list, operands, ell: str) -> None:
         for pos, (c, size) in enumerate(zip(sub, t._data.shape)):
             first = sub.index(c)
             if first < pos and t._data.shape[first] != size:
-                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
-                                   f"{size} != {t._data.shape[first]}")
+                raise RuntimeError(
+                    f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
+                    f"{size} != {t._data.shape[first]}"
+                )
             seen = sizes.get(c)
             if seen is not None and size != seen and 1 not in (size, seen):
                 if c in ell:
@@ -127,8 +133,10 @@ def _check_sizes(subs: list, operands, ell: str) -> None:
                         f"does not broadcast with previously seen ellipsis with size {seen} for the respective "
                         "dimension"
                     )
-                raise RuntimeError(f"einsum(): subscript {c} has size {size} for operand {k} which does not "
-                                   f"broadcast with previously seen size {seen}")
+                raise RuntimeError(
+                    f"einsum(): subscript {c} has size {size} for operand {k} which does not "
+                    f"broadcast with previously seen size {seen}"
+                )
             if seen is None or seen == 1:
                 sizes[c] = size
 
@@ -196,8 +204,9 @@ def _sum_product(left: Tensor, right: Tensor, sum_dims: list) -> Tensor:
     if not sum_dims:
         return left * right
     if left.dtype != right.dtype:  # bmm takes one dtype; the message is PyTorch's
-        raise RuntimeError(f"expected scalar type {scalar_name(left._data.dtype)} but found "
-                           f"{scalar_name(right._data.dtype)}")
+        raise RuntimeError(
+            f"expected scalar type {scalar_name(left._data.dtype)} but found {scalar_name(right._data.dtype)}"
+        )
     both, lo, ro = [], [], []
     sum_size = 1
     for i in range(left.ndim):
@@ -228,6 +237,7 @@ def _sum_product(left: Tensor, right: Tensor, sum_dims: list) -> Tensor:
 def _sublist_equation(args: tuple) -> tuple[str, tuple]:
     """``einsum(a, [0, 1], b, [1, 2], [0, 2])``, PyTorch's sublist form, as an equation and its operands: 0-25 are
     'A'-'Z', 26-51 are 'a'-'z', and Ellipsis is '...'."""
+
     def letters(sub) -> str:
         if isinstance(sub, Tensor) or not isinstance(sub, (list, tuple)):
             raise RuntimeError("einsum(): in the sublist form each operand must be followed by a list of subscripts")

@@ -26,9 +26,31 @@ from .no_gradient import (
 from .table import elementwise
 
 __all__ = [
-    "addcdiv", "addcmul", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or",
-    "bitwise_right_shift", "bitwise_xor", "ceil", "erf", "exp2", "expm1", "floor", "fmod", "frac", "isclose",
-    "isinf", "lerp", "log10", "log1p", "log2", "round", "rsqrt", "square", "trunc",
+    "addcdiv",
+    "addcmul",
+    "bitwise_and",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "ceil",
+    "erf",
+    "exp2",
+    "expm1",
+    "floor",
+    "fmod",
+    "frac",
+    "isclose",
+    "isinf",
+    "lerp",
+    "log10",
+    "log1p",
+    "log2",
+    "round",
+    "rsqrt",
+    "square",
+    "trunc",
 ]
 
 
@@ -44,18 +66,22 @@ def _promote_all(*values, floating: bool = False) -> list:
 
 # ------------------------------------------------------------------------------------------------ table rows
 Exp2, exp2 = elementwise("exp2", "Exp2Backward0", "out", "xp.exp2(x)", "g * out * LN2", "2^x element-wise.")
-Expm1, expm1 = elementwise("expm1", "Expm1Backward0", "out", "xp.expm1(x)", "g * (out + 1)",
-                           "e^x - 1, accurate near 0.")
-Log2, log2 = elementwise("log2", "Log2Backward0", "x", "xp.log2(x)", "g / (x * LN2)",
-                         "The base-2 logarithm element-wise.")
-Log10, log10 = elementwise("log10", "Log10Backward0", "x", "xp.log10(x)", "g / (x * LN10)",
-                           "The base-10 logarithm element-wise.")
-Log1p, log1p = elementwise("log1p", "Log1PBackward0", "x", "xp.log1p(x)", "g / (1 + x)",
-                           "ln(1 + x), accurate near 0.")
-Rsqrt, rsqrt = elementwise("rsqrt", "RsqrtBackward0", "out", "1 / xp.sqrt(x)", "-0.5 * g * out * out * out",
-                           "1 / sqrt(x) element-wise.")
-Erf, erf = elementwise("erf", "ErfBackward0", "x", "erf(x)", "g * (TWO_OVER_SQRT_PI * exp(-(x * x)))",
-                       "The error function, element-wise.")
+Expm1, expm1 = elementwise(
+    "expm1", "Expm1Backward0", "out", "xp.expm1(x)", "g * (out + 1)", "e^x - 1, accurate near 0."
+)
+Log2, log2 = elementwise(
+    "log2", "Log2Backward0", "x", "xp.log2(x)", "g / (x * LN2)", "The base-2 logarithm element-wise."
+)
+Log10, log10 = elementwise(
+    "log10", "Log10Backward0", "x", "xp.log10(x)", "g / (x * LN10)", "The base-10 logarithm element-wise."
+)
+Log1p, log1p = elementwise("log1p", "Log1PBackward0", "x", "xp.log1p(x)", "g / (1 + x)", "ln(1 + x), accurate near 0.")
+Rsqrt, rsqrt = elementwise(
+    "rsqrt", "RsqrtBackward0", "out", "1 / xp.sqrt(x)", "-0.5 * g * out * out * out", "1 / sqrt(x) element-wise."
+)
+Erf, erf = elementwise(
+    "erf", "ErfBackward0", "x", "erf(x)", "g * (TWO_OVER_SQRT_PI * exp(-(x * x)))", "The error function, element-wise."
+)
 # frac and the rounding functions check their dtypes first: their functions are written below
 Frac, _ = elementwise("frac", "FracBackward0", "", "x - xp.trunc(x)", "g")
 Floor, _ = elementwise("floor", "FloorBackward0", "", "xp.floor(x)", "g * 0")
@@ -227,15 +253,17 @@ def round(input, *, decimals: int = 0) -> Tensor:
 def frac(input) -> Tensor:
     """x - trunc x (the sign of x); the gradient passes through unchanged."""
     if _exact(input):
-        raise NotImplementedError(f'"frac" not implemented for \'{str(input.dtype).rsplit(".", 1)[-1]}\'')
+        raise NotImplementedError(f"\"frac\" not implemented for '{str(input.dtype).rsplit('.', 1)[-1]}'")
     return Frac.apply(input)
 
 
 def fmod(input, other) -> Tensor:
     """The C remainder ``input - trunc(input / other) * other``: it has the sign of ``input``."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"fmod() received an invalid combination of arguments - got ({type(input).__name__}, "
-                        f"{type(other).__name__})")
+        raise TypeError(
+            f"fmod() received an invalid combination of arguments - got ({type(input).__name__}, "
+            f"{type(other).__name__})"
+        )
     x, other = _m.promote(input, _m.operand(other))
     if x._data.dtype.kind == "b":
         raise not_implemented("fmod_cpu", x._data.dtype)
@@ -251,8 +279,9 @@ def lerp(input, end, weight) -> Tensor:
         raise not_implemented("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", dtype)
     for name, v in (("end", end), ("weight", weight)):
         if isinstance(v, Tensor) and v._data.dtype != dtype:
-            raise RuntimeError(f"expected dtype {_dtype_name(dtype)} for `{name}` but got dtype "
-                               f"{_dtype_name(v._data.dtype)}")
+            raise RuntimeError(
+                f"expected dtype {_dtype_name(dtype)} for `{name}` but got dtype {_dtype_name(v._data.dtype)}"
+            )
     if isinstance(weight, Tensor):
         return LerpTensor.apply(input, end, weight)
     return Lerp.apply(input, end, weight=weight)
@@ -260,8 +289,14 @@ def lerp(input, end, weight) -> Tensor:
 
 def _dtype_name(dtype) -> str:
     """PyTorch's C++ name of a dtype in messages: float, double, long, ..."""
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-            "bool": "bool"}.get(dtype.name, dtype.name)
+    return {
+        "float32": "float",
+        "float64": "double",
+        "float16": "c10::Half",
+        "int64": "long int",
+        "int32": "int",
+        "bool": "bool",
+    }.get(dtype.name, dtype.name)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1) -> Tensor:

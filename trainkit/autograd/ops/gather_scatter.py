@@ -18,8 +18,17 @@ from . import dual
 from .inplace import apply_inplace
 from .shape import Index, SetItem, getitem
 
-__all__ = ["gather", "index_select", "scatter", "scatter_", "scatter_add", "scatter_add_",
-           "scatter_reduce", "scatter_reduce_", "take_along_dim"]
+__all__ = [
+    "gather",
+    "index_select",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "scatter_reduce_",
+    "take_along_dim",
+]
 
 
 def _index_array(index, fn: str, like):
@@ -150,9 +159,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     n = input._data.shape[d]
     if idx.size:
         if not n:
-            raise RuntimeError(
-                f"ZeroDivisionError: take_along_dim cannot pick from dimension {d}, which has size 0"
-            )
+            raise RuntimeError(f"ZeroDivisionError: take_along_dim cannot pick from dimension {d}, which has size 0")
         idx = idx % n
         indices = Tensor._make(idx)
     a = tuple(1 if a == d else n for a, n in enumerate(input._data.shape))
@@ -267,8 +274,15 @@ def _scatter_op(input: Tensor, dim: int, index: Tensor, src, value, reduce):
     return ScatterValue, src, {"index": along(idx, d)}
 
 
-_REDUCE_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
-                  "max": "maximum", "min": "minimum"}  # PyTorch's forward still takes the old names, not its backward
+_REDUCE_UFUNCS = {
+    "sum": "add",
+    "mean": "add",
+    "prod": "multiply",
+    "amax": "maximum",
+    "amin": "minimum",
+    "max": "maximum",
+    "min": "minimum",
+}  # PyTorch's forward still takes the old names, not its backward
 
 
 def _identity(reduce: str, dtype):
@@ -352,8 +366,9 @@ class ScatterReduce(Op, name="ScatterReduceBackward0"):
             xp.add.at(zeros_at, index, src_zero.astype(xd.dtype))
             single_zero = src_zero & (zeros_at[index] == 1)  # the one zero at its position: its gradient is not 0
             masked_src_result = _reduce_again(x, dual.where(single_zero, 1, src), self)
-            gs = dual.where(single_zero, (g * masked_src_result)[index],
-                            (g * out)[index] / dual.where(src_zero, 1, src))
+            gs = dual.where(
+                single_zero, (g * masked_src_result)[index], (g * out)[index] / dual.where(src_zero, 1, src)
+            )
         else:
             od = dual.data(out)
             x_is = xd == od
@@ -370,8 +385,9 @@ class ScatterReduce(Op, name="ScatterReduceBackward0"):
         return gx, gs
 
 
-def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
-                   include_self: bool = True) -> Tensor:
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
     """A copy of ``input`` with the values of ``src`` reduced along ``dim`` into the positions ``index`` names:
     ``reduce`` is 'sum', 'prod', 'mean', 'amax' or 'amin'; ``include_self=False`` leaves ``input``'s own value out
     of the positions that receive one. Differentiable in ``input`` and ``src``.
@@ -388,8 +404,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     return ScatterReduce.apply(input, src, **params)
 
 
-def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
-                    include_self: bool = True) -> Tensor:
+def scatter_reduce_(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
     """``scatter_reduce`` in place: ``input`` itself, changed (``x.scatter_reduce_(...)``).
 
     >>> import trainkit

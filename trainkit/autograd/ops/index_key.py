@@ -95,8 +95,10 @@ def normalize_index(key, data):
             ints = True
             k = int(k)
         elif not (k is None or k is Ellipsis or isinstance(k, slice)):
-            raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean tensors are valid "
-                             f"indices (got {type(k).__name__})")
+            raise IndexError(
+                f"only integers, slices, None, Ellipsis and integer or boolean tensors are valid "
+                f"indices (got {type(k).__name__})"
+            )
         out.append(k)
     if kind != "slice" and kind != "select":
         for p in out:
@@ -115,22 +117,30 @@ def _torch_order(parts: list, data) -> list:
     its place, where NumPy would move the indexed dimensions to the front. When the two differ, the slices (and
     new axes) before the tensor indices become broadcast ``arange`` indices, which NumPy places first too.
     """
-    if any(getattr(p, "ndim", 1) == 0 for p in parts if not isinstance(p, (int, slice)) and p is not None
-           and p is not Ellipsis):
+    if any(
+        getattr(p, "ndim", 1) == 0
+        for p in parts
+        if not isinstance(p, (int, slice)) and p is not None and p is not Ellipsis
+    ):
         return parts  # a 0-d boolean index: left to NumPy
     xp = xp_of(data)
     at = next((i for i, p in enumerate(parts) if p is Ellipsis), None)
     if at is not None:
-        used = sum(1 if isinstance(p, (int, slice)) else (p.ndim if hasattr(p, "ndim") and p.dtype.kind == "b"
-                                                            else (0 if p is None or p is Ellipsis else 1))
-                   for p in parts)
+        used = sum(
+            1
+            if isinstance(p, (int, slice))
+            else (p.ndim if hasattr(p, "ndim") and p.dtype.kind == "b" else (0 if p is None or p is Ellipsis else 1))
+            for p in parts
+        )
         parts = parts[:at] + [slice(None)] * (data.ndim - used) + parts[at + 1 :]
     flat, dim = [], 0
     for p in parts:
         if hasattr(p, "ndim") and p.dtype.kind == "b":
             if tuple(p.shape) != tuple(data.shape[dim : dim + p.ndim]):
-                raise IndexError(f"The shape of the mask {list(p.shape)} at index {dim} does not match the shape of "
-                                 f"the indexed tensor {list(data.shape)} at index {dim}")
+                raise IndexError(
+                    f"The shape of the mask {list(p.shape)} at index {dim} does not match the shape of "
+                    f"the indexed tensor {list(data.shape)} at index {dim}"
+                )
             flat.extend(p.nonzero())
             dim += p.ndim
         else:
@@ -141,8 +151,7 @@ def _torch_order(parts: list, data) -> list:
     rest = [i for i, p in enumerate(flat) if not isinstance(p, int)]
     run = [rest.index(i) for i in arrays]
     before = [p for p in flat[: arrays[0]] if not isinstance(p, int)]
-    if (group == list(range(group[0], group[-1] + 1)) or run != list(range(run[0], run[-1] + 1))
-            or not before):
+    if group == list(range(group[0], group[-1] + 1)) or run != list(range(run[0], run[-1] + 1)) or not before:
         return flat  # NumPy and PyTorch agree
     try:
         bshape = np.broadcast_shapes(*(flat[i].shape for i in arrays))

@@ -69,12 +69,11 @@ def _write(self: Tensor, out) -> None:
     """Copy ``out`` into self's storage, with PyTorch's rules on shape and dtype, and bump the version."""
     data = self._data
     if out.shape != data.shape:
-        raise RuntimeError(
-            f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.shape)}"
-        )
+        raise RuntimeError(f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.shape)}")
     if out.dtype != data.dtype and not xp_of(data).can_cast(out.dtype, data.dtype, "same_kind"):
-        raise RuntimeError(f"result type {scalar_name(out.dtype)} can't be cast to the desired output type "
-                           f"{scalar_name(data.dtype)}")
+        raise RuntimeError(
+            f"result type {scalar_name(out.dtype)} can't be cast to the desired output type {scalar_name(data.dtype)}"
+        )
     _writable(data)[...] = out
     self._version_counter[0] += 1
 
@@ -135,8 +134,9 @@ def _check_output(self: Tensor, operands) -> None:
     except ValueError:
         return
     if shape != self._data.shape:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                           f"{list(shape)}") from None
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape {list(shape)}"
+        ) from None
     if not operands:
         return
     other = operands[0]  # later operands (lerp's weight, addcdiv's value) take no part in the result type
@@ -220,9 +220,7 @@ def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=No
     try:
         getattr(xp, _UFUNCS[name])(data, value, out=data)
     except TypeError:
-        raise RuntimeError(
-            f"result type of {name}_ can't be cast to the desired output type {data.dtype}"
-        ) from None
+        raise RuntimeError(f"result type of {name}_ can't be cast to the desired output type {data.dtype}") from None
     except ValueError:
         if not getattr(data.flags, "writeable", True):
             raise RuntimeError(
@@ -256,8 +254,12 @@ def setitem(self: Tensor, key, value) -> None:
                 f"destination and {scalar_name(value)} for the source."
             )
     try:
-        integral = (self._data.dtype.kind not in "fc" and isinstance(value, Tensor) and value._requires_grad
-                    and _fills(self, index, value, advanced))
+        integral = (
+            self._data.dtype.kind not in "fc"
+            and isinstance(value, Tensor)
+            and value._requires_grad
+            and _fills(self, index, value, advanced)
+        )
         if _in_graph(self, (value,), integral):
             _record_setitem(self, index, kind, value)
             return
@@ -296,8 +298,11 @@ def _record_setitem(self: Tensor, index, kind: str, value) -> None:
 def _single_mask(key) -> bool:
     """Whether the only tensor in an index is a boolean mask (integers and slices besides it)."""
     parts = key if isinstance(key, tuple) else (key,)
-    kinds = [(p._data.dtype.kind, p._data.ndim) if isinstance(p, Tensor) else (np.asarray(p).dtype.kind, 1)
-             for p in parts if isinstance(p, (Tensor, list, np.ndarray)) or type(p) is bool]
+    kinds = [
+        (p._data.dtype.kind, p._data.ndim) if isinstance(p, Tensor) else (np.asarray(p).dtype.kind, 1)
+        for p in parts
+        if isinstance(p, (Tensor, list, np.ndarray)) or type(p) is bool
+    ]
     tensors = [k for k, ndim in kinds if ndim or k == "b"]  # a 0-d integer tensor selects, as an int does
     return tensors == ["b"]
 
@@ -307,15 +312,19 @@ def _check_value_shape(data, index, advanced: bool, value) -> None:
     have = tuple(getattr(value._data if isinstance(value, Tensor) else value, "shape", ()))
     want = tuple(data[index].shape)
     if advanced:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(have)} cannot be broadcast to indexing "
-                           f"result of shape {list(want)}") from None
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(have)} cannot be broadcast to indexing "
+            f"result of shape {list(want)}"
+        ) from None
     trimmed = have
     while len(trimmed) > len(want) and trimmed[0] == 1:  # PyTorch drops a value's leading ones first
         trimmed = trimmed[1:]
     if len(trimmed) > len(want):
-        raise RuntimeError(f"expand({legacy_type_name(value)}{{{list(have)}}}, size={list(want)}): the number of "
-                           f"sizes provided ({len(want)}) must be greater or equal to the number of dimensions in "
-                           f"the tensor ({len(trimmed)})") from None
+        raise RuntimeError(
+            f"expand({legacy_type_name(value)}{{{list(have)}}}, size={list(want)}): the number of "
+            f"sizes provided ({len(want)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(trimmed)})"
+        ) from None
     for i in range(1, len(trimmed) + 1):
         if trimmed[-i] != 1 and trimmed[-i] != want[-i]:
             raise RuntimeError(

@@ -39,9 +39,7 @@ class Cat(Op, name="CatBackward0"):
             return xp_of(xs[0]).concatenate(xs, axis=dim)
         except ValueError:
             shapes = ", ".join(str(list(x.shape)) for x in xs)
-            raise RuntimeError(
-                f"Sizes of tensors must match except in dimension {dim}; got shapes {shapes}"
-            ) from None
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}; got shapes {shapes}") from None
 
     def backward(self, g):
         lead = (slice(None),) * self.dim

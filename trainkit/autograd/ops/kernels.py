@@ -13,15 +13,25 @@ from ..backend import xp_of
 from .type_names import scalar_name
 
 __all__ = [
-    "absolute", "check_int_divisor", "erfc", "int_power", "lerp", "negative", "not_implemented", "quiet", "quiet_all",
-    "remainder", "rounded_divide", "sigmoid", "sign",
+    "absolute",
+    "check_int_divisor",
+    "erfc",
+    "int_power",
+    "lerp",
+    "negative",
+    "not_implemented",
+    "quiet",
+    "quiet_all",
+    "remainder",
+    "rounded_divide",
+    "sigmoid",
+    "sign",
 ]
 
 
 def not_implemented(kernel: str, dtype) -> NotImplementedError:
     """PyTorch's error for a kernel that has no version for ``dtype``: '"abs_cpu" not implemented for 'Bool''."""
-    return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(dtype)}\'')
-
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(dtype)}'")
 
 
 def check_int_divisor(b) -> None:
@@ -100,7 +110,8 @@ def _no_bool(kernel: str, a, b) -> None:
 
 def _is_float(a, b) -> bool:
     return (a.dtype.kind if hasattr(a, "dtype") else "f" if isinstance(a, float) else "i") == "f" or (
-        b.dtype.kind if hasattr(b, "dtype") else "f" if isinstance(b, float) else "i") == "f"
+        b.dtype.kind if hasattr(b, "dtype") else "f" if isinstance(b, float) else "i"
+    ) == "f"
 
 
 def quiet(xp):
@@ -126,8 +137,10 @@ def negative(x):
     try:
         return -x
     except TypeError:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                           "invert a mask, use the `~` or `logical_not()` operator instead.") from None
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead."
+        ) from None
 
 
 def absolute(x):

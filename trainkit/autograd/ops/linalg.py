@@ -86,23 +86,22 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
     if a._data.ndim == 0 or b._data.ndim == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{a._data.ndim}D and {b._data.ndim}D")
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {a._data.ndim}D and {b._data.ndim}D"
+        )
     return _product(a, b)
 
 
 def _product(a: Tensor, b: Tensor, cls=None) -> Tensor:
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {a._data.dtype} != {b._data.dtype}"
-        )
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a._data.dtype} != {b._data.dtype}")
     if cls is None:
         cls = {(2, 2): Mm, (2, 1): Mv, (1, 1): Dot, (1, 2): VecMat}.get((a._data.ndim, b._data.ndim), Matmul)
         if cls is Matmul and a.requires_grad and _folds_as_matrix(a._data.shape, b._data.shape):
             cls = MatmulClone
     if a._data.dtype.kind == "b":
         kernel = {Mm: "addmm_impl_cpu_", Mv: "addmv_impl_cpu", VecMat: "addmv_impl_cpu", Dot: "dot"}.get(cls, "bmm")
-        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     return cls.apply(a, b)
 
 
@@ -180,7 +179,7 @@ def trace(input: Tensor) -> Tensor:
     tensor(3.)
     """
     if input._data.dtype.kind == "b":
-        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
     return Trace.apply(input)

@@ -70,8 +70,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
                 f"{value._data.ndim} dimension(s)."
             )
         if value.requires_grad and dtype.kind not in "fc":
-            raise RuntimeError(f"Autograd not support dtype: {scalar_name(dtype)}: the result of masked_fill has "
-                               f"the input's dtype, which has no gradient; pass value.detach() or a floating input")
+            raise RuntimeError(
+                f"Autograd not support dtype: {scalar_name(dtype)}: the result of masked_fill has "
+                f"the input's dtype, which has no gradient; pass value.detach() or a floating input"
+            )
         _check_fits(value._data.item(), dtype)
         return MaskedFillTensor.apply(input, mask, value)
     _check_fits(value, dtype)
@@ -89,8 +91,9 @@ def _check_fits(value, dtype) -> None:
         return
     if not fits:
         c_name = {"float32": "float", "float16": "c10::Half"}.get(dtype.name, f"{dtype.name}_t")
-        raise RuntimeError(f"value cannot be converted to type {c_name} without overflow: {value} is outside the "
-                           f"range of {dtype.name}")
+        raise RuntimeError(
+            f"value cannot be converted to type {c_name} without overflow: {value} is outside the range of {dtype.name}"
+        )
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:

@@ -20,24 +20,76 @@ from .operands import checked_alpha, operand, tensors_only
 from .table import cast, elementwise
 
 __all__ = [
-    "abs", "absolute", "add", "all", "allclose", "any", "clamp", "clamp_max", "clamp_min", "clip", "div", "divide",
-    "eq", "equal", "exp", "floor_divide", "ge", "gt", "isfinite", "isnan", "le", "log", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "lt", "maximum", "minimum", "mul", "multiply", "ne", "neg", "negative", "pow",
-    "reciprocal", "remainder", "rsub", "sign", "sqrt", "sub", "subtract", "true_divide", "where",
+    "abs",
+    "absolute",
+    "add",
+    "all",
+    "allclose",
+    "any",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
+    "div",
+    "divide",
+    "eq",
+    "equal",
+    "exp",
+    "floor_divide",
+    "ge",
+    "gt",
+    "isfinite",
+    "isnan",
+    "le",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "lt",
+    "maximum",
+    "minimum",
+    "mul",
+    "multiply",
+    "ne",
+    "neg",
+    "negative",
+    "pow",
+    "reciprocal",
+    "remainder",
+    "rsub",
+    "sign",
+    "sqrt",
+    "sub",
+    "subtract",
+    "true_divide",
+    "where",
 ]
 
 # The functions without a gradient are math's names as well (PyTorch's torch.eq, torch.all, ...).
 eq, ne, lt, le, gt, ge = no_gradient.eq, no_gradient.ne, no_gradient.lt, no_gradient.le, no_gradient.gt, no_gradient.ge
-logical_and, logical_or, logical_xor, logical_not = (no_gradient.logical_and, no_gradient.logical_or,
-                                                     no_gradient.logical_xor, no_gradient.logical_not)
-all, any, isnan, isfinite, allclose, equal = (no_gradient.all, no_gradient.any, no_gradient.isnan,
-                                              no_gradient.isfinite, no_gradient.allclose, no_gradient.equal)
+logical_and, logical_or, logical_xor, logical_not = (
+    no_gradient.logical_and,
+    no_gradient.logical_or,
+    no_gradient.logical_xor,
+    no_gradient.logical_not,
+)
+all, any, isnan, isfinite, allclose, equal = (
+    no_gradient.all,
+    no_gradient.any,
+    no_gradient.isnan,
+    no_gradient.isfinite,
+    no_gradient.allclose,
+    no_gradient.equal,
+)
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 _NUMBERS = (bool, int, float)
 _INT_OR_FLOAT = (int, float)
-_BOOL_SUB = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-             "use the `~` or `logical_not()` operator instead.")
+_BOOL_SUB = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead."
+)
 
 
 def promote(a, b, true_divide: bool = False):
@@ -45,8 +97,9 @@ def promote(a, b, true_divide: bool = False):
     # The common cases first: a floating tensor with a tensor of its own dtype, or with a Python int or float, keeps
     # its dtype (checked here without the general rules, which cost more than many small ops themselves).
     if isinstance(a, Tensor):
-        if (type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype) \
-                and a._data.dtype.kind == "f":
+        if (
+            type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype
+        ) and a._data.dtype.kind == "f":
             return a, b
     elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and b._data.dtype.kind == "f":
         return a, b
@@ -75,21 +128,55 @@ def binary(cls, a, b, true_divide: bool = False) -> Tensor:
 # ------------------------------------------------------------------------------------------------ table rows
 Add, _ = elementwise("add", "AddBackward0", "", "x + y", "g, g", inputs="x, y")
 RsubTensor, _ = elementwise("rsub", "RsubBackward0", "", "y - x", "-g, g", inputs="x, y")
-Reciprocal, reciprocal = elementwise("reciprocal", "ReciprocalBackward0", "out", "1 / x", "-g * out * out",
-                                     "1 / x element-wise (integers give floats).")
-Neg, neg = elementwise("neg", "NegBackward0", "", "negative(x)", "-g",
-                       "-x element-wise (bool tensors are an error, as in PyTorch).", floating=False)
-Exp, exp = elementwise("exp", "ExpBackward0", "out", "xp.exp(x)", "g * out",
-                       "e^x element-wise (integers give the default float dtype).")
-Log, log = elementwise("log", "LogBackward0", "x", "xp.log(x)", "g / x",
-                       "The natural logarithm element-wise (integers give the default float dtype).")
-Sqrt, sqrt = elementwise("sqrt", "SqrtBackward0", "out", "xp.sqrt(x)", "g / (2 * out)",
-                         "The square root element-wise (integers give the default float dtype).")
-Abs, abs = elementwise("abs", "AbsBackward0", "x", "absolute(x)", "g * sign(data(x))",
-                       "|x| element-wise (not defined for bool tensors, as in PyTorch).", floating=False)
-Sign, sign = elementwise("sign", "SignBackward0", "", "sign(x)", "zeros_grad(g)",
-                         "-1, 0 or 1 by the sign of each element (0 for NaN; bool stays bool); the gradient is zero.",
-                         floating=False)
+Reciprocal, reciprocal = elementwise(
+    "reciprocal", "ReciprocalBackward0", "out", "1 / x", "-g * out * out", "1 / x element-wise (integers give floats)."
+)
+Neg, neg = elementwise(
+    "neg",
+    "NegBackward0",
+    "",
+    "negative(x)",
+    "-g",
+    "-x element-wise (bool tensors are an error, as in PyTorch).",
+    floating=False,
+)
+Exp, exp = elementwise(
+    "exp", "ExpBackward0", "out", "xp.exp(x)", "g * out", "e^x element-wise (integers give the default float dtype)."
+)
+Log, log = elementwise(
+    "log",
+    "LogBackward0",
+    "x",
+    "xp.log(x)",
+    "g / x",
+    "The natural logarithm element-wise (integers give the default float dtype).",
+)
+Sqrt, sqrt = elementwise(
+    "sqrt",
+    "SqrtBackward0",
+    "out",
+    "xp.sqrt(x)",
+    "g / (2 * out)",
+    "The square root element-wise (integers give the default float dtype).",
+)
+Abs, abs = elementwise(
+    "abs",
+    "AbsBackward0",
+    "x",
+    "absolute(x)",
+    "g * sign(data(x))",
+    "|x| element-wise (not defined for bool tensors, as in PyTorch).",
+    floating=False,
+)
+Sign, sign = elementwise(
+    "sign",
+    "SignBackward0",
+    "",
+    "sign(x)",
+    "zeros_grad(g)",
+    "-1, 0 or 1 by the sign of each element (0 for NaN; bool stays bool); the gradient is zero.",
+    floating=False,
+)
 
 
 class Sub(Op, name="SubBackward0"):
@@ -307,7 +394,8 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(
-            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
         a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
@@ -325,6 +413,8 @@ def rtruediv(input, other) -> Tensor:
     tensor([0.5000])
     """
     return mul(reciprocal(input), other)
+
+
 multiply = mul
 subtract = sub
 
@@ -336,8 +426,10 @@ def pow(input, exponent) -> Tensor:
     """``input ** exponent`` for tensors or numbers on either side; integers to a negative number are an error."""
     if not isinstance(input, Tensor):
         if not isinstance(exponent, Tensor):
-            raise TypeError(f"pow() received an invalid combination of arguments - got ({type(input).__name__}, "
-                            f"{type(exponent).__name__})")
+            raise TypeError(
+                f"pow() received an invalid combination of arguments - got ({type(input).__name__}, "
+                f"{type(exponent).__name__})"
+            )
         base, exponent = promote(input, exponent)
         return RPow.apply(exponent, base=base)
     if isinstance(exponent, Tensor):
@@ -358,8 +450,10 @@ def clamp(input, min=None, max=None) -> Tensor:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if not all_tensors_or_none(min, max):
-            raise TypeError(f"clamp() received an invalid combination of arguments - got (Tensor, "
-                            f"{type(min).__name__}, {type(max).__name__})")
+            raise TypeError(
+                f"clamp() received an invalid combination of arguments - got (Tensor, "
+                f"{type(min).__name__}, {type(max).__name__})"
+            )
         return _clamp_tensor(ClampTensor, input, min, max)
     for bound in (min, max):
         if bound is not None:

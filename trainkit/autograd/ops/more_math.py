@@ -15,8 +15,27 @@ from .kernels import quiet_all as _quiet
 from .no_gradient import positive
 from .table import as_floating, elementwise
 
-__all__ = ["acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "asinh", "atanh", "deg2rad",
-           "erfc", "fix", "logit", "nan_to_num", "positive", "rad2deg", "sgn", "signbit", "xlogy"]
+__all__ = [
+    "acosh",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctanh",
+    "asinh",
+    "atanh",
+    "deg2rad",
+    "erfc",
+    "fix",
+    "logit",
+    "nan_to_num",
+    "positive",
+    "rad2deg",
+    "sgn",
+    "signbit",
+    "xlogy",
+]
 
 _SGN_DOC = """The sign of each element, -1, 0 or 1 (0 for NaN; bool stays bool), as ``sign`` for real tensors; the
     gradient is zero.
@@ -66,18 +85,36 @@ _RAD2DEG_DOC = """Radians to degrees: x * 180 / pi (integers give floats).
 # ------------------------------------------------------------------------------------------------ table rows
 # x^2 overflows to inf for huge x in these gradients, and the 0 that follows is the gradient wanted: warnings off
 Sgn, sgn = elementwise("sgn", "SgnBackward0", "", "sign(x)", "zeros_grad(g)", _SGN_DOC, floating=False)
-Erfc, erfc = elementwise("erfc", "ErfcBackward0", "x", "erfc(x)", "g * (-TWO_OVER_SQRT_PI * exp(-(x * x)))",
-                         _ERFC_DOC, quiet=("backward",))
-Asinh, asinh = elementwise("asinh", "AsinhBackward0", "x", "xp.arcsinh(x)", "g / sqrt(x * x + 1)", _ASINH_DOC,
-                           quiet=("backward",))
-Acosh, acosh = elementwise("acosh", "AcoshBackward0", "x", "xp.arccosh(x)", "g / sqrt(x * x - 1)", _ACOSH_DOC,
-                           quiet=("forward", "backward"))
-Atanh, atanh = elementwise("atanh", "AtanhBackward0", "x", "xp.arctanh(x)", "g / (1 - x * x)", _ATANH_DOC,
-                           quiet=("forward", "backward"))
-Deg2Rad, deg2rad = elementwise("deg2rad", "Deg2RadBackward0", "", "x * x.dtype.type(DEG_TO_RAD)",
-                               "g * DEG_TO_RAD", _DEG2RAD_DOC, quiet=("forward",))
-Rad2Deg, rad2deg = elementwise("rad2deg", "Rad2DegBackward0", "", "x * x.dtype.type(1 / DEG_TO_RAD)",
-                               "g * (1 / DEG_TO_RAD)", _RAD2DEG_DOC, quiet=("forward",))
+Erfc, erfc = elementwise(
+    "erfc", "ErfcBackward0", "x", "erfc(x)", "g * (-TWO_OVER_SQRT_PI * exp(-(x * x)))", _ERFC_DOC, quiet=("backward",)
+)
+Asinh, asinh = elementwise(
+    "asinh", "AsinhBackward0", "x", "xp.arcsinh(x)", "g / sqrt(x * x + 1)", _ASINH_DOC, quiet=("backward",)
+)
+Acosh, acosh = elementwise(
+    "acosh", "AcoshBackward0", "x", "xp.arccosh(x)", "g / sqrt(x * x - 1)", _ACOSH_DOC, quiet=("forward", "backward")
+)
+Atanh, atanh = elementwise(
+    "atanh", "AtanhBackward0", "x", "xp.arctanh(x)", "g / (1 - x * x)", _ATANH_DOC, quiet=("forward", "backward")
+)
+Deg2Rad, deg2rad = elementwise(
+    "deg2rad",
+    "Deg2RadBackward0",
+    "",
+    "x * x.dtype.type(DEG_TO_RAD)",
+    "g * DEG_TO_RAD",
+    _DEG2RAD_DOC,
+    quiet=("forward",),
+)
+Rad2Deg, rad2deg = elementwise(
+    "rad2deg",
+    "Rad2DegBackward0",
+    "",
+    "x * x.dtype.type(1 / DEG_TO_RAD)",
+    "g * (1 / DEG_TO_RAD)",
+    _RAD2DEG_DOC,
+    quiet=("forward",),
+)
 
 
 class _InplaceHyperbolic:
@@ -256,10 +293,12 @@ def xlogy(input, other) -> Tensor:
     tensor([0., 0.])
     """
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError(f"xlogy() received an invalid combination of arguments - got ({type(input).__name__}, "
-                        f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other, *, Tensor "
-                        "out = None)\n * (Number self, Tensor other, *, Tensor out = None)\n * (Tensor input, Number "
-                        "other, *, Tensor out = None)\n")
+        raise TypeError(
+            f"xlogy() received an invalid combination of arguments - got ({type(input).__name__}, "
+            f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other, *, Tensor "
+            "out = None)\n * (Number self, Tensor other, *, Tensor out = None)\n * (Tensor input, Number "
+            "other, *, Tensor out = None)\n"
+        )
     a, b = _m.promote(input, other, true_divide=True)
     if not isinstance(a, Tensor):
         return XlogyNumberSelf.apply(b, a=a)

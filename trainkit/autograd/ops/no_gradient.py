@@ -14,9 +14,31 @@ from .operands import operand_arrays, tensors_only
 from .type_names import scalar_name
 
 __all__ = [
-    "all", "allclose", "any", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "eq", "equal", "ge", "gt", "invert", "isclose", "isfinite", "isnan", "le", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "lt", "ne", "positive",
+    "all",
+    "allclose",
+    "any",
+    "bitwise_and",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "eq",
+    "equal",
+    "ge",
+    "gt",
+    "invert",
+    "isclose",
+    "isfinite",
+    "isnan",
+    "le",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "lt",
+    "ne",
+    "positive",
 ]
 
 
@@ -25,9 +47,11 @@ def _compare(ufunc_name: str, tensors_only_name: str = "", name: str = ""):
         if tensors_only_name:
             tensors_only(tensors_only_name, input, other)
         elif not isinstance(input, Tensor):
-            raise TypeError(f"{compare.__name__}() received an invalid combination of arguments - got "
-                            f"({type(input).__name__}, {type(other).__name__}), but expected one of: (Tensor input, "
-                            f"Tensor other) or (Tensor input, Number other); put the tensor first")
+            raise TypeError(
+                f"{compare.__name__}() received an invalid combination of arguments - got "
+                f"({type(input).__name__}, {type(other).__name__}), but expected one of: (Tensor input, "
+                f"Tensor other) or (Tensor input, Number other); put the tensor first"
+            )
         da, db, xp = operand_arrays(input, other)
         try:
             return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(da, db)))
@@ -59,8 +83,10 @@ def positive(input) -> Tensor:
     True
     """
     if input._data.dtype.kind == "b":
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported. Convert the tensor first, for "
-                           "example with .int(), or leave the `+` out.")
+        raise RuntimeError(
+            "The `+` operator, on a bool tensor is not supported. Convert the tensor first, for "
+            "example with .int(), or leave the `+` out."
+        )
     return input
 
 
@@ -125,12 +151,15 @@ def _truth_reduce(name: str, input, dim, keepdim: bool, axis) -> Tensor:
         rank = max(a.ndim, 1)
         for d in dims:
             if not -rank <= d < rank:
-                raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but "
-                                 f"got {d})")
+                raise IndexError(
+                    f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {d})"
+                )
         seen = [d % rank for d in dims]
         if len(set(seen)) < len(seen):
-            raise RuntimeError(f"dim {next(d for d in seen if seen.count(d) > 1)} appears multiple times in the "
-                               "list of dims: name each dimension once")
+            raise RuntimeError(
+                f"dim {next(d for d in seen if seen.count(d) > 1)} appears multiple times in the "
+                "list of dims: name each dimension once"
+            )
         if not dims or a.ndim == 0:
             out = a.astype(bool)
         else:
@@ -179,8 +208,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
     tensors_only("isclose", input, other)
     da, db = input._data, other._data
     if da.dtype != db.dtype:
-        raise RuntimeError(f"{scalar_name(da.dtype)} did not match {scalar_name(db.dtype)}: convert one tensor "
-                           f"to the other's dtype first")
+        raise RuntimeError(
+            f"{scalar_name(da.dtype)} did not match {scalar_name(db.dtype)}: convert one tensor "
+            f"to the other's dtype first"
+        )
     xp = xp_of(da)
     try:
         return Tensor._make(xp.asarray(xp.isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan)))

@@ -43,14 +43,15 @@ def tensors_only(name: str, input, other) -> None:
             raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
 
 
-
 def checked_alpha(input, other, alpha):
     """``alpha`` as add and sub use it, after PyTorch's checks against the dtype of the result."""
     a, b = operand(input), operand(other)
     kind = result_type(a._data if isinstance(a, Tensor) else a, b._data if isinstance(b, Tensor) else b).kind
     if kind in "biu" and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number. "
-                           "Pass an int alpha, or cast the tensors to a floating dtype first.")
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number. "
+            "Pass an int alpha, or cast the tensors to a floating dtype first."
+        )
     if isinstance(alpha, bool) and kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results. Pass alpha as a number instead.")
     return bool(alpha) if kind == "b" else alpha  # bool tensors stay bool: alpha only says whether to add

@@ -14,8 +14,21 @@ from . import dual, math
 from .type_names import scalar_name
 
 __all__ = [
-    "amax", "amin", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "nanmean", "nansum", "std", "std_mean",
-    "sum", "var", "var_mean",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "count_nonzero",
+    "max",
+    "mean",
+    "min",
+    "nanmean",
+    "nansum",
+    "std",
+    "std_mean",
+    "sum",
+    "var",
+    "var_mean",
 ]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -468,8 +481,11 @@ class VarMean(Op, name="VarMeanBackward0"):
         keep = dual.keep_dims
         g_moment = keep(g_moment, self.in_shape, self.axes, self.keepdim)
         if self.root:  # std's gradient: var's for g / (2 std), 0 where std is 0 (as Std)
-            out = (std(x, dim=self.axes, correction=self.correction, keepdim=True) if isinstance(x, Tensor)
-                   else _moment(x, self.axes, True, self.correction, True))
+            out = (
+                std(x, dim=self.axes, correction=self.correction, keepdim=True)
+                if isinstance(x, Tensor)
+                else _moment(x, self.axes, True, self.correction, True)
+            )
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 g_moment = dual.where(dual.data(out) == 0, 0.0, g_moment / (out * 2))
         grad = _var_grad(g_moment, x, self.n, self.correction, self.axes)
@@ -546,8 +562,10 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     tensor(1.5000)
     """
     if input._data.dtype.kind != "f":
-        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{scalar_name(input._data.dtype)}")
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            f"{scalar_name(input._data.dtype)}"
+        )
     data = input._data
     present = Tensor._make(~xp_of(data).isnan(data))
     count = sum(present, dim, keepdim)

@@ -84,8 +84,14 @@ def _without_replacement(rng, weights, n: int):
     return xp.argsort(finish, axis=1, kind="stable")
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None,
-                out: Tensor | None = None) -> Tensor:
+def multinomial(
+    input: Tensor,
+    num_samples: int,
+    replacement: bool = False,
+    *,
+    generator: Generator | None = None,
+    out: Tensor | None = None,
+) -> Tensor:
     """Category indices drawn in proportion to the weights in ``input``, as ``torch.multinomial``.
 
     ``input`` is a 1-d vector or a 2-d matrix with one distribution per row: non-negative, finite weights with a

@@ -29,8 +29,26 @@ from .join import (  # noqa: F401  (re-exported: the joining ops are shape ops, 
 )
 
 __all__ = [
-    "cat", "chunk", "concat", "concatenate", "expand", "expand_as", "flatten", "permute", "reshape", "split", "squeeze",
-    "stack", "sum_to_size", "swapaxes", "swapdims", "t", "transpose", "unbind", "unsqueeze", "view",
+    "cat",
+    "chunk",
+    "concat",
+    "concatenate",
+    "expand",
+    "expand_as",
+    "flatten",
+    "permute",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "sum_to_size",
+    "swapaxes",
+    "swapdims",
+    "t",
+    "transpose",
+    "unbind",
+    "unsqueeze",
+    "view",
 ]
 
 
@@ -292,7 +310,6 @@ def _basic_class(index):
     return Alias
 
 
-
 def _only_new_axis(index) -> bool:
     """True for ``x[None]``, ``x[:, None]``: one new axis among full slices, which PyTorch records as unsqueeze."""
     parts = index if isinstance(index, tuple) else (index,)
@@ -372,11 +389,12 @@ def _view_dtype(input: Tensor, dt) -> Tensor:
         return View.apply(input, shape=data.shape)
     if dt.np.itemsize != data.dtype.itemsize:
         if data.ndim == 0:
-            raise RuntimeError(
-                f"self.dim() cannot be 0 to view {input.dtype} as {dt} (different element sizes)")
+            raise RuntimeError(f"self.dim() cannot be 0 to view {input.dtype} as {dt} (different element sizes)")
         if data.ndim and data.strides[-1] != data.itemsize:
-            raise RuntimeError(f"self.stride(-1) must be 1 to view {input.dtype} as {dt} (different element sizes), "
-                               f"but got {data.strides[-1] // data.itemsize}")
+            raise RuntimeError(
+                f"self.stride(-1) must be 1 to view {input.dtype} as {dt} (different element sizes), "
+                f"but got {data.strides[-1] // data.itemsize}"
+            )
     try:
         out = data.view(dt.np)
     except ValueError as err:
@@ -448,8 +466,11 @@ def matrix_transpose(input: Tensor) -> Tensor:
     """
     nd = input._data.ndim
     if nd == 0:
-        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+            UserWarning,
+            stacklevel=3,
+        )
         return input
     if nd == 1:
         raise RuntimeError(

@@ -79,7 +79,7 @@ def _insertion_sort(q: list, lo: int, hi: int, less) -> None:
     for i in range(lo + 1, hi):
         v = q[i]
         if less(v, q[lo]):
-            q[lo + 1:i + 1] = q[lo:i]
+            q[lo + 1 : i + 1] = q[lo:i]
             q[lo] = v
         else:
             _linear_insert(q, i, less)
@@ -194,6 +194,7 @@ def _nth_element(q: list, nth: int, less) -> None:
 
 def _topk_row(row: list, k: int, largest: bool, sorted: bool) -> list:
     """The indices PyTorch's CPU kernel picks from one row: nan counts as the largest value."""
+
     def bigger(x, y):
         return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
 

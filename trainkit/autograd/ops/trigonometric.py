@@ -28,12 +28,30 @@ _SIN_DOC = """sin x element-wise.
 Sin, sin = elementwise("sin", "SinBackward0", "x", "xp.sin(x)", "g * cos(x)", _SIN_DOC)
 Cos, cos = elementwise("cos", "CosBackward0", "x", "xp.cos(x)", "-g * sin(x)", "cos x element-wise.")
 Tan, tan = elementwise("tan", "TanBackward0", "out", "xp.tan(x)", "g * (1 + out * out)", "tan x element-wise.")
-Asin, asin = elementwise("asin", "AsinBackward0", "x", "xp.arcsin(x)", "g / sqrt(1 - x * x)",
-                         "The inverse sine element-wise, in [-pi/2, pi/2] (NaN outside [-1, 1]).")
-Acos, acos = elementwise("acos", "AcosBackward0", "x", "xp.arccos(x)", "-g / sqrt(1 - x * x)",
-                         "The inverse cosine element-wise, in [0, pi] (NaN outside [-1, 1]).")
-Atan, atan = elementwise("atan", "AtanBackward0", "x", "xp.arctan(x)", "g / (1 + x * x)",
-                         "The inverse tangent element-wise, in (-pi/2, pi/2).")
+Asin, asin = elementwise(
+    "asin",
+    "AsinBackward0",
+    "x",
+    "xp.arcsin(x)",
+    "g / sqrt(1 - x * x)",
+    "The inverse sine element-wise, in [-pi/2, pi/2] (NaN outside [-1, 1]).",
+)
+Acos, acos = elementwise(
+    "acos",
+    "AcosBackward0",
+    "x",
+    "xp.arccos(x)",
+    "-g / sqrt(1 - x * x)",
+    "The inverse cosine element-wise, in [0, pi] (NaN outside [-1, 1]).",
+)
+Atan, atan = elementwise(
+    "atan",
+    "AtanBackward0",
+    "x",
+    "xp.arctan(x)",
+    "g / (1 + x * x)",
+    "The inverse tangent element-wise, in (-pi/2, pi/2).",
+)
 Sinh, sinh = elementwise("sinh", "SinhBackward0", "x", "xp.sinh(x)", "g * cosh(x)", "sinh x element-wise.")
 Cosh, cosh = elementwise("cosh", "CoshBackward0", "x", "xp.cosh(x)", "g * sinh(x)", "cosh x element-wise.")
 
@@ -62,4 +80,3 @@ def atan2(input, other) -> Tensor:
     """The angle of the point (other, input): atan(input / other) in the right quadrant (tensors only)."""
     tensors_only("atan2", input, other)
     return _m.binary(Atan2, input, other, true_divide=True)
-

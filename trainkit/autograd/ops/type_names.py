@@ -8,9 +8,20 @@ from ..tensor import Tensor
 
 __all__ = ["legacy_type_name", "scalar_name"]
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-                 "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "uint16": "UInt16",
-                 "uint32": "UInt32", "uint64": "UInt64"}
+_SCALAR_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+}
 
 
 def scalar_name(value) -> str:
