@@ -56,11 +56,13 @@ class CSVLogger(Callback):
         self.fieldnames: list[str] = []
         self._last_epoch: int | None = None
         self._resumed = False
+        self._kept: list[dict[str, str]] | None = None  # the rows to keep, until the first epoch rewrites the file
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self.path = resolve(self.filename, self.run_dir)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fieldnames = []
+        self._kept = None
         if (self.append or self._resumed) and self.path.exists():
             header, rows = self._read()
             if self._resumed:
@@ -68,7 +70,8 @@ class CSVLogger(Callback):
                 keep = self._last_epoch if self._last_epoch is not None else -1
                 rows = [r for r in rows if _epoch_of(r) is not None and _epoch_of(r) <= keep]
             self.fieldnames = header
-            self._write(header, rows)
+            # written with the first epoch's row: a resume that fails before then leaves the file as it was
+            self._kept = rows
         else:
             self.path.write_text("")
 
@@ -77,10 +80,11 @@ class CSVLogger(Callback):
             self.on_train_begin()
         row = {"epoch": epoch, **(logs or {})}
         new = [k for k in row if k not in self.fieldnames]
-        if new:
-            rows = self._read()[1] if self.fieldnames else []
+        if new or self._kept is not None:
+            rows = self._kept if self._kept is not None else self._read()[1] if self.fieldnames else []
             self.fieldnames = self.fieldnames + new
             self._write(self.fieldnames, rows)
+            self._kept = None
         with open(self.path, "a", newline="") as f:
             csv.DictWriter(f, self.fieldnames).writerow(row)
         self._last_epoch = epoch

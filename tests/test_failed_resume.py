@@ -1,0 +1,55 @@
+"""A resume that fails before it has finished an epoch changes nothing in the run folder: its history.jsonl and
+metrics.csv keep every row, and the folder resumes from its own last checkpoint afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "configs" / "regression.yaml"
+
+
+def _train(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "trainkit.cli", "train", str(CONFIG), "--set", "trainer.verbose=false", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _epochs(run: Path) -> tuple[list[int], list[str]]:
+    history = [json.loads(line)["epoch"] for line in (run / "history.jsonl").read_text().splitlines()]
+    csv_epochs = [line.split(",")[0] for line in (run / "metrics.csv").read_text().splitlines()[1:]]
+    return history, csv_epochs
+
+
+def test_a_resume_failing_in_its_first_batch_keeps_history_and_metrics(tmp_path):
+    assert _train(tmp_path, "--set", "trainer.epochs=3").returncode == 0
+    run = tmp_path / "runs" / "regression" / "version_0"
+    shutil.copy(run / "checkpoints" / "last.npz", run / "checkpoints" / "epoch3.npz")
+    assert _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=6").returncode == 0
+    before = (run / "history.jsonl").read_bytes(), (run / "metrics.csv").read_bytes()
+    assert _epochs(run) == ([0, 1, 2, 3, 4, 5], ["0", "1", "2", "3", "4", "5"])
+
+    # from the older checkpoint, with a loss that cannot take the data: it fails in the first batch
+    failed = _train(
+        tmp_path, "--resume", str(run / "checkpoints" / "epoch3.npz"), "--set", "trainer.epochs=8", "--set", "loss=nll"
+    )
+    assert failed.returncode == 1 and "target" in failed.stderr
+    assert ((run / "history.jsonl").read_bytes(), (run / "metrics.csv").read_bytes()) == before
+
+    resumed = _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=7")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _epochs(run) == ([0, 1, 2, 3, 4, 5, 6], ["0", "1", "2", "3", "4", "5", "6"])
+
+
+def test_a_resume_from_an_older_checkpoint_rewrites_the_rows_once_an_epoch_ends(tmp_path):
+    assert _train(tmp_path, "--set", "trainer.epochs=2").returncode == 0
+    run = tmp_path / "runs" / "regression" / "version_0"
+    shutil.copy(run / "checkpoints" / "last.npz", run / "checkpoints" / "epoch2.npz")
+    assert _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=4").returncode == 0
+    again = _train(tmp_path, "--resume", str(run / "checkpoints" / "epoch2.npz"), "--set", "trainer.epochs=3")
+    assert again.returncode == 0, again.stderr
+    # the rows of epochs 2 and 3 of the first run belong to epochs this run trained again: epoch 2 replaced them
+    assert _epochs(run) == ([0, 1, 2], ["0", "1", "2"])
