@@ -294,6 +294,41 @@ class RunConfig:
 
 
 # ------------------------------------------------------------------------------------------------------ loading
+# A config is a few kilobytes; a larger file is a mistake (a data file named as the config) or an attack, and
+# reading it whole would cost its size many times over.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_yaml_file(file: Path) -> Any:
+    """The YAML document in ``file``, or a ``ConfigError`` naming the file: missing, larger than
+    ``MAX_CONFIG_BYTES``, not UTF-8 text, or not valid YAML (``read_yaml``'s refusals included).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
+    >>> _ = p.write_bytes("name: r".encode("utf-16"))
+    >>> read_yaml_file(p)
+    Traceback (most recent call last):
+    ...
+    trainkit.cli.settings.ConfigError: .../c.yaml: not UTF-8 text (byte 0xff at offset 0); save it as UTF-8
+    """
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such config file")
+    size = file.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{file}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,})")
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{file}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8"
+        ) from None
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{file}: not valid YAML: {err}") from None
+
+
 def load(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     """Read a config, apply ``overrides`` (``--set key.path=value``), check it; returns it complete as a
     ``RunConfig`` (every key, defaults filled in; ``name`` the file's stem when not given), ``file`` and ``folder`` set.
@@ -311,12 +346,7 @@ def load(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     (32, 'c', True)
     """
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"{file}: no such config file")
-    try:
-        raw = read_yaml(file.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{file}: not valid YAML: {err}") from None
+    raw = read_yaml_file(file) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: a config is a mapping of sections, got {type(raw).__name__}")
     for assignment in overrides:

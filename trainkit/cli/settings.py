@@ -29,6 +29,8 @@ import yaml
 from ..registry import Registry, UnknownNameError
 
 __all__ = [
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_VALUES",
     "ConfigError",
     "SettingError",
     "apply_override",
@@ -55,13 +57,96 @@ _Loader.add_implicit_resolver(
 )
 
 
+# A config holds tens of values; these bounds leave room for any real one and refuse what only an attack needs:
+# anchors whose aliases multiply into millions of values (each is copied into the config's dataclasses), and nesting
+# deeper than the parser's recursion allows.
+MAX_YAML_VALUES = 100_000
+MAX_YAML_DEPTH = 100
+
+
+def _check_unique_keys(loader: _Loader, node: yaml.MappingNode) -> None:
+    """YAML forbids a repeated key in one mapping, and PyYAML would silently keep the last one: refuse it, naming
+    both lines. Keys brought in by a merge (``<<: *base``) may be overridden, as YAML's merge allows."""
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node)
+        if key in seen:
+            first, again = seen[key].start_mark.line + 1, key_node.start_mark.line + 1
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} appears twice in one mapping (lines {first} and {again})", None
+            )
+        seen[key] = key_node
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode):
+    _check_unique_keys(loader, node)
+    data: dict = {}
+    yield data
+    loader.flatten_mapping(node)
+    data.update(yaml.SafeLoader.construct_mapping(loader, node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _mapping)
+
+
+def _expanded_size(root: yaml.Node) -> tuple[int, int]:
+    """(values, depth) of the document with every alias expanded, counted without expanding: a node reached through
+    several aliases counts once per path, which is what copying the document costs."""
+    sizes: dict[int, tuple[int, int]] = {}
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done and children:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        values = 1 + sum(sizes[id(c)][0] for c in children)
+        depth = 1 + max((sizes[id(c)][1] for c in children), default=0)
+        sizes[id(node)] = (min(values, MAX_YAML_VALUES + 1), depth)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 def read_yaml(text: str) -> Any:
     """Parse YAML safely (``yaml.safe_load``'s rules, no Python tags), with ``1e-3`` and ``1e6`` read as floats.
+    A repeated key, aliases that expand past ``MAX_YAML_VALUES`` values and nesting deeper than ``MAX_YAML_DEPTH``
+    raise ``yaml.YAMLError`` instead of being read.
 
     >>> read_yaml("lr: 1e-3\\nsteps: 1e6\\nmomentum: .9\\nepochs: 10")
     {'lr': 0.001, 'steps': 1000000.0, 'momentum': 0.9, 'epochs': 10}
+    >>> read_yaml("a: 1\\na: 2")
+    Traceback (most recent call last):
+    ...
+    yaml.constructor.ConstructorError: the key 'a' appears twice in one mapping (lines 1 and 2)
     """
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags
+    loader = _Loader(text)  # a SafeLoader: no Python tags
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise yaml.YAMLError(f"nested deeper than {MAX_YAML_DEPTH} levels") from None
+        if node is None:
+            return None
+        values, depth = _expanded_size(node)
+        if depth > MAX_YAML_DEPTH:
+            raise yaml.YAMLError(f"nested deeper than {MAX_YAML_DEPTH} levels")
+        if values > MAX_YAML_VALUES:
+            raise yaml.YAMLError(f"its anchors and aliases expand to more than {MAX_YAML_VALUES:,} values")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 class ConfigError(ValueError):
