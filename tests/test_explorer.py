@@ -385,3 +385,16 @@ def test_the_recorder_does_not_keep_saved_activations_alive():
     assert alive() is None  # backward freed it, and the recorder did not hold on to it
     mul = by_name(collect(loss, trace=rec), "MulBackward0")[0]
     assert mul["saved"][0]["shape"] == [1000] and mul["saved"][0]["what"] == "an input, since freed"
+
+
+def test_the_embedded_data_holds_no_markup_characters():
+    """No "<" in the inlined JSON at all: "<!--" and "<script" inside a script element change how HTML parses it."""
+    w = torch.ones(2, requires_grad=True)
+    names = ["<!--<script>", "</script>", "a&b>c", "<![CDATA["]
+    html = explore((w * w).sum() * 2, {n: w for n in names[:1]}, title="t")
+    start = html.index('<script type="application/json" id="graph-data">') + len(
+        '<script type="application/json" id="graph-data">'
+    )
+    payload = html[start : html.index("</script>", start)]
+    assert not set("<>&") & set(payload)
+    assert json.loads(payload)["nodes"][-1]["label"] == names[0]

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import warnings
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,22 @@ def test_each_module_is_one_box_clear_of_its_siblings(tmp_path, build):
                 assert inside, (data["nodes"][int(i)]["label"], name)
             elif module is not None or (name in modules and name not in parent.values()):
                 assert apart, (data["nodes"][int(i)]["label"], name)  # an op of no module stays out of a Linear's box
+
+
+NASTY = ["<!--<script>", "</script><script>alert(1)</script>", "]]><!--", "a&amp;b<b>", "\u2028line", "-->"]
+
+
+def test_hostile_names_render_as_text_and_the_page_loads(tmp_path):
+    """HTML's escaped-script parsing: a name holding ``<!--<script>`` once left the page stuck at loading."""
+    torch.manual_seed(0)
+    layers = {name: nn.Linear(2, 2) for name in NASTY}
+    x = torch.randn(3, 2)
+    loss = sum(layer(x).sum() for layer in layers.values())
+    params = {f"{name}.{p}": t for name, layer in layers.items() for p, t in layer.named_parameters()}
+    path = tmp_path / "nasty.html"
+    explore(loss, params, path=path, title="<!--<script>")
+    html = dom(tmp_path, path)
+    assert errors(html).strip() == "" and status(html)["state"] == "ok"
+    labels = set(re.findall(r'<text x="8" y="14" class="label">([^<]*)</text>', html))
+    shown = {unescape(label) for label in labels}
+    assert {f"{name}.weight" for name in NASTY} <= shown

@@ -376,8 +376,11 @@ def _totals(out_nodes: list, saved_info: dict, module: list, tensors: list, stal
 def page(data: dict) -> str:
     """The HTML page for ``collect``'s data: the template with the data embedded as a JSON script element."""
     template = resources.files(__package__).joinpath("explore_page.html").read_text(encoding="utf-8")
-    # "</" would end the script element early; "<\/" is the same string to JSON
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    # Inside a script element HTML still reads "</script" and "<!--" (which switches the parser into its escaped
+    # states, where a later "<script" swallows the page's own script), so the data holds no "<" at all: "\u003c"
+    # is the same character to JSON. ">" and "&" go the same way, for any markup the data is shown in.
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     head, tail = template.split(_PLACEHOLDER, 1)
     title = escape(data["title"])
     return head.replace("{{TITLE}}", title) + payload + tail.replace("{{TITLE}}", title)
