@@ -53,3 +53,17 @@ def test_a_resume_from_an_older_checkpoint_rewrites_the_rows_once_an_epoch_ends(
     assert again.returncode == 0, again.stderr
     # the rows of epochs 2 and 3 of the first run belong to epochs this run trained again: epoch 2 replaced them
     assert _epochs(run) == ([0, 1, 2], ["0", "1", "2"])
+
+
+def test_a_copied_run_folder_reads_its_own_history(tmp_path):
+    assert _train(tmp_path, "--set", "trainer.epochs=3").returncode == 0
+    original = tmp_path / "runs" / "regression" / "version_0"
+    copy = tmp_path / "copy" / "version_0"
+    shutil.copytree(original, copy)
+    rows = [json.loads(line) for line in (original / "history.jsonl").read_text().splitlines()]
+    # the original folder goes on to other things; the copy must not notice
+    (original / "history.jsonl").write_text("".join(json.dumps({**r, "loss": 999.0}) + "\n" for r in rows))
+    resumed = _train(tmp_path, "--resume", str(copy), "--set", "trainer.epochs=4")
+    assert resumed.returncode == 0, resumed.stderr
+    kept = [json.loads(line) for line in (copy / "history.jsonl").read_text().splitlines()]
+    assert [r["loss"] for r in kept[:3]] == [r["loss"] for r in rows] and len(kept) == 4

@@ -117,16 +117,18 @@ def read_history(path: str | Path, epochs: int) -> list[dict]:
 
 
 def history_rows(saved: Any, checkpoint_path: str | Path) -> list[dict]:
-    """The epoch rows a checkpoint's ``history`` entry stands for: ``{"file", "epochs"}`` (read from the file, or
-    from ``history.jsonl`` of the run folder holding ``checkpoints/`` when the run folder has moved),
+    """The epoch rows a checkpoint's ``history`` entry stands for: ``{"file", "epochs"}`` (read from the
+    ``history.jsonl`` of the run folder holding the checkpoint, else from the file it names),
     ``{"rows"}`` inline, or the per-key lists of older checkpoints."""
     if not saved:
         return []
     if "file" in saved:
         file, epochs = Path(saved["file"]), int(saved["epochs"])
-        beside = RunFolder(Path(checkpoint_path).resolve().parent.parent).history  # checkpoints/ in any name
-        if not file.is_file() and beside.is_file():
-            file = beside
+        # A checkpoint in a run folder reads that folder's own history, wherever the folder was copied or moved to;
+        # the absolute name it recorded serves a checkpoint file taken out of its run folder.
+        folder = RunFolder.of_checkpoint(Path(checkpoint_path).resolve())
+        if folder is not None and folder.history.is_file():
+            file = folder.history
         return read_history(file, epochs)
     if "rows" in saved:
         return [dict(row) for row in saved["rows"]]
