@@ -11,6 +11,13 @@ import os
 import threading
 from pathlib import Path
 
+# Limits for reading archives someone else wrote, checked against what a member's zip header declares before
+# anything is inflated or allocated. Both writers (trainkit.save, torch.save) store arrays uncompressed, so a member
+# that inflates far more than that is no saved state, and a structure document (JSON or pickle) of a state dict is a
+# few MB at most.
+MAX_EXPANSION = 100
+MAX_STRUCTURE_BYTES = 64 << 20
+
 
 def temporary_beside(path: str | os.PathLike) -> Path:
     """A name in ``path``'s folder that no other process or thread writing ``path`` uses (``*.tmp``, which

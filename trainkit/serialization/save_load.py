@@ -32,7 +32,7 @@ import numpy as np
 from ..autograd.backend import CPU, device, to_device
 from ..autograd.tensor import Tensor
 from ..layers.parameter import Parameter
-from .files import temporary_beside
+from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, temporary_beside
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
 
@@ -310,10 +310,6 @@ class FileFormatError(ValueError):
     """A file ``load`` cannot read: the message names the file and says what is wrong with it."""
 
 
-_MAX_META_BYTES = 64 << 20  # the structure document of the largest state dicts is a few MB
-_MAX_EXPANSION = 100  # save() stores arrays uncompressed; a member that inflates far more is no saved state
-
-
 def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, dict]:
     """The JSON structure and the arrays of a file written by ``save``. Every member's header (dtype, shape, size)
     is checked, and against ``expect`` (shapes by path, a model's), before any data is read, so that a broken,
@@ -327,7 +323,7 @@ def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, di
         meta_info = infos.pop(f"{_META}.npy", None)
         if meta_info is None:
             raise FileFormatError(f"{where}: not a file written by trainkit.save (it has no {_META} entry)")
-        if meta_info.file_size > _MAX_META_BYTES:
+        if meta_info.file_size > MAX_STRUCTURE_BYTES:
             raise FileFormatError(
                 f"{where}: its structure document is {meta_info.file_size} bytes, more than any saved state needs"
             )
@@ -355,7 +351,7 @@ def _read_member(
 ) -> np.ndarray | tuple:
     """A member's array, its header checked first; with ``data=False`` only the header's (shape, dtype)."""
     member = f"{where}: member {info.filename}"
-    if info.compress_type != zipfile.ZIP_STORED and info.file_size > _MAX_EXPANSION * max(info.compress_size, 1):
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_EXPANSION * max(info.compress_size, 1):
         raise FileFormatError(
             f"{member} would inflate from {info.compress_size} to {info.file_size} bytes; "
             "trainkit.save stores arrays uncompressed, so this is no saved state"

@@ -31,6 +31,7 @@ from ..autograd.creation import from_numpy
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
+from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES
 
 __all__ = ["TorchFileError", "UnsafeGlobalError", "load_torch_file"]
 
@@ -124,7 +125,7 @@ class _Unpickler(pickle._Unpickler):
         self.order = ">" if byteorder == "big" else "<"
         self.storages: dict[str, _Storage] = {}
         self.bfloat16 = False
-        builtins = {"set": set, "complex": complex, "bytearray": bytearray}
+        builtins = {"set": set, "complex": complex, "bytearray": self.bytearray}
         self.tensor_type, self.parameter_type = _Marker("Tensor"), _Marker("Parameter")
         self.allowed: dict[tuple[str, str], Any] = {
             ("collections", "OrderedDict"): OrderedDict,
@@ -163,6 +164,13 @@ class _Unpickler(pickle._Unpickler):
     def fail(self, message: str, error: type[TorchFileError] = TorchFileError) -> TorchFileError:
         return error(f"{self.path}: {message}")
 
+    def bytearray(self, source=b"", *args) -> bytearray:
+        """``bytearray`` as pickles call it (from bytes, or from a str and its encoding), never from a number: that
+        form allocates as many zero bytes as the number says, so a few bytes of pickle could ask for gigabytes."""
+        if not isinstance(source, (bytes, bytearray, str)):
+            raise self.fail(f"bytearray({type(source).__name__}) is not how pickle writes a bytearray; refused")
+        return bytearray(source, *args)
+
     def find_class(self, module: str, name: str):
         try:
             return self.allowed[(module, name)]
@@ -186,12 +194,13 @@ class _Unpickler(pickle._Unpickler):
                 raise self.fail(f"storage {key} is read both as {storage.kind} and {kind.name}")
             return storage
         name = f"{self.prefix}data/{key}"
-        raw = read_member(self.path, self.archive, name)
-        if len(raw) != numel * kind.np.itemsize:
+        declared = member_size(self.path, self.archive, name)
+        if declared != numel * kind.np.itemsize:  # checked on the zip header, before anything is read
             raise self.fail(
-                f"storage {name} has {len(raw)} bytes; {numel} elements of {kind.name} need "
+                f"storage {name} has {declared} bytes; {numel} elements of {kind.name} need "
                 f"{numel * kind.np.itemsize} (the file is truncated or corrupt)"
             )
+        raw = read_member(self.path, self.archive, name)
         array = np.frombuffer(bytearray(raw), dtype=kind.np.newbyteorder(self.order))
         array = array.astype(array.dtype.newbyteorder("="), copy=False)
         if kind.name == "BFloat16Storage":
@@ -255,6 +264,33 @@ class _Unpickler(pickle._Unpickler):
             setattr(obj, name, value)
 
 
+def member_size(path: Path, archive: zipfile.ZipFile, name: str, limit: int | None = None) -> int:
+    """The size one archive member declares in its zip header, checked before it is read: at most ``limit`` bytes,
+    and inflating at most ``MAX_EXPANSION`` times (torch.save stores members uncompressed).
+
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    ...     z.writestr("m/data/0", bytes(10_000_000))
+    >>> member_size(Path("m.pt"), zipfile.ZipFile(buf), "m/data/0")
+    Traceback (most recent call last):
+    ...
+    trainkit.serialization.torch_pickle.TorchFileError: m.pt: m/data/0 would inflate from ... to 10000000 bytes; ...
+    """
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        raise TorchFileError(f"{path}: the archive has no {name} (the file is truncated or corrupt)") from None
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_EXPANSION * max(info.compress_size, 1):
+        raise TorchFileError(
+            f"{path}: {name} would inflate from {info.compress_size} to {info.file_size} bytes; torch.save stores "
+            "its members uncompressed, so this file was not written by it"
+        )
+    if limit is not None and info.file_size > limit:
+        raise TorchFileError(f"{path}: {name} is {info.file_size} bytes, more than a state dict's structure needs")
+    return info.file_size
+
+
 def read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
     """The bytes of one archive member; a missing or damaged member is a ``TorchFileError`` naming the file.
 
@@ -265,6 +301,7 @@ def read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
     ...
     trainkit.serialization.torch_pickle.TorchFileError: m.pt: the archive has no m/data.pkl (the file is truncated ...)
     """
+    member_size(path, archive, name)
     try:
         return archive.read(name)
     except KeyError:
@@ -341,6 +378,7 @@ def load_torch_file(path: str | os.PathLike) -> Any:
             byteorder = read_member(path, archive, f"{prefix}byteorder").decode("ascii", "replace").strip()
             if byteorder not in ("little", "big"):
                 raise TorchFileError(f"{path}: unknown byte order {byteorder!r} in {prefix}byteorder")
+        member_size(path, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES)
         data = io.BytesIO(read_member(path, archive, f"{prefix}data.pkl"))
         unpickler = _Unpickler(data, path, archive, prefix, byteorder)
         try:
