@@ -4,10 +4,16 @@ metrics.csv keep every row, and the folder resumes from its own last checkpoint 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+import trainkit
+import trainkit.training.checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "regression.yaml"
@@ -67,3 +73,45 @@ def test_a_copied_run_folder_reads_its_own_history(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     kept = [json.loads(line) for line in (copy / "history.jsonl").read_text().splitlines()]
     assert [r["loss"] for r in kept[:3]] == [r["loss"] for r in rows] and len(kept) == 4
+
+
+def _trained(tmp_path: Path, epochs: int = 2) -> Path:
+    assert _train(tmp_path, "--set", f"trainer.epochs={epochs}").returncode == 0
+    return tmp_path / "runs" / "regression" / "version_0"
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda text: text.replace("}\n", "\n", 1), ":1: not a JSON line"),
+        (
+            lambda text: "[1, 2]\n" + text.split("\n", 1)[1],
+            ":1: a line holds one epoch's logs as a JSON object, not list",
+        ),
+        (lambda text: re.sub(r'"loss": [^,]*', '"loss": "abc"', text, count=1), ":1: 'loss' is 'abc'"),
+    ],
+)
+def test_a_damaged_history_line_is_named_with_its_file_and_line(tmp_path, damage, words):
+    run = _trained(tmp_path)
+    history = run / "history.jsonl"
+    history.write_text(damage(history.read_text()))
+    resumed = _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=3")
+    assert resumed.returncode == 1 and f"{history}{words}" in resumed.stderr, resumed.stderr
+    assert "Traceback" not in resumed.stderr and len(resumed.stderr.strip().splitlines()) == 1
+
+
+def test_a_weights_file_given_as_a_checkpoint_says_what_it_is(tmp_path):
+    run = _trained(tmp_path)
+    weights = tmp_path / "weights.pt"
+    state = trainkit.training.checkpoint.load(run / "checkpoints" / "last.npz")["model"]
+    trainkit.save(state, weights)
+    resumed = _train(tmp_path, "--resume", str(weights), "--set", "trainer.epochs=3")
+    assert resumed.returncode == 1 and f"{weights}: not a training checkpoint (no 'model'" in resumed.stderr
+    assert "KeyError" not in resumed.stderr
+
+
+def test_another_optimizers_checkpoint_names_the_optimizer(tmp_path):
+    run = _trained(tmp_path)
+    resumed = _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=3", "--set", "optimizer.name=Adam")
+    assert resumed.returncode == 1, resumed.stderr
+    assert "its optimizer state does not fit this run's Adam" in resumed.stderr and "KeyError" not in resumed.stderr

@@ -106,14 +106,29 @@ def read_history(path: str | Path, epochs: int) -> list[dict]:
         raise FileNotFoundError(f"no history file at {path} (the run's per-epoch logs, which a resume needs)")
     rows = []
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if len(rows) == epochs:
                 break
             if line.strip():
-                rows.append(json.loads(line))
+                rows.append(_row(line, path, number))
     if len(rows) < epochs:
         raise ValueError(f"{path} holds {len(rows)} epoch(s), but the checkpoint covers {epochs}")
     return rows
+
+
+def _row(line: str, path: Path, number: int) -> dict:
+    """One line of a history file: a JSON object of an epoch's logs, numbers only; else a ``ValueError`` naming the
+    file and the line."""
+    try:
+        row = json.loads(line)
+    except ValueError as err:
+        raise ValueError(f"{path}:{number}: not a JSON line ({err}); the file is damaged") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{path}:{number}: a line holds one epoch's logs as a JSON object, not {type(row).__name__}")
+    for key, value in row.items():
+        if isinstance(value, (str, list, dict)):
+            raise ValueError(f"{path}:{number}: {key!r} is {value!r}; an epoch's logs are numbers")
+    return row
 
 
 def history_rows(saved: Any, checkpoint_path: str | Path) -> list[dict]:
@@ -168,6 +183,21 @@ def trainer_state(trainer: Any) -> dict:
 def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -> None:
     """Put ``state`` (from ``trainer_state``, read from ``path``) back into ``trainer``; with ``resume``, the
     process count must be the one that wrote it, since each process takes back its own random stream."""
+    missing = [
+        k
+        for k in ("model", "optimizer", "rng", "global_step", "epoch")
+        if not isinstance(state, dict) or k not in state
+    ]
+    if missing:
+        held = (
+            ", ".join(map(repr, list(state)[:4])) + (", ..." if len(state) > 4 else "")
+            if isinstance(state, dict)
+            else type(state).__name__
+        )
+        raise ValueError(
+            f"{path}: not a training checkpoint (no {missing[0]!r}; it holds {held}); a weights file loads with "
+            "model.load_state_dict(trainkit.load(path)), and a run resumes or is evaluated from RUN/checkpoints/*.npz"
+        )
     saved_size = int(state.get("world_size", 1))
     if resume and saved_size != trainer.world_size:
         raise RuntimeError(
@@ -175,7 +205,7 @@ def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -
             f"number (this run has {trainer.world_size})"
         )
     trainer.model.load_state_dict({k: v.to(trainer.device) for k, v in state["model"].items()})
-    trainer.optimizer.load_state_dict(state["optimizer"])
+    _load_optimizer(trainer.optimizer, state["optimizer"], path)
     if trainer.scheduler is not None and state.get("scheduler") is not None:
         trainer.scheduler.load_state_dict(state["scheduler"])
     ranks = state["rng"].get("ranks")
@@ -190,6 +220,24 @@ def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -
     trainer.history = history_of(trainer.history_rows)
     trainer.epoch = int(state["epoch"])
     trainer.epochs_done = int(state.get("epochs_done", trainer.epoch + 1))  # older checkpoints: written at epoch end
+
+
+def _load_optimizer(optimizer: Any, saved: Any, path: str | Path) -> None:
+    """``optimizer.load_state_dict(saved)``, refusing the state of another kind of optimizer, whose settings
+    (``betas``, ``momentum``, ...) this one would only miss at its first step."""
+    name = type(optimizer).__name__
+    wanted = {key for group in optimizer.param_groups for key in group if key != "params"}
+    groups = saved.get("param_groups") if isinstance(saved, dict) else None
+    found = {key for group in groups for key in group} if isinstance(groups, list) and groups else set()
+    try:
+        if wanted - found:
+            raise KeyError(", ".join(sorted(wanted - found)))
+        optimizer.load_state_dict(saved)
+    except (KeyError, ValueError, TypeError) as err:
+        raise ValueError(
+            f"{path}: its optimizer state does not fit this run's {name} (missing {err}); resume with the "
+            "optimizer it was trained with"
+        ) from None
 
 
 def resume_point(path: str | Path, done: int, epochs: int, epoch: int) -> str:
