@@ -280,6 +280,23 @@ _BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int
 _default_float = float32
 
 
+# PyTorch's scalar names of the dtypes, which its type names ('torch.FloatTensor') and dtype errors quote
+SCALAR_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+}
+
+
 def dtype_of(np_dtype) -> dtype:
     """The trainkit dtype for a NumPy dtype."""
     try:

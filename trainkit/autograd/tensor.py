@@ -23,6 +23,7 @@ import numpy as np
 
 from . import grad_mode
 from .backend import (
+    SCALAR_NAMES,
     as_array,
     device,
     device_of,
@@ -382,22 +383,8 @@ class Tensor:
     def type(self, dtype=None):
         """Without an argument, the type name ('trainkit.FloatTensor'); with one, this tensor in that dtype."""
         if dtype is None:
-            names = {
-                "float32": "Float",
-                "float64": "Double",
-                "float16": "Half",
-                "int64": "Long",
-                "int32": "Int",
-                "int16": "Short",
-                "int8": "Char",
-                "uint8": "Byte",
-                "bool": "Bool",
-                "uint16": "UInt16",
-                "uint32": "UInt32",
-                "uint64": "UInt64",
-            }
             prefix = "trainkit.cuda." if self.is_cuda else "trainkit."
-            return f"{prefix}{names[self.dtype.name]}Tensor"
+            return f"{prefix}{SCALAR_NAMES[self.dtype.name]}Tensor"
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
             names = {
                 "Float": "float32",

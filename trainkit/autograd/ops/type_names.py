@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import SCALAR_NAMES
 from ..tensor import Tensor
 
 __all__ = ["legacy_type_name", "scalar_name"]
-
-_SCALAR_NAMES = {
-    "float32": "Float",
-    "float64": "Double",
-    "float16": "Half",
-    "int64": "Long",
-    "int32": "Int",
-    "int16": "Short",
-    "int8": "Char",
-    "uint8": "Byte",
-    "bool": "Bool",
-    "uint16": "UInt16",
-    "uint32": "UInt32",
-    "uint64": "UInt64",
-}
 
 
 def scalar_name(value) -> str:
     """PyTorch's name of a dtype, or of a tensor's dtype ('Float', 'Int', ...)."""
     name = np.dtype(value._data.dtype if isinstance(value, Tensor) else value).name
-    return _SCALAR_NAMES.get(name, name)
+    return SCALAR_NAMES.get(name, name)
 
 
 def legacy_type_name(t: Tensor) -> str:
