@@ -26,7 +26,7 @@ from ..training.run_folder import RunFolder
 from . import config as cfg
 from .config import ConfigError
 from .dry_run import BatchCheckError, one_batch
-from .process import keep_freed_memory
+from .process import exit_code, keep_freed_memory, sigterm_as_interrupt
 from .run import build, start_run
 
 _EXAMPLES = {
@@ -166,10 +166,10 @@ def _train(args) -> int:
     lead = run.trainer.rank == 0  # in data-parallel runs, only rank 0 writes and prints
     try:
         history = run.trainer.fit(run.dataset, resume_from=started.resume, **run.fit_args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (a scheduler, a container, kill)
         if lead:
             print(f"\n{started.interrupted()}", file=sys.stderr)  # saves checkpoints/interrupted.npz
-        return 130
+        return exit_code(interrupt)
     except Exception:
         started.abandon()  # a run that failed before its first epoch ended leaves no folder behind
         raise
@@ -291,17 +291,18 @@ def main(argv: list[str] | None = None) -> int:
         world().show_traceback = args.debug
     handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
     try:
-        return handler(args)
+        with sigterm_as_interrupt():
+            return handler(args)
     except ConfigError as err:
         if launched_size() > 1:  # one rank may fail alone (a file it cannot load): the others must not wait for it
             world().abort(f"config error: {err}", 2)
         print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         if launched_size() > 1:
-            world().abort("interrupted", 130)
+            world().abort("interrupted", exit_code(interrupt))
         print("\ninterrupted", file=sys.stderr)
-        return 130
+        return exit_code(interrupt)
     except Exception as err:  # noqa: BLE001  (one line for users; --debug shows everything)
         if launched_size() > 1:  # the other ranks may be waiting for this one in a collective
             world().abort(f"error: {type(err).__name__}: {err}", detail=traceback.format_exc() if args.debug else "")

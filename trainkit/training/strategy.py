@@ -325,7 +325,7 @@ class DDPStrategy(Strategy):
         if isinstance(exc, KeyboardInterrupt):
             if self.is_main and trainer.run_dir is not None:
                 trainer.save_checkpoint(RunFolder(trainer.run_dir).interrupted)
-            self.world.abort("interrupted", 130)
+            self.world.abort("interrupted", getattr(exc, "exit_code", 130))  # 143 after SIGTERM
         self.world.abort(
             f"training failed with {type(exc).__name__}: {exc}",
             detail=traceback.format_exc() if self.world.show_traceback else "",
