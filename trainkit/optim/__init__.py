@@ -15,10 +15,11 @@
 """
 
 from . import lr_scheduler
+from .adagrad import Adagrad
 from .adam import Adam
 from .adamw import AdamW
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
