@@ -10,6 +10,7 @@ import hashlib
 import http.server
 import struct
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -111,3 +112,104 @@ def test_a_wrong_checksum_is_never_kept(server, tmp_path):
     assert not (tmp_path / "f.gz").exists() and not (tmp_path / "f.gz.part").exists()
     with pytest.raises(DownloadError, match="404"):
         download("absent.gz", tmp_path, "0" * 32, [url], progress=False)
+
+
+class Misbehaving(http.server.BaseHTTPRequestHandler):
+    """A mirror that misbehaves as its path says: /trickle/ sends a byte every 0.1 s, /endless/ sends zeros without
+    end and without Content-Length, /announce/ announces 1 TB, /silent/ sends headers and then nothing."""
+
+    sent: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802  (http.server's name)
+        kind = self.path.strip("/").split("/")[0]
+        self.send_response(200)
+        if kind == "announce":
+            self.send_header("Content-Length", str(10**12))
+        elif kind == "trickle":
+            self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.sent[kind] = 0
+        try:
+            if kind == "trickle":
+                for _ in range(1000):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    self.sent[kind] += 1
+                    time.sleep(0.1)
+            elif kind in ("endless", "announce"):
+                block = bytes(1 << 16)
+                while self.sent[kind] < 1 << 30:  # stops at 1 GiB if the client never does
+                    self.wfile.write(block)
+                    self.sent[kind] += len(block)
+            elif kind == "silent":
+                time.sleep(5)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+            pass
+
+
+@pytest.fixture
+def bad_mirror():
+    Misbehaving.sent = {}
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_trickling_mirror_is_given_up_under_the_low_speed_limit_and_the_next_one_used(bad_mirror, server, tmp_path):
+    served, good = server
+    data = b"the published file"
+    (served / "f.gz").write_bytes(data)
+    started = time.monotonic()
+    path = download(
+        "f.gz",
+        tmp_path,
+        hashlib.md5(data).hexdigest(),
+        [bad_mirror + "trickle/", good],
+        progress=False,
+        low_speed_limit=100,
+        low_speed_time=1.0,
+    )
+    assert path.read_bytes() == data
+    assert time.monotonic() - started < 10  # about one second on the trickle, not the 100 s it would take
+    assert Misbehaving.sent["trickle"] < 100
+
+
+def test_the_error_names_each_mirror_and_what_it_did(bad_mirror, tmp_path):
+    with pytest.raises(DownloadError) as err:
+        download(
+            "f.gz",
+            tmp_path,
+            "0" * 32,
+            [bad_mirror + "trickle/", bad_mirror + "announce/", bad_mirror + "silent/"],
+            progress=False,
+            size=1000,
+            timeout=1.0,
+            low_speed_limit=100,
+            low_speed_time=1.0,
+        )
+    message = str(err.value)
+    assert f"{bad_mirror}trickle/f.gz: sent " in message and "slower than 100 bytes/s for 1 s; gave up" in message
+    assert f"{bad_mirror}announce/f.gz: announced 1000000000000 bytes, but f.gz has 1000 bytes; nothing read" in message
+    assert f"{bad_mirror}silent/f.gz: " in message and "timed out" in message
+    assert not (tmp_path / "f.gz").exists()
+
+
+@pytest.mark.parametrize("size", [100_000, None])
+def test_an_endless_body_stops_at_the_declared_size(bad_mirror, tmp_path, monkeypatch, size):
+    monkeypatch.setattr("trainkit.datasets.download.MAX_UNDECLARED", 1 << 20)  # the 4 GiB default, made small
+    with pytest.raises(DownloadError, match=r"endless/f.gz: sent more than \d+ bytes, but .*; gave up"):
+        download("f.gz", tmp_path, "0" * 32, [bad_mirror + "endless/"], progress=False, size=size)
+    assert not (tmp_path / "f.gz.part").exists()  # not the published file: nothing kept
+    # stopped at the cap (plus what the kernel's socket buffers took in meanwhile), not at the server's 1 GiB
+    assert Misbehaving.sent["endless"] < 64 << 20
+
+
+def test_mnist_declares_the_published_sizes():
+    assert sum(MNIST.sizes.values()) == 9912422 + 28881 + 1648877 + 4542
+    assert set(MNIST.sizes) == {name for name, _ in MNIST.resources}

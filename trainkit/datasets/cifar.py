@@ -91,6 +91,7 @@ class CIFAR10(Dataset):
     classes = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
     mirrors = ["https://www.cs.toronto.edu/~kriz/"]
     archive = ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
+    archive_size = 170498071  # bytes, as published: a mirror sending more is given up at once
 
     def __init__(
         self,
@@ -118,7 +119,7 @@ class CIFAR10(Dataset):
 
     def _download(self) -> None:
         name, md5 = self.archive
-        path = fetch(name, self.root, md5, self.mirrors)
+        path = fetch(name, self.root, md5, self.mirrors, size=self.archive_size)
         root = Path(self.root).resolve()
         with tarfile.open(path, "r:gz") as tar:
             for member in tar.getmembers():  # only plain files and folders inside root: no links, no '..'

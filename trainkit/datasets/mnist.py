@@ -62,6 +62,13 @@ class MNIST(Dataset):
         ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
         ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
     ]
+    # the published sizes: a mirror sending more is not sending these files, and is given up at once
+    sizes = {
+        "train-images-idx3-ubyte.gz": 9912422,
+        "train-labels-idx1-ubyte.gz": 28881,
+        "t10k-images-idx3-ubyte.gz": 1648877,
+        "t10k-labels-idx1-ubyte.gz": 4542,
+    }
 
     def __init__(
         self,
@@ -79,7 +86,7 @@ class MNIST(Dataset):
         if None in found and download:
             for filename, md5 in self.resources:  # all four, as torchvision downloads them
                 if self._find(filename.removesuffix(".gz")) is None:
-                    fetch(filename, self.raw_folder, md5, self.mirrors)
+                    fetch(filename, self.raw_folder, md5, self.mirrors, size=self.sizes.get(filename))
             found = [self._find(name) for name in self.files[bool(train)]]
         if None in found:
             raise RuntimeError(self._missing_message(download))
@@ -166,3 +173,9 @@ class FashionMNIST(MNIST):
         ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
         ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
     ]
+    sizes = {
+        "train-images-idx3-ubyte.gz": 26421880,
+        "train-labels-idx1-ubyte.gz": 29515,
+        "t10k-images-idx3-ubyte.gz": 4422102,
+        "t10k-labels-idx1-ubyte.gz": 5148,
+    }
