@@ -161,22 +161,26 @@ class ClassPathError(ImportError):
 def resolve_class(spec: str, base_dir: str | Path = ".", kind: str | None = None) -> Any:
     """``package.module.Class`` or ``path/to/file.py:Class`` (relative to ``base_dir``) -> the class it names.
 
-    Anything that cannot be loaded raises ``ClassPathError``; a file is loaded as module
-    ``_trainkit_user_<its stem>``. With ``kind`` (a key of ``CLASS_PATH_KINDS``: ``model``, ``data``,
-    ``optimizer``, ``callbacks``), what it names must be of that kind (``check_kind``).
+    Anything that cannot be loaded raises ``ClassPathError``, saying what to write instead where it can tell: the
+    names of that file or module nearest to a misspelt one (in any case), the ``file.py:Class`` form for a module
+    that is not importable but is a file in ``base_dir``, the Python files of ``base_dir`` nearest to a missing
+    one. A file is loaded as module ``_trainkit_user_<its stem>``. With ``kind`` (a key of ``CLASS_PATH_KINDS``:
+    ``model``, ``data``, ``optimizer``, ``callbacks``), what it names must be of that kind (``check_kind``).
 
     >>> resolve_class("trainkit.nn.Linear").__name__
     'Linear'
-    >>> resolve_class("trainkit.nn.Linaer")
+    >>> resolve_class("trainkit.nn.linaer")
     Traceback (most recent call last):
     ...
-    trainkit.registry.ClassPathError: module 'trainkit.nn' has no attribute 'Linaer'
+    trainkit.registry.ClassPathError: module 'trainkit.nn' has no attribute 'linaer'; did you mean 'trainkit.nn.Linear'?
     """
     if ":" in spec:
         module_file, _, name = spec.partition(":")
         module_path = (Path(base_dir) / module_file).resolve()
         if not module_path.is_file():
-            raise ClassPathError(f"no file {module_path}", path=str(module_path))
+            raise ClassPathError(
+                f"no file {module_path}{_near_file(module_file, module_path, name)}", path=str(module_path)
+            )
         module_name = f"_trainkit_user_{module_path.stem}"
         module_spec = importlib.util.spec_from_file_location(module_name, module_path)
         module = importlib.util.module_from_spec(module_spec)
@@ -185,6 +189,7 @@ def resolve_class(spec: str, base_dir: str | Path = ".", kind: str | None = None
             module_spec.loader.exec_module(module)
         except ImportError as err:  # the file imports what is not there
             raise ClassPathError(str(err), name=err.name) from err
+        where, prefix = f"{module_file} has no", f"{module_file}:"
     else:
         module_name, _, name = spec.rpartition(".")
         if not module_name:
@@ -192,14 +197,63 @@ def resolve_class(spec: str, base_dir: str | Path = ".", kind: str | None = None
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
-            raise ClassPathError(str(err), name=err.name, path=err.path) from err
+            missing = err.name is not None and (module_name == err.name or module_name.startswith(err.name + "."))
+            reason = f"{err}{_module_hint(module_name, name, Path(base_dir))}" if missing else str(err)
+            raise ClassPathError(reason, name=err.name, path=err.path) from err
+        where, prefix = f"module {module_name!r} has no attribute", f"{module_name}."
     try:
         found = getattr(module, name)
-    except AttributeError as err:
-        raise ClassPathError(str(err), name=module_name) from None
+    except AttributeError:
+        raise ClassPathError(f"{where} {name!r}{_near_names(module, name, prefix)}", name=module_name) from None
     if kind is not None:
         check_kind(found, spec, kind)
     return found
+
+
+def _near_names(module: Any, name: str, prefix: str) -> str:
+    """'; did you mean ...?' with the callables of ``module`` nearest to ``name`` in any case, or the classes it
+    defines when none is near."""
+    names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+    callables = [n for n in names if callable(getattr(module, n, None))]
+    by_lower = {}
+    for n in callables:
+        by_lower.setdefault(n.lower(), n)
+    near = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
+    if near:
+        return "; did you mean " + " or ".join(f"'{prefix}{by_lower[n]}'" for n in near) + "?"
+    own = [
+        n
+        for n in callables
+        if isinstance(getattr(module, n), type) and getattr(module, n).__module__ == module.__name__
+    ]
+    return f" (it defines {', '.join(own)})" if own else ""
+
+
+def _near_file(module_file: str, module_path: Path, name: str) -> str:
+    """'; did you mean ...?' with the Python file of that folder nearest to a missing one (``mymodel`` for
+    ``mymodel.py`` included)."""
+    folder = module_path.parent
+    if not folder.is_dir():
+        return ""
+    files = sorted(p.name for p in folder.glob("*.py"))
+    near = difflib.get_close_matches(module_path.name, files, n=1, cutoff=0.6)
+    if not near:
+        return ""
+    written = str(Path(module_file).parent / near[0]) if Path(module_file).parent != Path(".") else near[0]
+    return f"; did you mean '{written}:{name}'?"
+
+
+def _module_hint(module_name: str, name: str, base_dir: Path) -> str:
+    """What to write for a module Python cannot import: the ``file.py:Class`` form when the module is a file in
+    ``base_dir`` (the config's folder, which is not on the Python path), else where it was looked for."""
+    relative = module_name.replace(".", "/") + ".py"
+    if (base_dir / relative).is_file():
+        return f"; {relative} beside the config is a file: write '{relative}:{name}' (the file.py:Class form)"
+    searched = ", ".join(dict.fromkeys(p or str(Path.cwd()) for p in sys.path))
+    return (
+        f" in the Python path ({searched}), nor is {relative} a file beside the config in {base_dir.resolve()}: "
+        "an installed module is named package.module.Class, a file of your own file.py:Class"
+    )
 
 
 # What a class_path may name, by the key it is given for: a config names code, but only code of the kind its key is
