@@ -3,6 +3,8 @@ outputs, and trainkit's saved .safetensors load into PyTorch; bad files and obje
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,41 @@ def test_model_checkpoint_writes_safetensors_weights_pytorch_loads(tmp_path):
     assert (tmp_path / "best.safetensors").is_file()
     difference = np.abs(ours(trainkit.tensor(X)).detach().numpy() - theirs(torch.tensor(X)).detach().numpy()).max()
     assert difference < 1e-6
+
+
+def test_bfloat16_weights_load_as_float32_exactly(tmp_path):
+    theirs, ours = _pair()
+    safetensors_torch.save_file(theirs.to(torch.bfloat16).state_dict(), str(tmp_path / "bf16.safetensors"))
+    with pytest.warns(UserWarning, match="bfloat16 tensors were loaded as float32"):
+        state = trainkit.load(tmp_path / "bf16.safetensors")
+    for name, value in theirs.state_dict().items():
+        assert state[name].dtype == trainkit.float32
+        np.testing.assert_array_equal(state[name].numpy(), value.float().numpy())
+    ours.load_state_dict(state)  # a bfloat16 model's weights, run in float32
+
+
+def _file(header: dict, data: bytes = b"") -> bytes:
+    text = json.dumps(header).encode()
+    return len(text).to_bytes(8, "little") + text + data
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x01\x02", "shorter than its 8-byte header length"),
+        ((10**15).to_bytes(8, "little") + b"{}", "its header claims 1000000000000000 bytes"),
+        (_file({"w": {"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 4]}}, b"\0" * 4), "needs 4000000"),
+        (_file({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4), r"\[0, 8\] give 8 of the 4"),
+        (_file({"w": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}, b"\0"), "holds F8_E4M3 data"),
+        (_file({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}}), "is not a list of sizes"),
+        (_file({"w": {"dtype": "F32"}}), "needs dtype, shape and data_offsets"),
+        (_file([1, 2]), "its header is not a JSON object"),  # type: ignore[arg-type]
+        (b"\x04\0\0\0\0\0\0\0\xff\xfe{}", "header:"),
+    ],
+)
+def test_hostile_headers_are_refused_before_any_data_is_read(tmp_path, content, message):
+    path = tmp_path / "hostile.safetensors"
+    path.write_bytes(content)
+    with pytest.raises(FileFormatError, match=message) as err:
+        trainkit.load(path)
+    assert str(path) in str(err.value)

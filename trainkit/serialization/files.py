@@ -19,6 +19,10 @@ MAX_EXPANSION = 100
 MAX_STRUCTURE_BYTES = 64 << 20
 
 
+class FileFormatError(ValueError):
+    """A file ``load`` cannot read: the message names the file and says what is wrong with it."""
+
+
 def temporary_beside(path: str | os.PathLike) -> Path:
     """A name in ``path``'s folder that no other process or thread writing ``path`` uses (``*.tmp``, which
     ``run_lock`` clears after a killed writer): two writers of one file then never take each other's temporary away.

@@ -31,8 +31,10 @@ import numpy as np
 
 from ..autograd.backend import CPU, device, to_device
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
-from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, temporary_beside
+from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, temporary_beside
+from .safetensors_format import read_safetensors
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
 
@@ -212,18 +214,10 @@ def _save_safetensors(obj, path: Path) -> None:
 
 
 def _load_safetensors(path: Path) -> OrderedDict:
-    try:
-        arrays = _safetensors_numpy().load_file(str(path))
-    except ImportError:
-        raise
-    except Exception as err:  # the package's own errors (a bad header, a truncated file) name no file
-        raise FileFormatError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err})") from None
-    for name, array in arrays.items():
-        if array.dtype.kind not in "biuf":
-            raise FileFormatError(
-                f"{path}: tensor {name!r} holds {array.dtype} data; only numeric and bool tensors are loaded"
-            )
-    return OrderedDict((name, Tensor._make(np.array(array))) for name, array in arrays.items())
+    arrays, bfloat16 = read_safetensors(path)
+    if bfloat16:
+        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are exact)")
+    return OrderedDict((name, Tensor._make(array)) for name, array in arrays.items())
 
 
 def _leaves(obj):
@@ -304,10 +298,6 @@ def _on_device(obj, dev):
     if isinstance(obj, (list, tuple)):
         return type(obj)(_on_device(v, dev) for v in obj)
     return obj
-
-
-class FileFormatError(ValueError):
-    """A file ``load`` cannot read: the message names the file and says what is wrong with it."""
 
 
 def _read_archive(f, where: str, expect: dict | None = None) -> tuple[object, dict]:

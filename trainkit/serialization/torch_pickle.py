@@ -32,6 +32,7 @@ from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES
+from .safetensors_format import widen_bfloat16
 
 __all__ = ["TorchFileError", "UnsafeGlobalError", "load_torch_file"]
 
@@ -204,8 +205,7 @@ class _Unpickler(pickle._Unpickler):
         array = np.frombuffer(bytearray(raw), dtype=kind.np.newbyteorder(self.order))
         array = array.astype(array.dtype.newbyteorder("="), copy=False)
         if kind.name == "BFloat16Storage":
-            # bfloat16 is the top half of a float32: widening is exact
-            array = (array.astype(np.uint32) << 16).view(np.float32)
+            array = widen_bfloat16(array)
             self.bfloat16 = True
         self.storages[key] = _Storage(array, key, kind.name)
         return self.storages[key]
