@@ -4,13 +4,15 @@ The page shows what autograd keeps: each node named as ``grad_fn`` shows it, its
 saved (shape, dtype, bytes, and the ``_version`` they were saved at against the version now: a stale one is what
 makes backward fail), hooks and ``retain_grad`` marks, and for each tensor it can reach whether it is a leaf,
 requires grad, has a ``.grad``, and shares storage with a view or a ``detach()``. Parameters are named as the model
-names them (``hidden.weight``) and grouped by module; totals give saved memory by module and what ``retain_grad``
-costs against a hook.
+names them (``hidden.weight``); every module is a box around the nodes its forward made, nested as the modules
+are, and totals give saved memory by module and what ``retain_grad`` costs against a hook.
 
 Everything is collected here as plain JSON-able data (:func:`collect`), embedded in the page, and drawn by the
-page's own script (no network, no libraries). A recorder (:func:`record`) captures a backward pass as it runs, so
-that the page can also show gradient norms on the edges and step through the engine's order, even after the
-ordinary backward has freed the saved tensors.
+page's own script (no network, no libraries). A recorder (:func:`record`, ``explore_record.py``) watches the model's
+forward, so that each node lands in the module whose call made it (a ReLU or a Dropout as much as a Linear), and
+captures a backward pass as it runs, so that the page can also show gradient norms on the edges and step through
+the engine's order, even after the ordinary backward has freed the saved tensors. Without a recorded forward a node
+belongs to the module of the parameters it reaches directly, and parameter-free modules have no box.
 
 >>> import trainkit
 >>> w = trainkit.ones(3, requires_grad=True)
@@ -25,17 +27,15 @@ ordinary backward has freed the saved tensors.
 from __future__ import annotations
 
 import json
-import math
 import weakref
 from html import escape
 from importlib import resources
 from pathlib import Path
 
-from . import engine
-from .backend import sum_to
 from .engine import AccumulateGrad, Node
+from .explore_record import Recorder, finite, norm_of, saved_entries
 from .graph import Graph, roots_of
-from .saved import SAME_AS_OUTPUT, SavedOutput
+from .saved import SavedOutput
 from .tensor import Tensor
 
 __all__ = ["Recorder", "collect", "explore", "record"]
@@ -43,23 +43,11 @@ __all__ = ["Recorder", "collect", "explore", "record"]
 VANISHING = 1e-7  # gradient norms below this are drawn as vanishing
 EXPLODING = 1e3  # and above this as exploding
 _PLACEHOLDER = "/*GRAPH_DATA*/"
+_norm = norm_of  # its name here before the recorder moved to explore_record.py
 
 
 def _name(node) -> str:
     return node.name() if isinstance(node, Node) else type(node).__name__
-
-
-def _norm(array) -> float:
-    """The L2 norm of an array (NumPy or CuPy) as a Python float, in float64 so that tiny values do not vanish."""
-    value = float((abs(array.astype("float64")) ** 2).sum()) ** 0.5 if array.size else 0.0
-    return value if math.isfinite(value) else float("inf") if value > 0 else float("nan")
-
-
-def _finite(x: float | None):
-    """JSON has no inf or NaN: they travel as strings the page shows as they are."""
-    if x is None or math.isfinite(x):
-        return x
-    return str(x)
 
 
 def _params(params) -> dict:
@@ -74,31 +62,6 @@ def _params(params) -> dict:
         f"params must be a dict of name -> tensor or a Module, got {type(params).__name__}; pass "
         "dict(model.named_parameters()) or the model itself"
     )
-
-
-def _saved_entries(node) -> list:
-    """``(tensor or SavedOutput or label, shape, dtype, nbytes, version, counter, array id)`` per saved tensor of
-    ``node``; an array the op keeps for itself is named by the op's ``saved_labels`` (saved position -> name)."""
-    out = []
-    labels = getattr(node, "saved_labels", None) or {}
-    for k, entry in enumerate(getattr(node, "_saved", None) or ()):
-        if entry is None or not hasattr(entry[1], "nbytes"):
-            continue  # a value no wanted gradient needs, or a Python number kept for backward
-        tensor, array, version, counter = entry
-        if k in labels and tensor is array:
-            tensor = labels[k]
-        out.append(
-            (
-                tensor,
-                tuple(int(s) for s in array.shape),
-                str(array.dtype),
-                int(array.nbytes),
-                version,
-                counter,
-                id(array),
-            )
-        )
-    return out
 
 
 class _Tensors:
@@ -143,7 +106,7 @@ class _Tensors:
                     "requires_grad": t._requires_grad,
                     "grad": grad is not None,
                     "grad_bytes": int(grad._data.nbytes) if grad is not None else 0,
-                    "grad_norm": _finite(_norm(grad._data)) if grad is not None else None,
+                    "grad_norm": finite(norm_of(grad._data)) if grad is not None else None,
                     "version": t._version_counter[0],
                     "storage": storage,
                     "shares_with": sharing,
@@ -172,10 +135,12 @@ def _inputs_first(nodes: list, index: dict) -> list:
     return order[::-1]
 
 
-def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -> list:
-    """Each node's module, from the parameters it reaches directly: a leaf's is its name's prefix; an op's is the
-    one module of the parameter-only inputs it has (``hidden.weight`` through a ``TBackward0``) and of the named
-    tensors it saved. Ops that mix modules, or touch none, belong to none."""
+def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict, trace: Recorder | None) -> list:
+    """Each node's module. A leaf's is its name's prefix. An op made inside a module call that ``trace`` recorded
+    belongs to the innermost such module (none for the model's own forward, outside its children), as TensorBoard
+    scopes it. Any other op (the loss, or a graph whose forward was not recorded) belongs to the one module of the
+    parameter-only inputs it has (``hidden.weight`` through a ``TBackward0``) and of the named tensors it saved;
+    ops that mix modules, or touch none, belong to none."""
     module: list = [None] * len(nodes)
     param_side = [False] * len(nodes)
     for i in _inputs_first(nodes, index):
@@ -197,7 +162,32 @@ def _modules(nodes: list, index: dict, leaf_module: dict, saved_modules: dict) -
                 and all(param_side[k] for k in kids)
                 and not getattr(node, "selects_by_data", False)
             )
+    if trace is not None and trace.calls:
+        for i, node in enumerate(nodes):
+            made_in = None if isinstance(node, AccumulateGrad) else trace.module_of(node)
+            if made_in is not None:
+                module[i] = made_in or None
     return module
+
+
+def _boxes(module: list, trace: Recorder | None) -> list | None:
+    """The module boxes of a recorded forward: each module that owns a node, and each module around one (a
+    Sequential around its layers), with its class and the box it sits in (``""``: the page). None without a
+    recorded forward: the page then draws the modules the nodes name."""
+    if trace is None or not trace.calls:
+        return None
+    kinds = trace.module_types
+    names: set = set()
+    for m in filter(None, set(module)):
+        parts = m.split(".")
+        names.add(m)
+        names.update(p for p in (".".join(parts[:k]) for k in range(1, len(parts))) if p in kinds)
+    out = []
+    for name in sorted(names):
+        parts = name.split(".")
+        around = (".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1))
+        out.append({"name": name, "type": kinds.get(name), "parent": next((p for p in around if p in names), "")})
+    return out
 
 
 def collect(output, params=None, trace: Recorder | None = None, title: str | None = None) -> dict:
@@ -225,7 +215,7 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
     saved_info: dict = {}
     saved_modules: dict = {}
     for i, node in enumerate(nodes):
-        entries = _saved_entries(node)
+        entries = saved_entries(node)
         freed = bool(getattr(node, "_freed", False))
         if freed and id(node) in snapshot:
             # the recorder holds saved tensors weakly (it must not keep activations alive): the dead ones are gone
@@ -234,7 +224,7 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         mods = {leaf_module[id(e[0])] for e in entries if isinstance(e[0], Tensor) and id(e[0]) in leaf_module}
         if mods:
             saved_modules[i] = mods
-    module = _modules(nodes, index, leaf_module, saved_modules)
+    module = _modules(nodes, index, leaf_module, saved_modules, trace)
     out_nodes, edges = [], []
     stale_count = 0
     for i, node in enumerate(nodes):
@@ -338,6 +328,7 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         "tensors": described,
         "steps": steps,
         "outside": outside,
+        "modules": _boxes(module, trace),
         "totals": totals,
         "thresholds": {"vanishing": VANISHING, "exploding": EXPLODING},
     }
@@ -409,118 +400,13 @@ def explore(
     return html
 
 
-class Recorder:
-    """What :func:`record` captured: per backward pass, the order nodes ran in and the gradients that reached them.
+def record(model=None) -> Recorder:
+    """Record for :func:`explore`: with ``model``, which of its modules made each node of the forward run inside
+    the block; and of the backward passes run inside it, the engine's order, summed gradients, gradient norms.
 
-    It watches through the engine's own hooks: when a pass starts it puts a pre-hook (which sees a node's
-    incoming gradient, summed) and a post-hook (which sees what it sends to each input) on every node, and takes
-    them off again when the next pass starts or the recording ends. It also notes each node's saved tensors before
-    the pass frees them.
-    """
-
-    def __init__(self):
-        self.passes: list = []  # per pass: {"steps": [...], "edges": {(node id, input): norm}, "saved": {...}}
-        self._handles: list = []
-        self._created: list = []  # nodes given a hook table by us, to take it back
-
-    def _observe(self, roots) -> None:
-        self._detach_hooks()
-        g = Graph(list(roots))
-        current = {"steps": [], "edges": {}, "arrived": {}, "saved": {}, "nodes": g.nodes, "roots": list(roots)}
-        self.passes.append(current)
-        for node in g.nodes:
-            current["saved"][id(node)] = [
-                (weakref.ref(e[0]) if isinstance(e[0], Tensor) else e[0],) + e[1:] for e in _saved_entries(node)
-            ]
-            if node._hooks is None:
-                self._created.append(node)
-            self._handles.append(node.register_prehook(lambda grads, n=node: self._before(current, n, grads)))
-            if not isinstance(node, AccumulateGrad):
-                self._handles.append(node.register_hook(lambda gi, go, n=node: self._after(current, n, gi)))
-
-    def _before(self, current: dict, node, grads) -> None:
-        arrived = current["arrived"].pop(id(node), [])
-        norms = [None if g is None else _norm(g._data) for g in grads]
-        if not arrived:  # a root: its gradient was seeded by backward()
-            arrived = [(None, -1, nr, n) for nr, n in enumerate(norms) if n is not None]
-        current["steps"].append((node, arrived, norms))
-
-    def _after(self, current: dict, node, grad_inputs) -> None:
-        for k, ((child, nr), g) in enumerate(zip(node.next_functions, grad_inputs)):
-            if child is None or g is None:
-                continue
-            data = g._data
-            meta = node._input_meta[k] if k < len(node._input_meta) else SAME_AS_OUTPUT
-            if meta is not SAME_AS_OUTPUT and tuple(data.shape) != tuple(meta[0]):
-                data = sum_to(data, tuple(meta[0]))  # the norm of what reaches the input, as the engine sums it
-            norm = _norm(data)
-            current["edges"][(id(node), k)] = norm
-            current["arrived"].setdefault(id(child), []).append((node, k, nr, norm))
-
-    def _detach_hooks(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        for node in self._created:
-            hooks = node._hooks
-            shared = isinstance(node, AccumulateGrad) and node.variable._hooks is hooks
-            if hooks is not None and not shared and not (hooks.tensor or hooks.retain or hooks.pre or hooks.post):
-                node._hooks = None  # as it was: a node without hooks costs the engine nothing
-        self._handles, self._created = [], []
-
-    def _pass_for(self, index: dict):
-        for current in reversed(self.passes):
-            if any(id(r) in index for r in current["roots"]):
-                return current
-        return None
-
-    def saved_snapshot(self) -> dict:
-        """Saved-tensor entries by node id, as they were when the latest pass began (before backward freed them)."""
-        merged: dict = {}
-        for current in self.passes:
-            merged.update(current["saved"])
-        return merged
-
-    def steps_for(self, nodes: list, index: dict, edges: list) -> list:
-        """The steps of the pass over ``nodes`` (numbered by ``index``), in ``collect``'s terms; fills the edges'
-        gradient norms."""
-        current = self._pass_for(index)
-        if current is None:
-            return []
-        for edge in edges:
-            edge["norm"] = _finite(current["edges"].get((id(nodes[edge["from"]]), edge["input"])))
-        steps = []
-        for node, arrived, norms in current["steps"]:
-            if id(node) not in index:
-                continue
-            steps.append(
-                {
-                    "step": len(steps),
-                    "node": index[id(node)],
-                    "incoming": [
-                        {"from": None if src is None else index.get(id(src)), "output_nr": nr, "norm": _finite(norm)}
-                        for src, _, nr, norm in arrived
-                    ],
-                    "summed": len(arrived) > 1,
-                    "norms": [_finite(n) for n in norms],
-                }
-            )
-        return steps
-
-    def __enter__(self) -> Recorder:
-        engine.observers.append(self._observe)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._observe in engine.observers:
-            engine.observers.remove(self._observe)
-        self._detach_hooks()
-
-
-def record() -> Recorder:
-    """Record the next backward passes for :func:`explore`: the engine's order, summed gradients, gradient norms.
-
-    Costs nothing outside the ``with`` block. Pass the recorder to ``explore(..., trace=rec)`` afterwards; the
-    graph may have been freed by an ordinary ``backward()`` by then.
+    Costs nothing outside the ``with`` block, and leaves no hook on the model after it. Pass the recorder to
+    ``explore(..., trace=rec)`` afterwards; the graph may have been freed by an ordinary ``backward()`` by then.
+    The block may be entered again (the forward in one, the backward in a later one).
 
     >>> import trainkit
     >>> w = trainkit.ones(2, requires_grad=True)
@@ -529,8 +415,15 @@ def record() -> Recorder:
     ...     loss.backward()
     >>> [s["node"] for s in collect(loss, {"w": w}, trace=rec)["steps"]]
     [0, 1, 2]
+    >>> from trainkit import nn
+    >>> net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    >>> with record(net) as rec:
+    ...     loss = net(trainkit.ones(3, 2)).sum()
+    ...     loss.backward()
+    >>> [(b["name"], b["type"]) for b in collect(loss, net, trace=rec)["modules"]]
+    [('0', 'Linear'), ('1', 'ReLU')]
     """
-    return Recorder()
+    return Recorder(model)
 
 
 explore.record = record  # trainkit.autograd.explore.record(), beside explore() itself
