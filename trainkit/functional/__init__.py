@@ -3,7 +3,7 @@ family, on the autograd core. relu, sigmoid, tanh, softmax and log_softmax are t
 functions (``activation`` adds ``inplace`` and the legacy implicit ``dim``).
 """
 
-from .activation import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, softplus, tanh
+from .activation import elu, gelu, leaky_relu, log_softmax, prelu, relu, sigmoid, softmax, softplus, tanh
 from .attention import scaled_dot_product_attention
 from .conv import conv2d, fold, unfold
 from .conv1d import conv1d, conv_transpose1d
@@ -16,6 +16,7 @@ from .loss import (
     binary_cross_entropy_with_logits,
     cross_entropy,
     huber_loss,
+    kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
@@ -33,6 +34,8 @@ from .pooling1d import (
     max_pool1d,
     max_pool1d_with_indices,
 )
+from .self_gated import hardswish, mish, silu
+from .similarity import cosine_similarity, normalize
 from .sparse import embedding, one_hot
 
 __all__ = [
@@ -49,17 +52,21 @@ __all__ = [
     "conv2d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "cosine_similarity",
     "cross_entropy",
     "dropout",
     "dropout1d",
     "dropout2d",
     "dropout3d",
+    "elu",
     "embedding",
     "fold",
     "gelu",
     "group_norm",
+    "hardswish",
     "huber_loss",
     "interpolate",
+    "kl_div",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
@@ -68,14 +75,18 @@ __all__ = [
     "max_pool1d",
     "max_pool1d_with_indices",
     "max_pool2d",
+    "mish",
     "mse_loss",
     "multi_head_attention_forward",
     "nll_loss",
+    "normalize",
     "one_hot",
     "pad",
+    "prelu",
     "relu",
     "scaled_dot_product_attention",
     "sigmoid",
+    "silu",
     "smooth_l1_loss",
     "softmax",
     "softplus",

@@ -1,5 +1,7 @@
-"""Activations with ``torch.nn.functional``'s signatures: relu (with ``inplace``), leaky_relu, gelu and softplus,
-softmax and log_softmax (with PyTorch's legacy implicit ``dim``); sigmoid, tanh and logsumexp are the core's.
+"""Activations with ``torch.nn.functional``'s signatures: the rectifiers relu, leaky_relu and elu (with
+``inplace``) and prelu (a learnt slope per channel), gelu and softplus, softmax and log_softmax (with PyTorch's
+legacy implicit ``dim``); sigmoid, tanh and logsumexp are the core's. The self-gated ones (silu, mish, hardswish)
+are in ``self_gated``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,23 @@ from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
 from ..autograd.ops.erf import CHUNK, erf, erf_rational_
 from ..autograd.ops.inplace import apply_inplace
+from ..autograd.ops.kernels import not_implemented, quiet_all
+from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 
-__all__ = ["gelu", "leaky_relu", "log_softmax", "logsumexp", "relu", "sigmoid", "softmax", "softplus", "tanh"]
+__all__ = [
+    "elu",
+    "gelu",
+    "leaky_relu",
+    "log_softmax",
+    "logsumexp",
+    "prelu",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "softplus",
+    "tanh",
+]
 
 
 def _tanh(v):
@@ -84,14 +100,16 @@ class LeakyReluInplace(Op, name="LeakyReluBackward1"):
         return g * _leaky_slope(out > 0, self.slope, out.dtype)
 
 
-_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+def floating_only(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for the activations that have no integer or bool kernel.
 
-
-def _floating_only(kernel: str, input: Tensor) -> None:
-    """PyTorch's error for the activations that have no integer or bool kernel."""
+    >>> import trainkit
+    >>> floating_only("silu_cpu", trainkit.tensor([1]))
+    Traceback (most recent call last):
+    NotImplementedError: "silu_cpu" not implemented for 'Long'
+    """
     if input._data.dtype.kind not in "fc":
-        name = _TYPE_NAMES.get(input._data.dtype.name, input._data.dtype.name)
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+        raise not_implemented(kernel, input._data.dtype)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -106,10 +124,122 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     >>> leaky_relu(trainkit.tensor([-2.0, 3.0]), 0.5)
     tensor([-1.,  3.])
     """
-    _floating_only("leaky_relu_cpu", input)
+    floating_only("leaky_relu_cpu", input)
     if inplace:
         return apply_inplace(input, LeakyReluInplace, slope=negative_slope)
     return LeakyRelu.apply(input, slope=negative_slope)
+
+
+def _elu(x, alpha: float):
+    xp = xp_of(x)
+    with quiet_all(xp):  # expm1 of the large x that where() then drops may overflow
+        return xp.where(x > 0, x, alpha * xp.expm1(x))
+
+
+class Elu(Op, name="EluBackward0"):
+    """out = x where x > 0, else alpha (e^x - 1).   dx = g where x > 0, else g alpha e^x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, alpha):
+        self.alpha = alpha
+        return _elu(x, alpha)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        xd = dual.data(x)
+        # PyTorch takes the exponential branch for x <= 0: at 0 the slope is alpha, and nan takes the other one
+        with quiet_all(xp_of(xd)):
+            return dual.where(xd <= 0, g * self.alpha * dual.exp(x), g)
+
+
+class EluInplace(Op, name="EluBackward1"):
+    """In-place ELU: reads its output (the input is overwritten), alpha e^x = out + alpha, so it needs alpha >= 0,
+    as in PyTorch."""
+
+    save_output = True
+
+    def forward(self, x, alpha):
+        self.alpha = alpha
+        return _elu(x, alpha)
+
+    def backward(self, g):
+        if self.alpha < 0:
+            raise RuntimeError(
+                "In-place elu backward calculation is triggered with a negative slope which is not supported. This "
+                "is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead."
+            )
+        (out,) = self.saved_tensors
+        return dual.where(dual.data(out) <= 0, g * (out + self.alpha), g)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Exponential Linear Unit: x where x > 0, else ``alpha * (e^x - 1)`` (in ``input``'s storage with ``inplace``).
+
+    >>> import trainkit
+    >>> elu(trainkit.tensor([-1.0, 0.0, 2.0]))
+    tensor([-0.6321,  0.0000,  2.0000])
+    """
+    floating_only("elu_cpu", input)
+    if inplace:
+        return apply_inplace(input, EluInplace, alpha=alpha)
+    return Elu.apply(input, alpha=alpha)
+
+
+class Prelu(Op, name="PreluKernelBackward0"):
+    """out = x where x > 0, else w x (w broadcast over the channels).
+    dx = g where x > 0, else w g;  dw = 0 where x > 0, else x g (summed over all but the channels)."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, x, w):
+        return xp_of(x).where(x > 0, x, w * x)
+
+    def backward(self, g):
+        x, w = self.saved_tensors
+        positive = dual.data(x) > 0
+        (fx, _), (fw, _) = self.next_functions
+        dx = dual.where(positive, g, w * g) if fx is not None else None
+        dw = dual.where(positive, 0, x * g) if fw is not None else None
+        return dx, dw
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """Parametric ReLU: x where x > 0, else ``weight * x``, with one weight for all or one per channel (dim 1).
+
+    ``weight`` is a single value or a 1-D tensor of ``input.shape[1]`` values (1 for inputs of fewer than 2
+    dimensions), of the input's dtype; it gets a gradient.
+
+    >>> import trainkit
+    >>> prelu(trainkit.tensor([[-2.0, -2.0], [4.0, 4.0]]), trainkit.tensor([0.5, 0.25]))
+    tensor([[-1.0000, -0.5000],
+            [ 4.0000,  4.0000]])
+    """
+    for position, (arg, v) in enumerate((("input", input), ("weight", weight)), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"prelu(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {scalar_name(input)} and {scalar_name(weight)}: give the "
+            f"weight the input's dtype (weight.to({input.dtype}))"
+        )
+    ndim, count = input._data.ndim, weight._data.size
+    if count != 1:
+        if ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input._data.shape[1] if ndim > 1 else 1
+        if channels != count:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                f"{count} and channel size = {channels}."
+            )
+    if weight._data.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight._data.ndim}")
+    floating_only("prelu_cpu", input)
+    if ndim != weight._data.ndim:  # one weight per channel, broadcast over the other dimensions
+        weight = weight.reshape(tuple(count if d == 1 else 1 for d in range(ndim)))
+    return Prelu.apply(input, weight)
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -263,7 +393,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    _floating_only("GeluKernelImpl", input)
+    floating_only("GeluKernelImpl", input)
     return Gelu.apply(input, approximate=approximate)
 
 
@@ -288,5 +418,5 @@ class Softplus(Op, name="SoftplusBackward0"):
 
 def softplus(input, beta=1, threshold=20) -> Tensor:
     """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
-    _floating_only("softplus_cpu", input)
+    floating_only("softplus_cpu", input)
     return Softplus.apply(input, beta=beta, threshold=threshold)

@@ -1,5 +1,6 @@
 """Losses with ``torch.nn.functional``'s signatures: mse, l1, huber and smooth_l1; binary cross-entropy with and
-without logits (nll and cross_entropy live in ``classification`` and are re-exported here).
+without logits; the Kullback-Leibler divergence (nll and cross_entropy live in ``classification`` and are
+re-exported here).
 
 Where PyTorch has a node of its own for a loss (``MseLossBackward0``, ``NllLossBackward0``, ...), the loss is one
 class here with that name, its forward and a hand-written backward side by side; the rest is composed from existing
@@ -20,6 +21,7 @@ from ..autograd.backend import xp_of
 from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
+from ..autograd.ops.more_math import xlogy
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 from .activation import dual_sigmoid
@@ -31,6 +33,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cross_entropy",
     "huber_loss",
+    "kl_div",
     "l1_loss",
     "mse_loss",
     "nll_loss",
@@ -364,3 +367,61 @@ def binary_cross_entropy_with_logits(
     return BinaryCrossEntropyWithLogits.apply(
         x, t, weight=weight, pos_weight=pos_weight, reduction=reduction, dtype=dtype
     )
+
+
+# ----------------------------------------------------------------------------------------- Kullback-Leibler
+KL_MEAN_WARNING = (
+    "reduction: 'mean' divides the total loss by both the batch size and the support size."
+    "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+    "'mean' will be changed to behave the same as 'batchmean' in the next major release."
+)
+
+
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from the distribution whose log-probabilities are ``input``:
+    target * (log(target) - input) element by element, 0 where target is 0 (``exp(target) * (target - input)``
+    with ``log_target=True``, for a target given as log-probabilities).
+
+    ``reduction``: ``'batchmean'`` (the sum divided by the batch size, ``input.shape[0]``: the divergence per
+    sample), ``'sum'``, ``'none'``, or ``'mean'`` (the default, dividing by the number of elements, which warns as
+    PyTorch does: it is not the divergence).
+
+    >>> import trainkit
+    >>> logp = trainkit.tensor([[0.5, 0.5]]).log()
+    >>> kl_div(logp, trainkit.tensor([[1.0, 0.0]]), reduction='batchmean')
+    tensor(0.6931)
+    """
+    for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
+    if size_average is not None or reduce is not None:
+        reduction = check_reduction(reduction, size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn(KL_MEAN_WARNING, stacklevel=2)
+        if reduction != "batchmean":
+            check_reduction(reduction)
+    if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
+        raise RuntimeError(
+            "kl_div: Integral inputs not supported. Pass floating-point log-probabilities and a floating-point "
+            f"target (got {scalar_name(input)} and {scalar_name(target)})"
+        )
+    if log_target:
+        loss = tmath.exp(target) * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    total = loss.sum()
+    if reduction == "batchmean" and input._data.ndim != 0:
+        return total / input._data.shape[0]
+    return total

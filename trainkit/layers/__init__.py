@@ -1,11 +1,26 @@
 """trainkit.layers (also ``trainkit.nn``): Module, Parameter, layers and losses."""
 
 from . import init
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (
+    ELU,
+    GELU,
+    Hardswish,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
 from .conv1d import AdaptiveAvgPool1d, AdaptiveMaxPool1d, AvgPool1d, Conv1d, ConvTranspose1d, MaxPool1d
+from .distance import CosineSimilarity
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (
@@ -13,6 +28,7 @@ from .loss import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HuberLoss,
+    KLDivLoss,
     L1Loss,
     MSELoss,
     NLLLoss,
@@ -49,20 +65,24 @@ __all__ = [
     "Conv2d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "CosineSimilarity",
     "CrossEntropyLoss",
     "Dropout",
     "Dropout1d",
     "Dropout2d",
     "Dropout3d",
+    "ELU",
     "Embedding",
     "Flatten",
     "GELU",
     "GroupNorm",
     "GRU",
     "GRUCell",
+    "Hardswish",
     "HuberLoss",
     "Identity",
     "init",
+    "KLDivLoss",
     "L1Loss",
     "LayerNorm",
     "LeakyReLU",
@@ -72,6 +92,7 @@ __all__ = [
     "LSTMCell",
     "MaxPool1d",
     "MaxPool2d",
+    "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
@@ -79,6 +100,7 @@ __all__ = [
     "MultiheadAttention",
     "NLLLoss",
     "Parameter",
+    "PReLU",
     "ReLU",
     "RNN",
     "RNNBase",
@@ -86,8 +108,10 @@ __all__ = [
     "RNNCellBase",
     "Sequential",
     "Sigmoid",
+    "SiLU",
     "SmoothL1Loss",
     "Softmax",
+    "Softplus",
     "summary",
     "Tanh",
     "Transformer",

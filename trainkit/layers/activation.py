@@ -1,11 +1,15 @@
-"""Activation layers: modules that apply ``relu``, ``leaky_relu``, ``sigmoid``, ``tanh``, ``gelu``, ``softmax`` or
-``log_softmax`` to their input, with PyTorch's constructors and reprs."""
+"""Activation layers: modules that apply ``relu``, ``leaky_relu``, ``elu``, ``prelu`` (with its learnt weight),
+``sigmoid``, ``tanh``, ``gelu``, ``silu``, ``mish``, ``hardswish``, ``softplus``, ``softmax`` or ``log_softmax`` to
+their input, with PyTorch's constructors and reprs."""
 
 from __future__ import annotations
 
 from .. import functional as F
+from ..autograd.creation import empty
 from ..autograd.tensor import Tensor
+from .init import constant_
 from .module import Module
+from .parameter import Parameter
 
 
 class ReLU(Module):
@@ -46,6 +50,55 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
+class ELU(Module):
+    """x where x > 0, else ``alpha * (e^x - 1)`` (in the input's storage with ``inplace``).
+
+    >>> ELU(alpha=0.5, inplace=True)
+    ELU(alpha=0.5, inplace=True)
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """x where x > 0, else ``weight * x``, with a learnt slope ``weight`` of ``num_parameters`` values: one for all
+    channels, or one per channel (dimension 1 of the input), each starting at ``init``.
+
+    >>> import trainkit
+    >>> layer = PReLU(3)
+    >>> layer, layer.weight.shape
+    (PReLU(num_parameters=3), trainkit.Size([3]))
+    >>> layer(-trainkit.ones(2, 3)).sum()
+    tensor(-1.5000, grad_fn=<SumBackward0>)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Set every slope back to ``init``."""
+        constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
 class Sigmoid(Module):
     """1 / (1 + e^-x) element-wise."""
 
@@ -76,6 +129,79 @@ class GELU(Module):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) element-wise, also called swish (in the input's storage with ``inplace``).
+
+    >>> import trainkit
+    >>> SiLU()(trainkit.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.7311])
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(Module):
+    """x * tanh(softplus(x)) element-wise (in the input's storage with ``inplace``).
+
+    >>> Mish(inplace=True)
+    Mish(inplace=True)
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Hardswish(Module):
+    """0 for x <= -3, x for x >= 3, x (x + 3) / 6 between (in the input's storage with ``inplace``, which PyTorch's
+    repr does not show).
+
+    >>> Hardswish(inplace=True)
+    Hardswish()
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input, self.inplace)
+
+
+class Softplus(Module):
+    """log(1 + e^(beta x)) / beta element-wise, and x itself where beta x > threshold (a smooth ReLU).
+
+    >>> import trainkit
+    >>> Softplus(beta=2)(trainkit.tensor([0.0, 30.0]))
+    tensor([ 0.3466, 30.0000])
+    """
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Softmax(Module):

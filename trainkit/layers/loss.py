@@ -67,6 +67,25 @@ class SmoothL1Loss(_Loss):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of ``target`` from the log-probabilities ``input`` (as ``LogSoftmax`` gives):
+    target * (log(target) - input), 0 where target is 0; ``log_target=True`` takes the target as log-probabilities.
+    ``reduction='batchmean'`` gives the divergence per sample; the default 'mean' divides by every element and
+    warns, as in PyTorch.
+
+    >>> import trainkit
+    >>> KLDivLoss(reduction='batchmean')(trainkit.tensor([[0.5, 0.5]]).log(), trainkit.tensor([[1.0, 0.0]]))
+    tensor(0.6931)
+    """
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
 class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of class-index targets, from log-probabilities (as ``LogSoftmax`` gives)."""
 
