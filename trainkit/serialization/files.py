@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Limits for reading archives someone else wrote, checked against what a member's zip header declares before
@@ -32,3 +34,22 @@ def temporary_beside(path: str | os.PathLike) -> Path:
     """
     path = Path(path)
     return path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+
+
+@contextmanager
+def naming(path: str | os.PathLike) -> Iterator[None]:
+    """OSErrors raised inside name ``path`` when they name no file: a write or close that fails (a full disk, a
+    quota, a lost network share) raises ``[Errno 28] No space left on device`` without saying where.
+
+    >>> with naming("/tmp/x.npz"):
+    ...     raise OSError(28, "No space left on device")
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 28] No space left on device: '/tmp/x.npz'
+    """
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None or err.errno is None:
+            raise
+        raise OSError(err.errno, err.strerror, os.fspath(path)) from err

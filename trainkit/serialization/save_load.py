@@ -33,7 +33,7 @@ from ..autograd.backend import CPU, device, to_device
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
-from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, temporary_beside
+from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, naming, temporary_beside
 from .safetensors_format import read_safetensors
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
@@ -156,7 +156,11 @@ def save(obj, f) -> None:
     if hasattr(f, "write"):
         _write(f, meta, arrays)
         return
-    path = Path(f)
+    with naming(f):  # a full disk's error names the file
+        _save_to(Path(f), obj, meta, arrays)
+
+
+def _save_to(path: Path, obj, meta, arrays) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".safetensors":
         _save_safetensors(obj, path)
