@@ -35,6 +35,7 @@ from .callbacks.base import CallbackList
 from .callbacks.defaults import add_defaults
 from .callbacks.history import History
 from .callbacks.nan import TerminateOnNaN
+from .callbacks.progress import check_verbose, resolve_verbose
 from .data import DataLoader, Dataset, TensorDataset, as_tensor
 from .data.dataset import split_tail
 from .layers.clip_grad import clip_grad_norm_
@@ -58,7 +59,8 @@ class Trainer:
     ``optimizer=None`` makes ``DEFAULT_OPTIMIZER``; ``loss`` is a loss module, a callable or a name of
     ``trainkit.registry.LOSSES``; ``strategy`` is ``"auto"``, ``"ddp"``, ``"single_device"`` or a
     ``trainkit.training.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``,
-    its name as ``strategy``. As in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to
+    its name as ``strategy``. ``verbose`` is Keras' (0, 1, 2 or 'auto'; True means 'auto', False 0), the
+    default of every ``fit``. As in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to
     change what ``fit``, ``evaluate`` or ``predict`` does with one batch.
 
     >>> import trainkit
@@ -89,7 +91,7 @@ class Trainer:
         accumulate_steps: int = 1,
         freeze=(),
         run_dir: str | Path | None = None,
-        verbose: bool = True,
+        verbose: bool | int | str = True,
         strategy: str | Strategy = "auto",
         bucket_cap_mb: float = 25.0,
         terminate_on_nan: bool = False,
@@ -124,7 +126,7 @@ class Trainer:
         self.grad_clip_norm = grad_clip_norm
         self.accumulate_steps = accumulate_steps
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        self.verbose = verbose and dist.is_main
+        self.verbose = check_verbose(verbose) if dist.is_main else 0  # True: 'auto'; only rank 0 prints
         self.stop_training = False
         self.epoch = self.global_step = self.epochs = self.epochs_done = 0
         self.history: dict[str, list] = {}
@@ -194,16 +196,20 @@ class Trainer:
         validation_split: float = 0.0,
         resume_from: str | Path | None = None,
         validation_data: Any = None,
-        verbose: int | bool | None = None,
+        verbose: int | str | bool | None = None,
     ) -> History:
         """Train for ``epochs`` epochs (counting those done before a resume); returns a ``History`` whose
         ``.history`` maps each log key ('loss', 'val_loss', metrics, 'lr', monitor figures) to one value per
         epoch, the epochs before a resume included. ``validation_data`` is Keras' name for ``val_data``; NumPy
-        float arrays are cast to the model's float dtype. ``verbose``: 0, 1 or 2 as in Keras (see ``add_defaults``)."""
+        float arrays are cast to the model's float dtype. ``verbose`` (None: the Trainer's) is Keras': 0 silent, 1 a
+        progress bar (``ProgressBar``; a stream that is not a terminal gets 2's lines), 2 one line per epoch, 'auto'
+        (and True) 1 on a terminal and 2 elsewhere."""
         if validation_data is not None and val_data is not None:
             raise ValueError("pass val_data or validation_data (Keras' name for it), not both")
+        strategy = self.distribute_strategy
         val_data = val_data if validation_data is None else validation_data
-        self.verbose = self.verbose if verbose is None else verbose if self.distribute_strategy.is_main else 0
+        self.verbose = check_verbose(self.verbose if verbose is None else verbose) if strategy.is_main else 0
+        shown = resolve_verbose(self.verbose)  # 'auto': 1 on a terminal, 2 in a log, as in Keras 3
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
@@ -219,9 +225,8 @@ class Trainer:
                 batch_size=batch_size,
             )
         )
-        strategy = self.distribute_strategy
         add_defaults(
-            self.callbacks, self.verbose, self.run_dir, "loss" if val_loader is None else "val_loss", strategy.is_main
+            self.callbacks, shown, self.run_dir, "loss" if val_loader is None else "val_loss", strategy.is_main
         )  # before a resume: a checkpoint restores their state too
         first_epoch = 0 if resume_from is None else loop.resume(self, resume_from, epochs)
         strategy.gather_rng_states()
@@ -230,7 +235,7 @@ class Trainer:
         self.callbacks.set_model(self.model)
         self.callbacks.set_run_dir(self.run_dir)
         self.callbacks.set_params(
-            {"epochs": epochs, "steps_per_epoch": loop.batch_count(train_loader), "verbose": self.verbose}
+            {"epochs": epochs, "steps_per_epoch": loop.batch_count(train_loader), "verbose": shown}
         )
         loop.report_parameters(self)
         logs: dict = {}
