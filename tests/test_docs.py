@@ -156,3 +156,14 @@ def test_readme_examples_run(capsys, tmp_path, monkeypatch):  # capsys keeps the
     assert blocks, "README.md has no python example"
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_says_how_to_get_the_cpu_build_of_the_torch_the_tests_pin():
+    """The README's CPU-build command installs exactly the torch the test extra pins, and comes before a reader
+    would run the test command (so that pip does not fetch the CUDA build first)."""
+    readme = (DOCS.parent.parent / "README.md").read_text()
+    pyproject = (DOCS.parent.parent / "pyproject.toml").read_text()
+    pinned = re.search(r'"torch==([\d.]+)"', pyproject).group(1)
+    cpu = f"pip install torch=={pinned} --index-url https://download.pytorch.org/whl/cpu"
+    assert cpu in readme
+    assert cpu in "\n".join(readme.splitlines()[:25])  # beside the set-up commands at the top
