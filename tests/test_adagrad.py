@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -232,6 +233,7 @@ def test_a_config_trains_and_resumes_with_adagrad(tmp_path):
             text=True,
             cwd=tmp_path,
             timeout=300,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's trainkit, whichever is installed
         )
 
     result = command("train", config, "--set", "trainer.epochs=4", "--set", f"output_dir={tmp_path / 'runs'}")

@@ -8,156 +8,15 @@ from __future__ import annotations
 
 import math
 import types
-import weakref
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
+from .lr_scheduler_base import EPOCH_DEPRECATION_WARNING, LRScheduler, lrs, set_lr
+from .one_cycle import OneCycleLR
 from .optimizer import Optimizer
-
-EPOCH_DEPRECATION_WARNING = (
-    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please use "
-    "`scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the closed "
-    "form is used instead of the new chainable form, where available."
-)
-
-
-def _lrs(optimizer: Optimizer, key: str = "lr") -> list[Any]:
-    """``group[key]`` of every group, tensors copied so the list never aliases the optimizer."""
-    return [g[key].clone() if isinstance(g[key], Tensor) else g[key] for g in optimizer.param_groups]
-
-
-def _set_lr(group: dict[str, Any], value: Any) -> None:
-    if isinstance(group["lr"], Tensor):
-        group["lr"].fill_(float(value))
-    else:
-        group["lr"] = value
-
-
-def _patch_step(optimizer: Optimizer) -> None:
-    """Make ``optimizer.step`` note that it ran, so that stepping the scheduler first can be warned about."""
-    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
-        return
-    ref = weakref.ref(optimizer)  # the wrapper lives on the optimizer: a strong reference would be a cycle
-    func = optimizer.step.__func__
-
-    def wrapper(*args, **kwargs):
-        opt = ref()
-        opt._opt_called = True
-        return func(opt, *args, **kwargs)
-
-    wrapper._wrapped_by_lr_sched = True
-    wrapper.__doc__ = func.__doc__
-    optimizer.step = wrapper
-
-
-class LRScheduler:
-    r"""Base class of the schedulers: ``step()`` advances ``last_epoch`` :math:`t` and sets each group's rate to
-    :math:`\eta_t = \text{get\_lr}()`, which subclasses compute from :math:`\eta_{t-1}` (the group's ``lr``) or
-    from the initial rate :math:`\eta_0` (``base_lrs``).
-
-    Creating a scheduler with ``last_epoch=-1`` records each group's ``initial_lr`` (``base_lrs``) and takes the
-    first step (epoch 0). ``state_dict()`` is every attribute but the optimizer, as in PyTorch.
-
-    >>> import trainkit
-    >>> from trainkit.optim import SGD
-    >>> from trainkit.optim.lr_scheduler import ExponentialLR
-    >>> opt = SGD([trainkit.zeros(1, requires_grad=True)], lr=1.0)
-    >>> sched = ExponentialLR(opt, gamma=0.5)
-    >>> opt.step(); sched.step(); sched.get_last_lr()
-    [0.5]
-    """
-
-    _get_lr_called_within_step: bool = False
-    _is_initial: bool = False
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                initial_lr = group["lr"]
-                group.setdefault("initial_lr", initial_lr.clone() if isinstance(initial_lr, Tensor) else initial_lr)
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with "
-                        "last_epoch >= 0."
-                    )
-        self.base_lrs: list[Any] = _lrs(optimizer, "initial_lr")
-        self.last_epoch = last_epoch
-        _patch_step(optimizer)
-        self._initial_step()
-
-    def _initial_step(self) -> None:
-        self._step_count = 0
-        self._is_initial = True
-        try:
-            self.step()
-        finally:
-            self._is_initial = False
-
-    def state_dict(self) -> dict[str, Any]:
-        """Every attribute of the scheduler except the optimizer."""
-        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.__dict__.update(state_dict)
-
-    def get_last_lr(self) -> list[Any]:
-        """The learning rates set by the last ``step()``, one per parameter group."""
-        return self._last_lr
-
-    def get_lr(self) -> list[Any]:
-        """The rates for the current ``last_epoch`` (called by ``step``; use ``get_last_lr`` to read them)."""
-        raise NotImplementedError
-
-    def _warn_outside_step(self) -> None:
-        if not self._get_lr_called_within_step:
-            warn_user(
-                "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                UserWarning,
-            )
-
-    def step(self, epoch: int | None = None) -> None:
-        """Advance one epoch (call it after ``optimizer.step()``); ``epoch`` (deprecated) jumps to that epoch with
-        the closed form where there is one."""
-        if self._step_count == 1:
-            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warn_user(
-                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
-                    "initialization. Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`.",
-                    UserWarning,
-                )
-            elif not getattr(self.optimizer, "_opt_called", False):
-                warn_user(
-                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call them in the "
-                    "opposite order: `optimizer.step()` before `lr_scheduler.step()`. Failure to do this will "
-                    "result in skipping the first value of the learning rate schedule.",
-                    UserWarning,
-                )
-        self._step_count += 1
-        if epoch is not None:
-            warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
-        self._get_lr_called_within_step = True
-        try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                closed_form = getattr(self, "_get_closed_form_lr", None)
-                values = closed_form() if closed_form is not None else self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            _set_lr(group, lr)
-        self._last_lr: list[Any] = _lrs(self.optimizer)
 
 
 class LambdaLR(LRScheduler):
@@ -232,7 +91,7 @@ class StepLR(LRScheduler):
     def get_lr(self) -> list[Any]:
         self._warn_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return _lrs(self.optimizer)
+            return lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
@@ -264,7 +123,7 @@ class MultiStepLR(LRScheduler):
     def get_lr(self) -> list[Any]:
         self._warn_outside_step()
         if self.last_epoch not in self.milestones:
-            return _lrs(self.optimizer)
+            return lrs(self.optimizer)
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
@@ -309,7 +168,7 @@ class LinearLR(LRScheduler):
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
         if self._is_initial or self.last_epoch > self.total_iters:
-            return _lrs(self.optimizer)
+            return lrs(self.optimizer)
         # the ratio of the factor at this epoch to the factor at the previous one
         ratio = 1.0 + (self.end_factor - self.start_factor) / (
             self.total_iters * self.start_factor + (self.last_epoch - 1) * (self.end_factor - self.start_factor)
@@ -345,7 +204,7 @@ class ExponentialLR(LRScheduler):
     def get_lr(self) -> list[Any]:
         self._warn_outside_step()
         if self._is_initial:
-            return _lrs(self.optimizer)
+            return lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
@@ -383,7 +242,7 @@ class CosineAnnealingLR(LRScheduler):
         self._warn_outside_step()
         groups = self.optimizer.param_groups
         if self._is_initial:
-            return _lrs(self.optimizer)
+            return lrs(self.optimizer)
         if self._step_count == 1 and self.last_epoch > 0:  # resumed at a later epoch: start from the closed form
             return [
                 self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
@@ -458,7 +317,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown = cooldown
         self.eps = eps
         self.last_epoch = 0
-        self._last_lr = _lrs(optimizer)
+        self._last_lr = lrs(optimizer)
         self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
         self._reset()
 
@@ -487,7 +346,7 @@ class ReduceLROnPlateau(LRScheduler):
             self._reduce_lr()
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
-        self._last_lr = _lrs(self.optimizer)
+        self._last_lr = lrs(self.optimizer)
 
     def _reduce_lr(self) -> None:
         if len(self.optimizer.param_groups) != len(self.min_lrs):
@@ -503,7 +362,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                _set_lr(group, new_lr)
+                set_lr(group, new_lr)
 
     @property
     def in_cooldown(self) -> bool:
@@ -540,6 +399,7 @@ __all__ = [
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "OneCycleLR",
     "ReduceLROnPlateau",
     "StepLR",
 ]
