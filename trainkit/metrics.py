@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from .autograd import grad_mode
 from .autograd.backend import xp_of
@@ -13,6 +14,10 @@ from .autograd.tensor import Tensor
 class Metric:
     """Accumulates a sum and a count over batches; ``compute()`` gives the epoch's value.
 
+    ``higher_is_better`` declares the metric's direction (as torchmetrics' attribute of that name): True when a
+    larger value is a better model (accuracy), False when a smaller one is (an error), None when it has none.
+    ``EarlyStopping`` and ``ModelCheckpoint`` in ``mode='auto'`` read it (``direction``).
+
     >>> import trainkit
     >>> m = MeanAbsoluteError()
     >>> m.update(trainkit.tensor([1.0, 2.0]), trainkit.tensor([0.0, 2.0])); m.compute()
@@ -20,6 +25,7 @@ class Metric:
     """
 
     name = "metric"
+    higher_is_better: bool | None = None
 
     def __init__(self):
         self.total = 0.0
@@ -48,6 +54,7 @@ def _check_same_shape(name: str, output: Tensor, target: Tensor) -> None:
 
 class MeanAbsoluteError(Metric):
     name = "mae"
+    higher_is_better = False
 
     def batch(self, output, target):
         _check_same_shape(self.name, output, target)
@@ -56,6 +63,7 @@ class MeanAbsoluteError(Metric):
 
 class MeanSquaredError(Metric):
     name = "mse"
+    higher_is_better = False
 
     def batch(self, output, target):
         _check_same_shape(self.name, output, target)
@@ -99,6 +107,7 @@ class Accuracy(Metric):
     output column, output > 0)."""
 
     name = "accuracy"
+    higher_is_better = True
 
     def batch(self, output, target):
         if output.ndim >= 2 and output.shape[1] > 1 or output.ndim > 2:
@@ -110,6 +119,8 @@ class Accuracy(Metric):
 
 class TopKAccuracy(Metric):
     """Share of samples whose target is among the ``k`` highest scores (laid out as ``class_scores`` takes them)."""
+
+    higher_is_better = True
 
     def __init__(self, k: int = 5):
         super().__init__()
@@ -137,6 +148,7 @@ class Perplexity(Metric):
     """
 
     name = "perplexity"
+    higher_is_better = False
 
     def batch(self, output, target):
         logits, labels = class_scores(output, target, self.name)
@@ -178,3 +190,47 @@ def get_metric(spec) -> Metric:
             return _BY_NAME[spec]()
     known = ", ".join(sorted(_BY_NAME) + ["topK_accuracy"])
     raise ValueError(f"unknown metric {spec!r}: use one of {known} or a Metric instance")
+
+
+# Names whose direction is known without a Metric object, as Keras infers it for its callbacks' mode='auto'
+# ('acc' anywhere in the name, and the usual scores); everything that names an error or a divergence goes down.
+_HIGHER_WORDS = frozenset(("auc", "precision", "recall", "f1", "fbeta", "iou", "miou", "dice", "r2", "specificity"))
+_LOWER_WORDS = frozenset(
+    ("mae", "mse", "rmse", "msle", "mape", "perplexity", "ppl", "crossentropy", "entropy", "hinge", "kld", "nll")
+)
+
+
+def direction(name: str, metrics: Iterable[Metric] = ()) -> str | None:
+    """Whether a logged quantity is better lower (``'min'``) or higher (``'max'``), or None when its name does not
+    say: what ``mode='auto'`` of ``EarlyStopping`` and ``ModelCheckpoint`` uses.
+
+    A ``val_`` prefix is ignored. ``loss`` (and any name ending in ``loss``) is ``'min'``; a metric of ``metrics``
+    (the Trainer's) of that ``name`` decides by its ``higher_is_better``; then a metric ``get_metric`` knows by that
+    name; then the name itself: ``'max'`` when it holds ``acc`` or is a score (``auc``, ``precision``, ``recall``,
+    ``f1``, ``iou``, ``dice``, ``r2``, ...), ``'min'`` for an error (``error``, ``mse``, ``crossentropy``, ...).
+
+    >>> direction("val_loss"), direction("val_accuracy"), direction("val_top3_accuracy"), direction("mae")
+    ('min', 'max', 'max', 'min')
+    >>> direction("val_f1_score"), direction("mean_absolute_error"), direction("lr")
+    ('max', 'min', None)
+    >>> class Dice(Metric):
+    ...     name, higher_is_better = "overlap", True
+    >>> direction("val_overlap", [Dice()])
+    'max'
+    """
+    key = name[len("val_") :] if name.startswith("val_") else name
+    if key.endswith("loss"):
+        return "min"
+    for metric in metrics:
+        if getattr(metric, "name", None) == key and getattr(metric, "higher_is_better", None) is not None:
+            return "max" if metric.higher_is_better else "min"
+    known = _BY_NAME.get(key) or (TopKAccuracy if re.fullmatch(r"top_?(\d+)_accuracy", key) else None)
+    if known is not None and known.higher_is_better is not None:
+        return "max" if known.higher_is_better else "min"
+    lowered = key.lower()
+    words = set(re.split(r"[^a-z0-9]+", lowered))
+    if "acc" in lowered or words & _HIGHER_WORDS:
+        return "max"
+    if "error" in lowered or words & _LOWER_WORDS:
+        return "min"
+    return None

@@ -341,12 +341,6 @@ class CallbackList(Callback):
         return f"CallbackList({self.callbacks!r})"
 
 
-def check_mode(mode: str) -> str:
-    if mode not in ("min", "max"):
-        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-    return mode
-
-
 def improved(current: float, best: float | None, mode: str, min_delta: float = 0.0) -> bool:
     """Whether ``current`` beats ``best`` by more than ``min_delta`` (any finite value beats no best yet)."""
     if current != current:  # NaN never improves

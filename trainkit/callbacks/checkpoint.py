@@ -10,16 +10,18 @@ from typing import Any
 from .. import serialization
 from ..autograd.user_warnings import warn_user
 from ..training.run_folder import RunFolder
-from .base import Callback, Logs, check_mode, improved, missing_key, monitored, plain
+from .base import Callback, Logs, plain
+from .monitor import MonitorCallback
 
 
-class ModelCheckpoint(Callback):
+class ModelCheckpoint(MonitorCallback):
     """Saves checkpoints through ``trainer.save_checkpoint`` (model, optimizer, scheduler, RNG and callback state,
     written atomically, so a crash mid-write leaves the previous file whole).
 
     - ``save_last``: ``dirpath/last.npz`` after every epoch, the point a run resumes from.
-    - ``save_best``: ``dirpath/best.npz`` after each epoch whose ``monitor`` value beats the best so far
-      (lower in ``'min'`` mode, higher in ``'max'``).
+    - ``save_best``: ``dirpath/best.npz`` after each epoch whose ``monitor`` value beats the best so far (lower
+      or higher as ``mode`` says; ``'auto'``, the default as in Keras, keeps the highest ``val_accuracy`` and the
+      lowest ``val_loss``, see ``MonitorCallback``).
 
     - ``weights_format="safetensors"``: also the model's weights alone beside each, as ``best.safetensors`` and
       ``last.safetensors``, for other tools (PyTorch loads them with ``safetensors.torch.load_file``).
@@ -27,7 +29,18 @@ class ModelCheckpoint(Callback):
     ``dirpath=None`` uses the run's ``run_dir / "checkpoints"`` (``set_run_dir``). An epoch whose loss is not
     finite, or that left a parameter with a NaN or Inf, saves nothing: the last good checkpoint stays as it was.
     Checkpoints are written after the other callbacks have handled the epoch (``order``), so the callback state
-    inside is that of the epoch's end.
+    inside is that of the epoch's end. ``best_epoch`` counts from 0, as the ``epoch`` the callbacks get.
+
+    Args:
+        dirpath (str | os.PathLike | None, default None): the folder of the checkpoints; None: the run folder's
+            ``checkpoints/``.
+        monitor (str, default 'val_loss'): the key of the epoch logs that decides which epoch is the best.
+        mode (str, default 'auto'): ``'auto'``, ``'min'`` or ``'max'``: whether a lower or a higher value is
+            better; ``'auto'`` tells from the monitored name.
+        save_best (bool, default True): write ``best.npz`` whenever the monitored value improves.
+        save_last (bool, default True): write ``last.npz`` after every epoch.
+        weights_format (str | None, default None): ``'safetensors'`` to write the weights alone beside each
+            checkpoint as well; None: only the checkpoints.
 
     >>> import tempfile
     >>> class Trainer:
@@ -52,25 +65,20 @@ class ModelCheckpoint(Callback):
         self,
         dirpath: str | os.PathLike | None = None,
         monitor: str = "val_loss",
-        mode: str = "min",
+        mode: str = "auto",
         save_best: bool = True,
         save_last: bool = True,
         weights_format: str | None = None,
     ) -> None:
-        super().__init__()
         if weights_format not in (None, "safetensors"):
             raise ValueError(f"weights_format must be None or 'safetensors', got {weights_format!r}")
+        super().__init__(monitor, mode)
         self.weights_format = weights_format
         self.dirpath = dirpath
-        self.monitor = monitor
-        self.mode = check_mode(mode)
         self.save_best = save_best
         self.save_last = save_last
-        self.best: float | None = None
-        self.best_epoch: int | None = None
         self.best_path: Path | None = None
         self.last_path: Path | None = None
-        self._warned_missing = False
 
     @property
     def directory(self) -> Path:
@@ -82,15 +90,15 @@ class ModelCheckpoint(Callback):
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.save_best:
+            super().on_train_begin(logs)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         if not self._healthy(epoch, logs):
             return
         if self.save_best:
-            current = monitored(logs, self.monitor)
-            if current is None:
-                self._warn_missing(logs)
-            elif improved(current, self.best, self.mode):
+            current = self.current(logs, f"; {RunFolder.checkpoint_file('best')} is not written")
+            if current is not None and self.is_improvement(current):
                 # update first: the checkpoint holds this callback's state, which must already know the new best
                 self.best, self.best_epoch = current, epoch
                 self.best_path = self.directory / RunFolder.checkpoint_file("best")
@@ -113,16 +121,10 @@ class ModelCheckpoint(Callback):
             bad = not all(bool(p.isfinite().all()) for p in self.model.parameters())
         if bad:
             warn_user(
-                f"ModelCheckpoint: epoch {epoch} ended with a non-finite loss or weights; no checkpoint written, "
+                f"ModelCheckpoint: epoch {epoch + 1} ended with a non-finite loss or weights; no checkpoint written, "
                 "the last good one is kept",
             )
         return not bad
-
-    def _warn_missing(self, logs: Logs | None) -> None:
-        if not self._warned_missing:
-            best = RunFolder.checkpoint_file("best")
-            warn_user(missing_key("ModelCheckpoint", self.monitor, logs) + f"; {best} is not written")
-            self._warned_missing = True
 
     def state_dict(self) -> dict[str, Any]:
         return {"best": self.best, "best_epoch": self.best_epoch}

@@ -5,24 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.user_warnings import warn_user
-from .base import Callback, Logs, check_mode, improved, missing_key, monitored
+from .base import Logs
+from .monitor import MonitorCallback
 
 
-class EarlyStopping(Callback):
+class EarlyStopping(MonitorCallback):
     """Stops training once ``monitor`` has not improved by more than ``min_delta`` for ``patience`` epochs.
 
-    An epoch improves when its value beats the best so far by more than ``min_delta`` (below it in ``'min'``
-    mode, above in ``'max'``). After ``patience`` epochs in a row without improvement (as in Keras),
-    ``trainer.stop_training`` is set; ``patience=0`` and ``patience=1`` stop at the first epoch that does not
-    improve.
+    An epoch improves when its value beats the best so far by more than ``min_delta`` (below it when lower is
+    better, above it when higher is). ``mode='auto'`` (the default, as in Keras) tells which from the monitored
+    name: lower for ``val_loss`` and the errors, higher for ``val_accuracy`` and the scores, and what a metric of
+    the Trainer declares (``Metric.higher_is_better``); see ``MonitorCallback``. After ``patience`` epochs in a row
+    without improvement (as in Keras), ``trainer.stop_training`` is set; ``patience=0`` and ``patience=1`` stop at
+    the first epoch that does not improve.
 
     ``restore_best_weights=True`` keeps a copy of the weights of the best epoch (one extra copy of the model's
     parameters and buffers, replaced at each improvement) and loads it into the model at train end.
     ``stopped_epoch`` is the epoch at which it stopped training and ``restored_epoch`` the epoch whose weights it
-    loaded back at train end (None when it did not).
+    loaded back at train end (None when it did not); both count from 0, as the ``epoch`` the callbacks get.
 
     ``state_dict()`` carries the counters (best value, best epoch, epochs waited), so a resumed run keeps
     counting; the copy of the best weights is not part of it (``ModelCheckpoint``'s ``best.npz`` holds them).
+
+    Args:
+        monitor (str, default 'val_loss'): the key of the epoch logs to watch (``'val_accuracy'``, ``'loss'``,
+            ``'val_<metric>'``).
+        min_delta (float, default 0): how much a value must beat the best by to count as an improvement.
+        patience (int, default 0): epochs in a row without improvement after which training stops.
+        mode (str, default 'auto'): ``'auto'``, ``'min'`` or ``'max'``: whether a lower or a higher value is
+            better; ``'auto'`` tells from the monitored name.
+        restore_best_weights (bool, default False): load the weights of the best epoch back into the model when
+            training ends.
 
     >>> stopper = EarlyStopping(patience=1)
     >>> class Trainer:
@@ -32,6 +45,8 @@ class EarlyStopping(Callback):
     ...     stopper.on_epoch_end(epoch, {"val_loss": val_loss})
     >>> stopper.trainer.stop_training, stopper.best, stopper.stopped_epoch
     (True, 0.8, 2)
+    >>> EarlyStopping(monitor="val_accuracy").resolve_mode()
+    'max'
     """
 
     def __init__(
@@ -39,31 +54,22 @@ class EarlyStopping(Callback):
         monitor: str = "val_loss",
         min_delta: float = 0,
         patience: int = 0,
-        mode: str = "min",
+        mode: str = "auto",
         restore_best_weights: bool = False,
     ) -> None:
-        super().__init__()
-        self.monitor = monitor
-        self.min_delta = abs(min_delta)
+        super().__init__(monitor, mode, min_delta)
         self.patience = patience
-        self.mode = check_mode(mode)
         self.restore_best_weights = restore_best_weights
-        self.best: float | None = None
-        self.best_epoch: int | None = None
         self.wait = 0
         self.stopped_epoch: int | None = None
         self.best_weights: dict[str, Any] | None = None
         self.restored_epoch: int | None = None  # the epoch whose weights on_train_end put back
-        self._warned_missing = False
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        current = monitored(logs, self.monitor)
+        current = self.current(logs)
         if current is None:
-            if not self._warned_missing:
-                warn_user(missing_key("EarlyStopping", self.monitor, logs))
-                self._warned_missing = True
             return
-        if improved(current, self.best, self.mode, self.min_delta):
+        if self.is_improvement(current):
             self.best, self.best_epoch, self.wait = current, epoch, 0
             if self.restore_best_weights:
                 # clone: state_dict() shares storage with the live parameters, which the optimizer changes
