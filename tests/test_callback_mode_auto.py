@@ -13,8 +13,9 @@ import pytest
 
 import trainkit
 from trainkit import nn
-from trainkit.callbacks import EarlyStopping, ModelCheckpoint
+from trainkit.callbacks import EarlyStopping, LRSchedulerCallback, ModelCheckpoint
 from trainkit.metrics import Accuracy, MeanAbsoluteError, Metric, direction
+from trainkit.optim.lr_scheduler import ReduceLROnPlateau
 from trainkit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,3 +217,21 @@ def test_the_command_refuses_a_bad_mode_naming_the_callback_and_the_file(tmp_pat
     assert done.returncode == 2, done.stderr
     assert "callbacks[0]" in done.stderr and "blobs.yaml" in done.stderr
     assert "mode must be 'auto', 'min' or 'max', got 'maximum'" in done.stderr
+
+
+def test_a_plateau_scheduler_whose_mode_contradicts_the_monitor_is_warned_about():
+    def run(mode: str) -> list[str]:
+        trainkit.manual_seed(0)
+        model = nn.Linear(2, 3)
+        optimizer = trainkit.optim.SGD(model.parameters(), lr=0.5)
+        callback = LRSchedulerCallback(ReduceLROnPlateau(optimizer, mode=mode, patience=0), monitor="val_accuracy")
+        trainer = Trainer(model, optimizer, "cross_entropy", ["accuracy"], [callback], seed=0, verbose=False)
+        x, y = blobs()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer.fit(x, y, epochs=3, batch_size=32, validation_split=0.3)
+        return [str(w.message) for w in caught if "ReduceLROnPlateau" in str(w.message)]
+
+    (message,) = run("min")  # PyTorch's default mode, on a quantity that should rise: said once
+    assert "mode='min'" in message and "'val_accuracy'" in message and "mode='max'" in message
+    assert run("max") == []

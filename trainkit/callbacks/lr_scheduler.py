@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.user_warnings import warn_user
+from ..metrics import direction
 from ..optim.lr_scheduler import ReduceLROnPlateau
 from .base import Callback, Logs, jsonable, missing_key, monitored
 
@@ -14,11 +15,21 @@ class LRSchedulerCallback(Callback):
     (``interval='step'``, at batch end).
 
     ``ReduceLROnPlateau`` gets the monitored value: ``scheduler.step(logs[monitor])``, ``monitor`` defaulting to
-    ``'val_loss'``; an epoch whose logs lack it does not step the scheduler (with a warning, once). The epoch
-    logs get ``'lr'`` (the first group's rate after the step) when the trainer has not put one there.
+    ``'val_loss'``; an epoch whose logs lack it does not step the scheduler (with a warning, once). Its ``mode``
+    is PyTorch's (``'min'`` unless given): when training begins, a ``mode`` that contradicts the monitored
+    quantity's direction (``mode='min'`` on ``'val_accuracy'``, see ``trainkit.metrics.direction``) is warned
+    about, once. The epoch logs get ``'lr'`` (the first group's rate after the step) when the trainer has not put
+    one there.
 
     Give a scheduler either to the trainer or to this callback, not both: each would step it. When it is not the
     trainer's, its state travels in this callback's ``state_dict()``.
+
+    Args:
+        scheduler (Any, required): the learning-rate scheduler to step (``trainkit.optim.lr_scheduler``).
+        interval (str, default 'epoch'): ``'epoch'``: step at each epoch's end; ``'step'``: after each optimizer
+            step.
+        monitor (str | None, default None): the key of the epoch logs a ``ReduceLROnPlateau`` steps on; None:
+            ``'val_loss'`` for it, nothing for other schedulers.
 
     >>> import trainkit
     >>> from trainkit.optim import SGD
@@ -40,6 +51,20 @@ class LRSchedulerCallback(Callback):
         self.plateau = isinstance(scheduler, ReduceLROnPlateau)
         self.monitor = monitor if monitor is not None or not self.plateau else "val_loss"
         self._warned_missing = False
+        self._warned_mode = False
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        if not self.plateau or self._warned_mode:
+            return
+        better = direction(self.monitor, getattr(self.trainer, "metrics", None) or ())
+        if better is not None and better != getattr(self.scheduler, "mode", better):
+            self._warned_mode = True
+            warn_user(
+                f"LRSchedulerCallback: ReduceLROnPlateau has mode={self.scheduler.mode!r}, but a "
+                f"{'higher' if better == 'max' else 'lower'} {self.monitor!r} is better; "
+                f"pass ReduceLROnPlateau(..., mode={better!r}) so that it lowers the rate when {self.monitor!r} "
+                "stops improving"
+            )
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         if self.interval == "step":
