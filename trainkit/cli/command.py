@@ -20,14 +20,15 @@ from .. import __version__
 from ..autograd.explore import explore
 from ..autograd.graph import graph
 from ..callbacks import EarlyStopping, TerminateOnNaN
+from ..data.files import classes_of
 from ..distributed import launched_size, world
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
-from ..training.run_folder import RunFolder
+from ..training.checkpoint import load_weights
 from . import config as cfg
 from .config import ConfigError
-from .dry_run import BatchCheckError, one_batch
+from .dry_run import BatchCheckError, FirstStep, diagnose, one_batch
 from .process import exit_code, keep_freed_memory, sigterm_as_interrupt
-from .run import build, start_run
+from .run import build, find_checkpoint, saved_beside, saved_classes, start_run
 
 _EXAMPLES = {
     "train": """examples:
@@ -37,6 +38,8 @@ _EXAMPLES = {
   trainkit train configs/regression.yaml --resume runs/regression""",
     "evaluate": """examples:
   trainkit evaluate configs/regression.yaml --checkpoint runs/regression/version_0/checkpoints/best.npz
+  trainkit evaluate configs/regression.yaml --checkpoint runs/regression   (its latest version's last.npz)
+  trainkit evaluate configs/regression.yaml --checkpoint weights.safetensors   (a state dict: .npz, .pt, .pth)
   trainkit evaluate configs/digits.yaml --checkpoint CKPT --split val   (train, val, test or all)""",
     "check": """examples:
   trainkit check configs/digits.yaml
@@ -112,7 +115,13 @@ def _parser() -> argparse.ArgumentParser:
         help="print the complete config (every key, defaults included, with its help) and exit",
     )
     evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")
-    evaluate.add_argument("--checkpoint", required=True, help="a checkpoint written by a run (.npz)")
+    evaluate.add_argument(
+        "--checkpoint",
+        required=True,
+        help="what --resume takes (a checkpoint file, a run folder runs/NAME/version_N or runs/NAME: its "
+        "last.npz, or interrupted.npz when newer) or a weights file (a state dict in .npz, .pt/.pth or "
+        ".safetensors)",
+    )
     evaluate.add_argument(
         "--split",
         choices=("train", "val", "test", "all"),
@@ -164,14 +173,20 @@ def _train(args) -> int:
     started = start_run(config, args.resume)  # a new runs/NAME/version_N, or the folder of the run resumed
     run = started.run
     lead = run.trainer.rank == 0  # in data-parallel runs, only rank 0 writes and prints
+    watch = FirstStep()
+    run.trainer.callbacks.append(watch)
     try:
         history = run.trainer.fit(run.dataset, resume_from=started.resume, **run.fit_args)
     except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (a scheduler, a container, kill)
         if lead:
             print(f"\n{started.interrupted()}", file=sys.stderr)  # saves checkpoints/interrupted.npz
         return exit_code(interrupt)
-    except Exception:
+    except Exception as err:
         started.abandon()  # a run that failed before its first epoch ended leaves no folder behind
+        # Before its first step ended: a model and data that do not fit, named as trainkit check names them.
+        found = None if watch.ended else diagnose(run.trainer, run.dataset, run.fit_args["batch_size"], err)
+        if found is not None:
+            raise BatchCheckError(f"{args.config}: {found}") from err
         raise
     finally:
         started.release()
@@ -196,29 +211,35 @@ def _train(args) -> int:
     return 0
 
 
-def _saved_vocabulary(checkpoint: str) -> Path | None:
-    """The vocab.json of the run folder a checkpoint belongs to (RUN/checkpoints/x.npz, or beside the file)."""
-    path = Path(checkpoint).resolve()
-    found = (RunFolder.of_checkpoint(path) or RunFolder(path.parent)).vocabulary
-    return found if found.is_file() else None
-
-
 def _evaluate(args) -> int:
     config = cfg.load(args.config, args.set)
     config.trainer.verbose = False
-    if config.data.kind == "text" and config.data.vocabulary is None:
-        saved = _saved_vocabulary(args.checkpoint)  # the ids the model was trained on
-        config.data.vocabulary = None if saved is None else str(saved)
-    run = build(config)
+    where = Path(args.checkpoint)
+    if not where.exists():
+        raise FileNotFoundError(f"--checkpoint {where}: no such run folder, checkpoint or weights file")
+    checkpoint, _ = find_checkpoint(where, "--checkpoint")  # a folder: the checkpoint --resume would take
+    folder = saved_beside(checkpoint)  # the run's own files: what its model's ids and indices stand for
+    if config.data.kind == "text" and config.data.vocabulary is None and folder.vocabulary.is_file():
+        config.data.vocabulary = str(folder.vocabulary)
+    classes = saved_classes(config, folder)
+    run = build(config, classes=classes)
     split = args.split or run.default_split()
     try:
         data = run.split(split)
     except ValueError as err:
         raise ConfigError(f"{args.config}: --split {split}: {err}") from None
-    run.trainer.load_checkpoint(args.checkpoint)
+    load_weights(run.trainer.model, checkpoint, run.trainer.device)
+    if classes is None and classes_of(run.dataset) is not None:
+        warnings.warn(
+            f"{checkpoint}: no {folder.CLASSES} beside it, so the class names of {config.data.path} are numbered in "
+            "their sorted order; that is the training run's order only if its data held the same names",
+            stacklevel=1,
+        )
     results = run.trainer.evaluate(data, batch_size=run.fit_args["batch_size"])
     if run.trainer.rank:
         return 0
+    if where.is_dir():
+        print(f"checkpoint {checkpoint}")
     figures = ", ".join(f"{k} {v:.6g}" for k, v in results.items())
     print(f"{split} ({len(data)} samples): {figures}")
     return 0
@@ -298,6 +319,13 @@ def main(argv: list[str] | None = None) -> int:
             world().abort(f"config error: {err}", 2)
         print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
+    except BatchCheckError as err:  # a first step that failed, named as trainkit check names it
+        if launched_size() > 1:
+            world().abort(f"error: {err}", detail=traceback.format_exc() if args.debug else "")
+        if args.debug:
+            raise
+        print(f"trainkit: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as interrupt:
         if launched_size() > 1:
             world().abort("interrupted", exit_code(interrupt))

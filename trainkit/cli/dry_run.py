@@ -3,7 +3,8 @@ forward in eval mode, with a failure reported as the layer that raised and the s
 
 A config can name a model, data and a loss that each load, yet do not fit together (three input columns for a
 ``Linear(1, ...)``, ten classes for labels up to 25, float targets for ``cross_entropy``); that shows only at the
-first batch, so ``check`` runs one.
+first batch, so ``check`` runs one. ``trainkit train`` runs one too when its first step fails (``diagnose``), so
+that it names the layer as ``check`` does instead of repeating the bare error of an op.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.tensor import Tensor
+from ..callbacks.base import Callback
 from ..layers.module import Module
 from ..trainer import Trainer, eval_mode
 
@@ -124,3 +126,40 @@ def one_batch(trainer: Trainer, dataset: Any, batch_size: int) -> str:
         f"one batch: inputs {_describe(x)}, targets {_describe(y)}, output {_describe(output)}, "
         f"loss {float(loss.item()):.6g}"
     )
+
+
+class FirstStep(Callback):
+    """Notes whether a training batch of this process has ended: a failure before that is one a single batch
+    reproduces (a model and data that do not fit), which ``diagnose`` can name.
+
+    >>> watch = FirstStep()
+    >>> watch.ended
+    False
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended = False
+
+    def on_train_batch_end(self, batch, logs=None) -> None:
+        self.ended = True
+
+
+def diagnose(trainer: Trainer, dataset: Any, batch_size: int, err: Exception) -> BatchCheckError | None:
+    """After training failed with ``err`` before its first batch ended: what ``one_batch`` says of the same kind of
+    error (the layer, the shapes and dtypes, a hint), or None when one batch passes or fails otherwise.
+
+    >>> import trainkit
+    >>> from trainkit import nn
+    >>> trainer = Trainer(nn.Sequential(nn.Linear(3, 2)), verbose=False)
+    >>> data = trainkit.utils.data.TensorDataset(trainkit.ones(4, 1), trainkit.ones(4, 2))
+    >>> str(diagnose(trainer, data, 4, RuntimeError("mat1 and mat2 shapes cannot be multiplied")))[:49]
+    "forward (train mode) failed in layer '0' (Linear)"
+    """
+    try:
+        one_batch(trainer, dataset, batch_size)
+    except BatchCheckError as found:
+        return found if type(found.__cause__) is type(err) else None
+    except Exception:  # noqa: BLE001  (the data itself fails to load: the first error stands)
+        return None
+    return None

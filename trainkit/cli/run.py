@@ -21,6 +21,7 @@ from ..callbacks.base import Callback
 from ..callbacks.nan import TerminateOnNaN
 from ..data import ConcatDataset, TextDataError, vocabulary_of
 from ..data.dataset import split_tail
+from ..data.files import MissingDataError, classes_of, csv_columns, load_classes, save_classes
 from ..distributed import launched_size, world
 from ..layers.loss import CrossEntropyLoss, NLLLoss
 from ..registry import (
@@ -128,10 +129,48 @@ def _task(config: RunConfig) -> str | None:
     return "classification" if cls.__name__ in _INDEX_TARGETS else "regression"
 
 
-def _dataset(config: RunConfig):
+# The data kinds that read one file named by data.path, and whose label column may hold class names.
+_FILE_KINDS = ("npz", "csv")
+
+
+def _data_file(config: RunConfig, spec: dict) -> None:
+    """Refuse, naming the key, what a file kind would fail on later: a data.path that names no file, a CSV without
+    data.targets (a dataset of inputs alone, whose first step would find no targets)."""
+    path = config.folder / spec["path"]
+    if not path.is_file():
+        what = "a folder, not a file" if path.is_dir() else "no such file"
+        raise ConfigError(f"{config.file}: 'data.path': {what}: {path}")
+    if spec["kind"] == "csv" and not spec.get("targets"):
+        try:
+            columns = ", ".join(map(repr, csv_columns(path, spec.get("delimiter") or ",")))
+        except (OSError, UnicodeDecodeError, ValueError):  # the loader names what is wrong with the file
+            columns = None
+        held = f" (its columns: {columns})" if columns else ""
+        raise ConfigError(f"{config.file}: 'data.targets' is not set: name the label column(s) of {path}{held}")
+
+
+def _missing_file(config: RunConfig, init_args: dict, err: FileNotFoundError) -> ConfigError | None:
+    """A class_path dataset's missing file as a config error naming the key of ``data.init_args`` whose path led
+    to it (``root: data`` for ``data/MNIST/raw/...``); None when no key's value does."""
+    missing = err.filename
+    if not isinstance(missing, (str, os.PathLike)):
+        return None
+    missing = Path(missing).resolve()
+    for key, value in init_args.items():
+        if isinstance(value, (str, os.PathLike)) and str(value):
+            given = Path(value).resolve()
+            if missing == given or given in missing.parents:
+                return ConfigError(f"{config.file}: 'data.init_args.{key}': no such file: {missing}")
+    return None
+
+
+def _dataset(config: RunConfig, classes: list[str] | None = None):
     spec = dataclasses.asdict(config.data)  # a data kind takes the section as a mapping
-    if spec["kind"] in ("npz", "csv"):
+    if spec["kind"] in _FILE_KINDS:
         spec = {**spec, "task": spec.get("task") or _task(config)}  # a data.task key, when given, decides
+        if classes is not None:  # the class names a run was trained with, in its indices' order
+            spec["classes"] = classes
+        _data_file(config, spec)
     try:
         make_dataset = DATA_KINDS.get(spec["kind"])
     except UnknownNameError as err:  # a config from load() has only known kinds; a hand-made one may not
@@ -144,6 +183,15 @@ def _dataset(config: RunConfig):
         raise class_error(config.file, "data.class_path", spec["class_path"], err) from None
     except TypeError as err:  # keys that do not fit the loader (init_args for the class_path kind)
         raise _kwargs_error(config, "data.init_args" if spec["kind"] == "class_path" else "data", err) from None
+    except MissingDataError as err:  # a column or array the file lacks, named by data.inputs or data.targets
+        raise _kwargs_error(config, f"data.{err.key}", err) from None
+    except FileNotFoundError as err:
+        if spec["kind"] in _FILE_KINDS:  # the file went away since it was looked for
+            raise ConfigError(f"{config.file}: 'data.path': no such file: {config.folder / spec['path']}") from None
+        found = _missing_file(config, spec.get("init_args") or {}, err) if spec["kind"] == "class_path" else None
+        if found is None:
+            raise
+        raise found from None
     except KeyError as err:  # a missing array or column of a file; what a user's own dataset raises is its own
         if spec["kind"] == "class_path":
             raise
@@ -253,9 +301,11 @@ def _trainer_and_fit_settings(settings: dict) -> tuple[dict, dict]:
     return to_trainer, to_fit
 
 
-def build(config: RunConfig, run_dir: str | Path | None = None) -> Run:
+def build(config: RunConfig, run_dir: str | Path | None = None, classes: list[str] | None = None) -> Run:
     """Make everything ``config`` describes (a checked config from ``trainkit.cli.config.load``), for a run writing to
     ``run_dir`` (by default ``output_dir/name``; ``trainkit train`` gives it a version folder, ``start_run``).
+    ``classes`` are the class names of a run whose labels were names (its ``classes.json``): a csv or npz label
+    column is then numbered as that run's was.
 
     The model is built on the CPU right after ``manual_seed(trainer.seed)``, so its initial weights come from the
     seed; the Trainer, given the same ``seed`` and ``device``, moves it to its device (once) and starts the streams
@@ -268,7 +318,7 @@ def build(config: RunConfig, run_dir: str | Path | None = None) -> Run:
     """
     file = config.file
     trainer_args, fit_args = _trainer_and_fit_settings(dataclasses.asdict(config.trainer))
-    dataset = _dataset(config)  # first: a text's vocabulary gives the model its vocab_size
+    dataset = _dataset(config, classes)  # first: a text's vocabulary gives the model its vocab_size
     manual_seed(trainer_args["seed"])  # before the model: its initial weights come from this seed
     model_cls = resolve_class(config.model.class_path, config.folder, file, "model.class_path")
     _fill_from_data(config, model_cls, dataset)
@@ -364,26 +414,42 @@ def self_contained(config: RunConfig) -> RunConfig:
     return out
 
 
-def find_checkpoint(where: str | Path) -> tuple[Path, Path | None]:
+def find_checkpoint(where: str | Path, option: str = "--resume") -> tuple[Path, Path | None]:
     """What ``--resume WHERE`` resumes: (the checkpoint, the run folder to continue in). ``WHERE`` is a checkpoint
     file, a run folder (``output_dir/name/version_N``: its ``last.npz``, or ``interrupted.npz`` when that is newer),
-    or ``output_dir/name`` (its latest version). A checkpoint outside a run folder continues in a new version."""
+    or ``output_dir/name`` (its latest version). A checkpoint outside a run folder continues in a new version.
+    ``option`` names the command-line option in errors (``trainkit evaluate --checkpoint`` takes the same)."""
     where = Path(where)
     if where.is_file():
         run = RunFolder.of_checkpoint(where)
         return where, None if run is None else run.root
     if not where.is_dir():
-        raise FileNotFoundError(f"--resume {where}: no such run folder or checkpoint file")
-    run = RunFolder(where)
+        raise FileNotFoundError(f"{option} {where}: no such run folder or checkpoint file")
+    run = RunFolder(where.parent if where.name == RunFolder.CHECKPOINTS else where)  # RUN/checkpoints: RUN
     if not run.checkpoints.is_dir() and latest_version(where) is not None:
         run = RunFolder(latest_version(where))
     found = run.resumable()
     if not found:
         raise FileNotFoundError(
-            f"--resume {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
+            f"{option} {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
             "run folder runs/NAME/version_N, runs/NAME, or a .npz file"
         )
     return max(found, key=lambda p: p.stat().st_mtime_ns), run.root  # last.npz when both have the same time
+
+
+def saved_beside(checkpoint: str | Path) -> RunFolder:
+    """The run folder whose files (vocab.json, classes.json) go with a checkpoint: the folder holding its
+    ``checkpoints/``, else the checkpoint's own folder (a weights file with its run's files beside it)."""
+    path = Path(checkpoint).resolve()
+    return RunFolder.of_checkpoint(path) or RunFolder(path.parent)
+
+
+def saved_classes(config: RunConfig, folder: RunFolder) -> list[str] | None:
+    """The class names a run in ``folder`` numbered its labels by (its classes.json), for a csv or npz config; None
+    when it saved none (its labels were numbers)."""
+    if config.data.kind not in _FILE_KINDS or not folder.classes.is_file():
+        return None
+    return load_classes(folder.classes)
 
 
 class _SaveConfig(Callback):
@@ -476,7 +542,8 @@ def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     if resumed_text and files.vocabulary.is_file():  # the ids the checkpoint was trained on
         config.data.vocabulary = str(files.vocabulary.resolve())
     try:
-        run = build(config, run_dir=folder)
+        classes = None if new else saved_classes(config, files)  # the class indices the checkpoint was trained on
+        run = build(config, run_dir=folder, classes=classes)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -487,6 +554,9 @@ def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     vocabulary = vocabulary_of(run.dataset)
     if lead and vocabulary is not None:  # beside config.yaml: evaluate and the sampling callback decode with it
         vocabulary.save(files.vocabulary)
+    classes = classes_of(run.dataset) if config.data.kind in _FILE_KINDS else None
+    if lead and classes is not None:  # beside config.yaml: evaluate numbers a test file's labels the same way
+        save_classes(files.classes, classes)
     saver = None
     if lead and new:
         files.config.write_text(text)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import serialization
 from ..autograd.random import default_generator
+from ..autograd.tensor import Tensor
 from ..callbacks.base import jsonable
 from .run_folder import RunFolder
 
@@ -49,6 +50,86 @@ def load(path: str | Path, model: Any = None) -> dict:
         raise FileNotFoundError(f"no checkpoint at {path}")
     expect = None if model is None else {("model", k): tuple(v.shape) for k, v in model.state_dict().items()}
     return serialization.load(path, _expect=expect)
+
+
+# The keys under which PyTorch code commonly nests a state dict beside other entries (epoch, optimizer state).
+_NESTED_WEIGHTS = ("state_dict", "model_state_dict")
+WEIGHTS_FILES = "a training checkpoint (RUN/checkpoints/*.npz) or a state dict (.npz, .pt/.pth, .safetensors)"
+
+
+def _is_state_dict(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and bool(obj)
+        and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items())
+    )
+
+
+def _held(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return f"a {type(obj).__name__}"
+    keys = list(obj)
+    return "keys " + ", ".join(map(repr, keys[:4])) + (", ..." if len(keys) > 4 else "") if keys else "an empty dict"
+
+
+def model_weights(state: Any, path: str | Path) -> dict:
+    """The model's state dict in what a file held: a training checkpoint's ``model`` entry, a state dict itself (what
+    ``trainkit.save(model.state_dict(), ...)`` or ``torch.save`` wrote), or one nested under ``state_dict`` /
+    ``model_state_dict``; else a one-line ``ValueError`` naming the file and what it holds.
+
+    >>> import trainkit
+    >>> weights = trainkit.nn.Linear(1, 1).state_dict()
+    >>> list(model_weights({"model": weights, "optimizer": {}}, "c.npz")) == list(model_weights(weights, "w.pt"))
+    True
+    >>> model_weights({"lr": 0.1}, "x.npz")
+    Traceback (most recent call last):
+    ...
+    ValueError: x.npz: neither a training checkpoint (RUN/checkpoints/*.npz) nor a state dict (.npz, .pt/.pth, \
+.safetensors) of tensors by name; it holds keys 'lr'
+    """
+    if isinstance(state, dict) and "model" in state and "optimizer" in state and isinstance(state["model"], dict):
+        return state["model"]
+    if _is_state_dict(state):
+        return state
+    for key in _NESTED_WEIGHTS:
+        if isinstance(state, dict) and _is_state_dict(state.get(key)):
+            return state[key]
+    raise ValueError(
+        f"{path}: neither {WEIGHTS_FILES.replace(' or ', ' nor ')} of tensors by name; it holds {_held(state)}"
+    )
+
+
+def load_weights(model: Any, path: str | Path, device: Any = None) -> str:
+    """Put the weights a file at ``path`` holds into ``model`` (``model_weights``: a training checkpoint or a weights
+    file), on ``device`` when given; returns ``"checkpoint"`` or ``"weights"``. Every error is one line naming the
+    file: one that is neither, one whose weights do not fit the model.
+
+    >>> import tempfile, trainkit
+    >>> model = trainkit.nn.Linear(2, 1)
+    >>> path = Path(tempfile.mkdtemp()) / "w.pt"
+    >>> trainkit.save(model.state_dict(), path)
+    >>> load_weights(trainkit.nn.Linear(2, 1), path)
+    'weights'
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    expect = {}
+    for key, value in model.state_dict().items():  # shapes checked from the headers, before the data is read
+        expect[("model", key)] = expect[(key,)] = tuple(value.shape)
+    try:
+        state = serialization.load(path, _expect=expect)
+    except (ValueError, OSError) as err:  # FileFormatError, a torch file refused: say what the file should be
+        text = str(err).removeprefix(f"{path}: ")
+        raise ValueError(f"{path}: not {WEIGHTS_FILES}: {text}") from None
+    weights = model_weights(state, path)
+    kind = "checkpoint" if weights is not state and "optimizer" in state else "weights"
+    try:
+        model.load_state_dict({k: v.to(device) if device is not None else v for k, v in weights.items()})
+    except (RuntimeError, KeyError, ValueError) as err:  # missing, unexpected or misshapen: on one line
+        problems = "; ".join(line.strip() for line in str(err).splitlines()[1:] if line.strip()) or str(err)
+        raise ValueError(f"{path}: its weights do not fit the config's model: {problems}") from None
+    return kind
 
 
 # ------------------------------------------------------------------------------------------------------ history

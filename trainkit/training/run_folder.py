@@ -8,6 +8,7 @@ names the newest one (a file rather than a symlink, so that it works on every sy
         version_N/
             config.yaml             the config the run was trained with, file paths made absolute
             vocab.json              the token ids of a text run
+            classes.json            the class names of a run whose labels are names (cat, dog), by index
             samples.txt             the text TextSample sampled after each epoch
             history.jsonl           one line of logs per finished epoch
             metrics.csv             the same, as a table (CSVLogger)
@@ -32,6 +33,7 @@ import os
 import re
 from pathlib import Path
 
+from ..data.files import CLASSES_FILE
 from ..data.text import VOCABULARY_FILE
 
 __all__ = ["LATEST", "RunFolder", "latest_version", "version_folder", "version_number", "versions"]
@@ -54,6 +56,7 @@ class RunFolder:
     METRICS = "metrics.csv"
     LOCK = ".lock"
     VOCABULARY = VOCABULARY_FILE
+    CLASSES = CLASSES_FILE
     SAMPLES = "samples.txt"
     SUFFIX = ".npz"
 
@@ -132,6 +135,10 @@ class RunFolder:
     @property
     def vocabulary(self) -> Path:
         return self.root / self.VOCABULARY
+
+    @property
+    def classes(self) -> Path:
+        return self.root / self.CLASSES
 
     @property
     def samples(self) -> Path:
