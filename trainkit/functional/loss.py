@@ -401,6 +401,7 @@ def kl_div(
     for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
         if not isinstance(v, Tensor):
             raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
+    given = reduction  # PyTorch divides by the batch size whenever 'batchmean' was asked for, legacy flags or not
     if size_average is not None or reduce is not None:
         reduction = check_reduction(reduction, size_average, reduce)
     else:
@@ -413,15 +414,15 @@ def kl_div(
             "kl_div: Integral inputs not supported. Pass floating-point log-probabilities and a floating-point "
             f"target (got {scalar_name(input)} and {scalar_name(target)})"
         )
-    if log_target:
-        loss = tmath.exp(target) * (target - input)
-    else:
-        loss = xlogy(target, target) - target * input
-    if reduction == "none":
-        return loss
+    with np.errstate(invalid="ignore"):  # a target of log 0 = -inf gives 0 * inf = nan, silently as in PyTorch
+        if log_target:
+            loss = tmath.exp(target) * (target - input)
+        else:
+            loss = xlogy(target, target) - target * input
     if reduction == "mean":
-        return loss.mean()
-    total = loss.sum()
-    if reduction == "batchmean" and input._data.ndim != 0:
-        return total / input._data.shape[0]
-    return total
+        loss = loss.mean()
+    elif reduction != "none":
+        loss = loss.sum()
+    if given == "batchmean" and input._data.ndim != 0:
+        return loss / input._data.shape[0]
+    return loss
