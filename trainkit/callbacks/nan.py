@@ -13,7 +13,8 @@ class TerminateOnNaN(Callback):
 
     It writes nothing itself; ``ModelCheckpoint`` refuses to save an epoch with a non-finite loss or weights, so
     the last good checkpoint stays the one to resume from. ``stopped_step`` and ``stopped_epoch`` say where it
-    stopped (None when it did not).
+    stopped (None when it did not); ``stopped_epoch`` counts from 0, as the ``epoch`` the callbacks get, while the
+    warning counts epochs and batches from 1, as the console does.
 
     >>> class Trainer:
     ...     stop_training, epoch, global_step = False, 0, 7
@@ -24,7 +25,7 @@ class TerminateOnNaN(Callback):
     ...     warnings.simplefilter("always")
     ...     guard.on_train_batch_end(3, {"loss": float("nan"), "step": 7})
     >>> guard.trainer.stop_training, str(caught[0].message)
-    (True, 'TerminateOnNaN: loss is nan at step 7 (epoch 0, batch 3); stopping training')
+    (True, 'TerminateOnNaN: loss is nan at step 7 (epoch 1, batch 4); stopping training')
     """
 
     def __init__(self) -> None:
@@ -41,8 +42,8 @@ class TerminateOnNaN(Callback):
         self.stopped_step = step
         self.stopped_epoch = self.trainer.epoch
         self.trainer.stop_training = True
-        warn_user(
-            f"TerminateOnNaN: loss is {loss} at step {step} (epoch {self.stopped_epoch}, batch {batch}); "
+        warn_user(  # epoch and batch counted from 1, as the console's "Epoch 1/10" counts them
+            f"TerminateOnNaN: loss is {loss} at step {step} (epoch {self.stopped_epoch + 1}, batch {batch + 1}); "
             "stopping training",
             RuntimeWarning,
         )

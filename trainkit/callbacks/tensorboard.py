@@ -12,11 +12,18 @@ from .csv_logger import resolve
 
 class TensorBoard(Callback):
     """Writes each epoch's logs (``loss``, the metrics, ``val_*``, ``lr`` and the gradient monitors'
-    ``grad_norm/...`` and ``act_grad_norm/...``) as scalars at step ``epoch + 1`` into ``log_dir`` (relative to the
-    run folder when there is one); with ``histogram_freq=N``, the histograms of the parameters every N epochs. Needs
-    tensorboardX (``pip install 'trainkit[tensorboard]'``); view with ``tensorboard --logdir runs``.
+    ``grad_norm/...`` and ``act_grad_norm/...``) as scalars into ``log_dir`` (relative to the run folder when there
+    is one), at step ``epoch``: the epoch as the callbacks get it, counting from 0 as Keras' callback of this name
+    does and as ``metrics.csv`` and ``history.jsonl`` write it (the console's ``Epoch 1/10`` is step 0). With
+    ``histogram_freq=N``, the histograms of the parameters at the epochs where ``epoch % N == 0`` (0, N, 2N, ...).
+    Needs tensorboardX (``pip install 'trainkit[tensorboard]'``); view with ``tensorboard --logdir runs``.
 
     In a config: ``callbacks: [{name: TensorBoard, histogram_freq: 5}]``.
+
+    Args:
+        log_dir (str | os.PathLike, default 'tensorboard'): the folder of the event files; a relative one is
+            inside the run folder.
+        histogram_freq (int, default 0): write the parameters' histograms every this many epochs; 0: never.
 
     >>> TensorBoard(histogram_freq=2)
     TensorBoard(log_dir='tensorboard', histogram_freq=2)
@@ -38,14 +45,13 @@ class TensorBoard(Callback):
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         if self.writer is None:
             return
-        step = epoch + 1
         for key, value in (logs or {}).items():
             value = plain(value)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.writer.add_scalar(key, value, step)
-        if self.histogram_freq and step % self.histogram_freq == 0 and self.model is not None:
+                self.writer.add_scalar(key, value, epoch)
+        if self.histogram_freq and epoch % self.histogram_freq == 0 and self.model is not None:
             for name, p in self.model.named_parameters():
-                self.writer.add_histogram(name, p, step)
+                self.writer.add_histogram(name, p, epoch)
         self.writer.flush()
 
     def _close(self) -> None:
