@@ -105,7 +105,6 @@ class ProgressBar(Callback):
         self._loss_sum = 0.0
         self._batches = self._seen = 0
         self._epoch_times: list[float] = []
-        self._validating = False
         self._epoch = 0
 
     @property
@@ -128,7 +127,6 @@ class ProgressBar(Callback):
         self._close()
         self._start = self._train_end = time.perf_counter()
         self._loss_sum, self._batches, self._seen = 0.0, 0, 0
-        self._validating = False
         self._epoch = epoch
         if self._is_terminal():
             print(self._title(epoch), file=self.stream, flush=True)
@@ -142,13 +140,15 @@ class ProgressBar(Callback):
         if isinstance(loss, (int, float)) and not isinstance(loss, bool):
             self._loss_sum += loss
             self._batches += 1
-        if self.bar is not None:
-            last = self._seen == self.bar.total
-            self.bar.draw(self._seen, self._eta_text(), self._running_fields(), force=last)
+        bar = self.bar
+        if bar is None:
+            return
+        bar.n = self._seen  # the summary's count, whether or not this step is drawn
+        if bar.due(force=self._seen == bar.total):  # the texts only when the line is redrawn
+            bar.draw(self._seen, self._eta_text(), self._running_fields(), force=True)
 
     def on_test_begin(self, logs: Logs | None = None) -> None:
         if self.bar is not None:  # fit's validation pass: say so while it runs
-            self._validating = True
             self.bar.draw(self._seen, "validating", self._running_fields(), force=True)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:

@@ -220,14 +220,17 @@ class LiveBar:
         self.stream.flush()
         self.shown = line
 
+    def due(self, force: bool = False) -> bool:
+        """Whether a ``draw`` now would redraw the line (open, and not drawn moments ago, unless ``force``)."""
+        return not self.closed and (force or time.perf_counter() - self.last_draw >= REDRAW_INTERVAL_S)
+
     def draw(self, n: int, info: str, fields: Sequence[str], force: bool = False) -> None:
         """Show ``n`` steps done with ``info`` and as many ``fields`` as fit; skipped when the last redraw was
         moments ago, unless ``force``."""
         self.n = n
-        now = time.perf_counter()
-        if self.closed or not (force or now - self.last_draw >= REDRAW_INTERVAL_S):
+        if not self.due(force):
             return
-        self.last_draw = now
+        self.last_draw = time.perf_counter()
         # one column short of the width: a line that fills it leaves some terminals wrapping at the next '\r'
         self._put(bar_line(n, self.total, info, fields, max(1, self.columns() - 1), self.chars))
 
