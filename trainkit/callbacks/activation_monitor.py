@@ -44,6 +44,13 @@ class ActivationGradientMonitor(Callback):
     ``GradientMonitor`` avoids that cost with tensor hooks that keep only statistics; here the retained gradients
     are the point, so monitor a few layers, or set ``log_every`` to retain only every few steps.
 
+    Args:
+        layers (Iterable[str], required): the names of the sub-modules whose outputs are watched, as
+            ``named_modules`` names them (``'encoder.0'``).
+        log_every (int, default 1): retain and record the gradients at the optimizer steps where
+            ``global_step % log_every == 0``.
+        verbose (bool, default True): print, at train begin, what the retained gradients cost in memory.
+
     >>> import trainkit
     >>> from trainkit import nn
     >>> model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))

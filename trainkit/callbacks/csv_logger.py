@@ -30,7 +30,13 @@ class CSVLogger(Callback):
     file; ``append=True`` keeps the rows already there and continues them. A resumed run (``load_state_dict``)
     always continues the file, dropping rows of epochs after the checkpoint.
 
-    A relative ``filename`` is placed in the run's ``run_dir`` (``set_run_dir``) when there is one.
+    A relative ``filename`` is placed in the run's ``run_dir`` (``set_run_dir``) when there is one. The ``epoch``
+    column counts from 0, as the ``epoch`` the callbacks get and Keras' ``CSVLogger`` write it (the console's
+    ``Epoch 1/10`` is row 0).
+
+    Args:
+        filename (str | os.PathLike, required): the CSV file; a relative one is inside the run folder.
+        append (bool, default False): continue the rows already in the file instead of starting it anew.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.csv"

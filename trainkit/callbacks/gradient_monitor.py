@@ -41,6 +41,13 @@ class GradientMonitor(Callback):
     gets a hook, one that is frozen loses it. The figures are of the gradients as backward computes them, before
     any clipping; with several backward passes per optimizer step (gradient accumulation), of the last one.
 
+    Args:
+        log_every (int, default 1): record the statistics at the optimizer steps where ``global_step % log_every ==
+            0``.
+        vanishing (float, default 1e-7): warn about a parameter whose gradient norm falls below this.
+        exploding (float, default 1e3): warn about a parameter whose gradient norm rises above this.
+        file (TextIO | None, default None): the stream of the table printed at train end; None: standard output.
+
     >>> import trainkit
     >>> from trainkit import nn
     >>> model = nn.Linear(3, 1)

@@ -33,7 +33,12 @@ class PlotCallback(Callback):
     never changes (a constant ``lr``) gets no panel: the figure's title states it. The loss panel marks the best
     epoch (lowest ``val_loss``, else ``loss``).
 
-    matplotlib is optional: without it, a warning at train begin says so, once, and nothing is drawn.
+    matplotlib is optional: without it, a warning at train begin says so, once, and nothing is drawn. The x axis
+    counts epochs from 1, as the console does.
+
+    Args:
+        filename (str | os.PathLike, default 'curves.png'): the image file; a relative one is inside the run
+            folder.
 
     >>> import tempfile, pathlib, warnings
     >>> plot = PlotCallback(pathlib.Path(tempfile.mkdtemp()) / "curves.png")

@@ -48,6 +48,18 @@ class TextSample(Callback):
     folder's ``vocab.json`` that ``trainkit train`` writes for ``data.kind: text``. The text is printed once the epoch
     is recorded and checkpointed (as the next epoch begins, or as training ends), to the progress bar's stream, and
     appended to the run folder's ``samples.txt``; a sample that fails is a warning, never the end of training.
+    Both count epochs from 1, as the console does (``--- sample after epoch 1``).
+
+    Args:
+        prompt (str, default '\\n'): the text the samples continue.
+        length (int, default 200): tokens sampled after the prompt.
+        temperature (float, default 1.0): the logits are divided by it before sampling; lower: surer, duller text.
+        top_k (int | None, default None): sample among this many most likely tokens; None: among all.
+        every (int, default 1): sample after every this many epochs.
+        seed (int, default 0): the seed of the sampling's generator, the same at every epoch.
+        vocabulary (Vocabulary | str | Path | None, default None): a ``Vocabulary`` or its ``vocab.json``; None:
+            the run folder's ``vocab.json``.
+        file (Any, default None): the stream to print to; None: the progress bar's (standard output).
 
     >>> from trainkit.data import Vocabulary
     >>> cb = TextSample(prompt="ab", length=5, vocabulary=Vocabulary.build("abc"))
