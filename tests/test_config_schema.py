@@ -173,7 +173,8 @@ def test_a_registered_name_is_accepted_without_touching_the_config_module(minima
     "override, message",
     [
         ("trainer.batch_size=many", "'trainer.batch_size' must be an integer, got 'many'"),
-        ("trainer.verbose=1", "'trainer.verbose' must be true/false, got 1"),
+        ("trainer.verbose=3", "'trainer.verbose' must be one of 0, 1, 2, auto, got 3"),
+        ("trainer.verbose=loud", "'trainer.verbose' must be one of 0, 1, 2, auto, got 'loud'"),
         ("trainer.epochs=0", "'trainer.epochs' must be at least 1, got 0"),
         ("trainer.bucket_cap_mb=0", "'trainer.bucket_cap_mb' must be positive, got 0"),
         (
@@ -186,7 +187,7 @@ def test_a_registered_name_is_accepted_without_touching_the_config_module(minima
             "'data.kind' names an unknown data kind 'regresion_curve'; did you mean "
             "'regression_curve'? (known: class_path, csv, npz, regression_curve, text)",
         ),
-        ("data.kind=csv", "'data.path' is required for data.kind csv"),
+        ("data.kind=csv", "'data.path' is required for data.kind csv: the .csv file, relative to the config's folder"),
         ("optimizer.lr=fast", "'optimizer.lr' must be a number or null, got 'fast'"),
         ("optimizer.options=3", "'optimizer.options' must be a mapping or null, got 3"),
         ("trainer=3", "'trainer' must be a mapping of settings, got int"),

@@ -13,12 +13,13 @@ Adding a key is one edit, a field in its section: ``warmup: int = setting(0, "wa
 
 ``load`` returns the complete config as a ``RunConfig``: every section an instance of its dataclass, every key set,
 defaults filled in (``config.trainer.epochs``). ``dump`` writes it as YAML with each key's help as a comment
-(``trainkit train --print-config``); what it writes loads again. Every mistake is reported as a ``ConfigError``
-naming the file and the dotted key.
+(``trainkit train --print-config``), the files it reads made absolute (``portable``), so what it writes loads again
+from any folder. Every mistake is reported as a ``ConfigError`` naming the file and the dotted key.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import typing
@@ -26,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..data import load_text, regression_curve
+from ..data import load_npz, load_text, regression_curve
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError
 from ..registry import resolve_class as resolve_registered
 from ..trainer import DEFAULT_OPTIMIZER, Trainer
 from ..training.strategy import STRATEGIES
+from .arguments import callback_reference, callback_spec
 from .settings import (
     ConfigError,
     SettingError,
@@ -41,6 +41,7 @@ from .settings import (
     default_of,
     is_section,
     read_yaml,
+    read_yaml_file,
     reference_table,
     resolve_section,
     section,
@@ -57,10 +58,12 @@ __all__ = [
     "SchedulerSection",
     "SettingError",
     "TrainerSection",
+    "callback_spec",
     "class_error",
     "default_of",
     "dump",
     "load",
+    "portable",
     "read_yaml",
     "reference",
     "resolve_class",
@@ -103,8 +106,16 @@ class DataSection:
     path: str | None = setting(
         None, "the .npz, .csv or UTF-8 text file (relative to the config's folder), for kinds npz, csv, text"
     )
-    inputs: str | list | None = setting(None, "the input array (npz) or columns (csv); null: the loader's default")
-    targets: str | list | None = setting(None, "the target array (npz) or columns (csv); null: the loader's default")
+    inputs: str | list | None = setting(
+        None,
+        f"npz: the input array (null: {default_of(load_npz, 'inputs')}); csv: the input columns, e.g. [a, b] "
+        "(required)",
+    )
+    targets: str | list | None = setting(
+        None,
+        f"npz: the target array (null: {default_of(load_npz, 'targets')}); csv: the target columns, e.g. label "
+        "(required)",
+    )
     task: str | None = setting(
         None,
         "npz, csv: classification (int64 class labels) or regression (float targets); "
@@ -158,10 +169,12 @@ class DataSection:
     init_args: dict = setting({}, "kind class_path: its keyword arguments")
 
     def check(self) -> None:
-        if self.kind in ("npz", "csv", "text") and self.path is None:
-            raise SettingError("path", f"is required for data.kind {self.kind}")
-        if self.kind == "class_path" and self.class_path is None:
-            raise SettingError("class_path", "is required for data.kind class_path")
+        for key, what in KIND_REQUIRES.get(self.kind, {}).items():
+            if getattr(self, key) is None:
+                raise SettingError(key, f"is required for data.kind {self.kind}: {what}")
+        for key, default in KIND_DEFAULTS.get(self.kind, {}).items():
+            if getattr(self, key) is None:  # null means the loader's own default: written out, so it shows
+                setattr(self, key, default)
         if self.validation_split + self.test_split >= 1:
             raise SettingError(
                 "test_split",
@@ -220,7 +233,12 @@ class TrainerSection:
         default_of(Trainer, "grad_clip_norm"), "clip the gradients' global norm to this; null: no clipping", gt=0
     )
     accumulate_steps: int = setting(default_of(Trainer, "accumulate_steps"), "batches per optimizer step", ge=1)
-    verbose: bool = setting(default_of(Trainer, "verbose"), "print the progress bar and the summary")
+    verbose: bool | int | str = setting(
+        default_of(Trainer, "verbose"),
+        "as Keras' fit(verbose=): 0 silent, 1 a progress bar, 2 one line per epoch, auto 1 on a terminal and 2 "
+        "elsewhere (true means auto, false 0)",
+        choices=(0, 1, 2, "auto"),
+    )
     strategy: str = setting(
         default_of(Trainer, "strategy"), "auto: ddp when launched on several processes", choices=STRATEGIES
     )
@@ -254,7 +272,10 @@ class RunConfig:
     """
 
     name: str | None = setting(None, "the run's name, its folder output_dir/name; null: the config file's name")
-    output_dir: str = setting("runs", "where run folders go (relative to the working directory)")
+    output_dir: str = setting(
+        "runs",
+        "where run folders go; a relative one is the working directory's (where trainkit runs), not the config's",
+    )
     model: ModelSection = section("the model to train")
     data: DataSection = section("the samples")
     optimizer: OptimizerSection = section("the optimizer (name or class_path)", absent=DEFAULT_OPTIMIZER)
@@ -265,7 +286,11 @@ class RunConfig:
     metrics: list = setting([], "metric names, e.g. [mae] or [accuracy]")
     freeze: list = setting([], "names of sub-modules whose parameters are not trained")
     trainer: TrainerSection = section("how to train")
-    callbacks: list = setting([], "callback names or {name: ..., its keyword arguments} or {class_path: ...}")
+    callbacks: list = setting(
+        [],
+        "callback names, or {name: ..., its keyword arguments} or {class_path: ..., its keyword arguments}; the "
+        "arguments inline or under init_args",
+    )
 
     def __post_init__(self) -> None:
         self.file: Path | None = None  # set by load; attributes, not keys: no dataclass field
@@ -284,51 +309,28 @@ class RunConfig:
             if "name" not in self.loss:
                 raise SettingError("loss.name", "is required when loss is a mapping")
             check_choice(self.loss["name"], LOSSES, "loss.name")
-        for i, spec in enumerate(self.callbacks):
-            if not isinstance(spec, (str, dict)) or (isinstance(spec, dict) and not {"name", "class_path"} & set(spec)):
-                raise SettingError(f"callbacks[{i}]", "must be a name or a mapping with 'name' or 'class_path'")
-            if isinstance(spec, str):
-                check_choice(spec, CALLBACKS, f"callbacks[{i}]")
-            elif "class_path" not in spec:
-                check_choice(spec["name"], CALLBACKS, f"callbacks[{i}].name")
+        self.callbacks = [callback_spec(spec, i) for i, spec in enumerate(self.callbacks)]
+
+
+# What a data kind cannot do without (csv: the loader would read no targets, yet training needs them), each with what
+# to write, and the defaults of its loader for keys left null, written into the loaded config so --print-config shows
+# them.
+KIND_REQUIRES: dict[str, dict[str, str]] = {
+    "npz": {"path": "the .npz file, relative to the config's folder"},
+    "csv": {
+        "path": "the .csv file, relative to the config's folder",
+        "inputs": "the input columns, e.g. inputs: [a, b]",
+        "targets": "the target columns, e.g. targets: label",
+    },
+    "text": {"path": "the UTF-8 text file, relative to the config's folder"},
+    "class_path": {"class_path": "a Dataset class or a @dataset_factory function, e.g. class_path: data.py:make"},
+}
+KIND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "npz": {"inputs": default_of(load_npz, "inputs"), "targets": default_of(load_npz, "targets")},
+}
 
 
 # ------------------------------------------------------------------------------------------------------ loading
-# A config is a few kilobytes; a larger file is a mistake (a data file named as the config) or an attack, and
-# reading it whole would cost its size many times over.
-MAX_CONFIG_BYTES = 1 << 20
-
-
-def read_yaml_file(file: Path) -> Any:
-    """The YAML document in ``file``, or a ``ConfigError`` naming the file: missing, larger than
-    ``MAX_CONFIG_BYTES``, not UTF-8 text, or not valid YAML (``read_yaml``'s refusals included).
-
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
-    >>> _ = p.write_bytes("name: r".encode("utf-16"))
-    >>> read_yaml_file(p)
-    Traceback (most recent call last):
-    ...
-    trainkit.cli.settings.ConfigError: .../c.yaml: not UTF-8 text (byte 0xff at offset 0); save it as UTF-8
-    """
-    if not file.is_file():
-        raise ConfigError(f"{file}: no such config file")
-    size = file.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{file}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,})")
-    data = file.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ConfigError(
-            f"{file}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8"
-        ) from None
-    try:
-        return read_yaml(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{file}: not valid YAML: {err}") from None
-
-
 def load(path: str | Path, overrides: list[str] = ()) -> RunConfig:
     """Read a config, apply ``overrides`` (``--set key.path=value``), check it; returns it complete as a
     ``RunConfig`` (every key, defaults filled in; ``name`` the file's stem when not given), ``file`` and ``folder`` set.
@@ -367,18 +369,63 @@ def saved_form(config: RunConfig) -> dict:
     return dataclasses.asdict(config)
 
 
+def portable(config: RunConfig) -> RunConfig:
+    """A copy of ``config`` that loads the same from any folder: the files it reads (``file.py:Class`` class paths,
+    ``data.path``, ``data.vocabulary``), relative to the config's folder, made absolute. ``output_dir`` stays as
+    given: a relative one belongs to the working directory, wherever the config file is.
+
+    >>> config = RunConfig(model=ModelSection(class_path="m.py:Net"), data=DataSection(path="d.npz"),
+    ...                    callbacks=[{"class_path": "cb.py:Quiet"}, {"class_path": "pkg.cb.Loud"}])
+    >>> config.folder = Path("/work/configs")
+    >>> c = portable(config)
+    >>> c.model.class_path, c.data.path, c.callbacks, c.output_dir
+    ('/work/configs/m.py:Net', '/work/configs/d.npz', [{'class_path': '/work/configs/cb.py:Quiet'}, \
+{'class_path': 'pkg.cb.Loud'}], 'runs')
+    """
+    out = copy.deepcopy(config)
+    here = Path(config.folder)
+
+    def absolute(spec: Any) -> Any:  # file.py:Class is the config folder's; package.module.Class is Python's
+        if not isinstance(spec, str) or ":" not in spec:
+            return spec
+        file, _, name = spec.partition(":")
+        return f"{(here / file).resolve()}:{name}"
+
+    for part in (out.model, out.optimizer, out.data):
+        if part is not None and part.class_path is not None:
+            part.class_path = absolute(part.class_path)
+    if out.data is not None:
+        for key in ("path", "vocabulary"):
+            if isinstance(getattr(out.data, key), str):
+                setattr(out.data, key, str((here / getattr(out.data, key)).resolve()))
+    for spec in out.callbacks:
+        if isinstance(spec, dict) and "class_path" in spec:
+            spec["class_path"] = absolute(spec["class_path"])
+    return out
+
+
+# The first lines of a dumped config: what makes it load from anywhere, and where a run of it writes.
+DUMP_HEADER = (
+    "# The files this config reads (class_path files, data.path, data.vocabulary) are absolute: it loads from any "
+    "folder.",
+    "# A relative output_dir is the working directory's: a run of this file writes output_dir/name where it is run.",
+)
+
+
 def dump(config: RunConfig | dict) -> str:
-    """The config (a ``RunConfig``, or its keys as mappings) as YAML with every key's help as a comment; ``load``
-    reads it back.
+    """The config as YAML with every key's help as a comment; ``load`` reads it back. A ``RunConfig`` is written
+    ``portable`` (the files it reads absolute) under ``DUMP_HEADER``, which says so; a mapping of keys as it is.
 
     >>> print(dump({"output_dir": "runs", "trainer": {"epochs": 3}}))
-    output_dir: runs  # where run folders go (relative to the working directory)
+    output_dir: runs  # where run folders go; a relative one is the working directory's (where trainkit runs), not \
+the config's
     trainer:  # how to train
       epochs: 3  # the number of epochs
     <BLANKLINE>
     """
-    values = saved_form(config) if isinstance(config, RunConfig) else config
-    return "\n".join(yaml_lines(RunConfig, values)) + "\n"
+    if isinstance(config, RunConfig):
+        return "\n".join([*DUMP_HEADER, *yaml_lines(RunConfig, saved_form(portable(config)))]) + "\n"
+    return "\n".join(yaml_lines(RunConfig, config)) + "\n"
 
 
 def class_error(file: str | Path, key: str, spec: str, err: ImportError) -> ConfigError:
@@ -412,6 +459,14 @@ def resolve_class(spec: str, base_dir: str | Path, file: str | Path, key: str) -
 
 
 # ------------------------------------------------------------------------------------------------- the reference
+# What a callback's docstring cannot say: how a config uses it.
+CALLBACK_NOTES = {
+    "TextSample": 'In a config (for language models): `{name: TextSample, prompt: "ROMEO:\\n", length: 200, '
+    "temperature: 0.8, top_k: 20, every: 1, seed: 0}`; it appends each sample to the run folder's samples.txt and "
+    "decodes with the run's vocab.json.",
+}
+
+
 def reference() -> str:
     """docs/config.md: every key of every section, with its type, default, allowed values and help, read off the
     declarations above (``python -m trainkit.cli.config`` prints it; a test keeps the page in sync).
@@ -434,32 +489,63 @@ def reference() -> str:
         "it is called.",
         "",
     ]
-    lines.append("## Top level")
-    lines.append("")
+    lines.extend(
+        [
+            "## Paths",
+            "",
+            "Files a config reads are relative to the config's folder: `file.py:Class` class paths (`model`, "
+            "`data`, `optimizer`, `callbacks`), `data.path` and `data.vocabulary`. A `package.module.Class` class "
+            "path is imported from the Python path, which does not hold the config's folder: a file beside the "
+            "config is written `file.py:Class`. What the run writes goes under `output_dir`, and a relative "
+            "`output_dir` is relative to the working directory, the folder `trainkit` is run from, never to the "
+            "config's: `trainkit train configs/regression.yaml` run from the project writes "
+            "`runs/regression/version_N` there. Keyword arguments (`init_args`, a callback's arguments, "
+            "`optimizer.options`) are passed to the code as written; a path among them is that code's to resolve "
+            "(`CSVLogger`, `PlotCallback` and `TensorBoard` place a relative one in the run folder).",
+            "",
+            "`trainkit train CONFIG --print-config` prints the config with the files it reads made absolute, under "
+            "a comment saying so, and keeps `output_dir` as given: saved anywhere, the printed config loads as the "
+            "original did, and a run of it writes under the folder it is run from. The run folder's `config.yaml` "
+            "is written the same way, so `trainkit train runs/NAME/version_N/config.yaml` reruns a run from any "
+            "folder.",
+            "",
+            "## Top level",
+            "",
+        ]
+    )
     lines.extend(reference_table(RunConfig, ""))
     lines.extend(
         [
-            f"Callback names (`callbacks`): {', '.join(f'`{n}`' for n in CALLBACKS)}; a mapping gives "
-            "`name` and the callback's keyword arguments, or `class_path` for your own.",
-            "",
-            "`TextSample` (for language models) prints a continuation sampled from the model after the progress "
-            "line of every `every`-th epoch and appends it to the run folder's samples.txt: `{name: TextSample, "
-            'prompt: "ROMEO:\\n", length: 200, temperature: 0.8, top_k: 20, every: 1, seed: 0}`. It decodes '
-            "with the run's vocab.json, runs the model in eval mode without gradients (its training flags are "
-            "restored after) and crops the context to the model's `block_size` attribute.",
-            "",
             "Metric names (`metrics`): `mae`, `mse`, `rmse`, `accuracy`, `topK_accuracy` (`top5_accuracy`), "
             "`perplexity`.",
             "",
         ]
     )
+    lines.extend(callback_reference(CALLBACKS, CALLBACK_NOTES))
     hints = typing.get_type_hints(RunConfig)
     for f in dataclasses.fields(RunConfig):
         if is_section(hints[f.name]):
             cls = hints[f.name]
             lines.extend([f"## `{f.name}`: {f.metadata['help']}", "", inspect.cleandoc(cls.__doc__ or ""), ""])
+            if cls is DataSection:
+                lines.extend([_kind_keys(), ""])
             lines.extend(reference_table(cls, f"{f.name}."))
     return "\n".join(lines).replace("``", "`")
+
+
+def _kind_keys() -> str:
+    """The sentence of the reference that says which keys each data kind requires and which it fills in."""
+    parts = []
+    for kind in DATA_KINDS:
+        required = ", ".join(f"`{key}`" for key in KIND_REQUIRES.get(kind, {}))
+        defaults = ", ".join(f"`{k}` (`{v}`)" for k, v in KIND_DEFAULTS.get(kind, {}).items())
+        text = f"`{kind}` " + (f"requires {required}" if required else "requires no key")
+        parts.append(text + (f" and defaults {defaults}" if defaults else ""))
+    return (
+        "Keys by kind: " + "; ".join(parts) + ". A required key left out is a config error naming it, in "
+        "`trainkit check` too; a null that has a default is written out with it, so `--print-config` shows what "
+        "the loader reads. Keys of other kinds are ignored."
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import yaml
 from ..registry import Registry, UnknownNameError
 
 __all__ = [
+    "MAX_CONFIG_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_VALUES",
     "ConfigError",
@@ -37,6 +38,7 @@ __all__ = [
     "default_of",
     "is_section",
     "read_yaml",
+    "read_yaml_file",
     "reference_table",
     "resolve_section",
     "section",
@@ -165,6 +167,41 @@ class SettingError(ValueError):
         self.key, self.message = key, message
 
 
+# A config is a few kilobytes; a larger file is a mistake (a data file named as the config) or an attack, and
+# reading it whole would cost its size many times over.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_yaml_file(file: Path) -> Any:
+    """The YAML document in ``file``, or a ``ConfigError`` naming the file: missing, larger than
+    ``MAX_CONFIG_BYTES``, not UTF-8 text, or not valid YAML (``read_yaml``'s refusals included).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
+    >>> _ = p.write_bytes("name: r".encode("utf-16"))
+    >>> read_yaml_file(p)
+    Traceback (most recent call last):
+    ...
+    trainkit.cli.settings.ConfigError: .../c.yaml: not UTF-8 text (byte 0xff at offset 0); save it as UTF-8
+    """
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such config file")
+    size = file.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{file}: {size:,} bytes is too large for a config (at most {MAX_CONFIG_BYTES:,})")
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{file}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); save it as UTF-8"
+        ) from None
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{file}: not valid YAML: {err}") from None
+
+
 def default_of(func: Callable, name: str) -> Any:
     """The default of parameter ``name`` in ``func``'s signature: a config default that means the same as the code's.
 
@@ -288,8 +325,10 @@ def _check_value(value, hint, meta: dict, key: str) -> None:
         raise SettingError(key, f"must be {names}, got {value!r}")
     if value is None or isinstance(value, (dict, list)):
         return
-    if meta.get("choices") is not None and isinstance(value, str):
-        check_choice(value, meta["choices"], key)
+    choices = meta.get("choices")
+    # a Registry holds names; a tuple may hold numbers too (trainer.verbose: 0, 1, 2 or auto)
+    if choices is not None and (isinstance(value, str) or not isinstance(choices, Registry)):
+        check_choice(value, choices, key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_bounds(value, meta, key)
 
