@@ -335,3 +335,35 @@ def test_layers_in_a_sequential_train(torch):
     loss = model(x).pow(2).mean()
     loss.backward()
     assert model[2].weight.grad is not None and model[2].weight.grad.shape == (6,)
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "hardswish", "elu", "softplus", "gelu", "leaky_relu"])
+def test_a_list_is_torchs_type_error(torch, name):
+    assert_same_error(torch, lambda L, dev: getattr(F(L), name)([1.0, 2.0]), f"{name}(): argument 'input'", "list")
+
+
+ON_DEVICE = {
+    "silu": lambda x: trainkit.nn.functional.silu(x),
+    "mish": lambda x: trainkit.nn.functional.mish(x),
+    "hardswish": lambda x: trainkit.nn.functional.hardswish(x * 3),
+    "elu": lambda x: trainkit.nn.functional.elu(x, 0.5),
+    "elu-inplace": lambda x: trainkit.nn.functional.elu(x * 1, 0.5, inplace=True),
+    "prelu": lambda x: trainkit.nn.functional.prelu(x, x.new_tensor([0.1, 0.2, 0.3])),
+    "normalize": lambda x: trainkit.nn.functional.normalize(x),
+    "cosine": lambda x: trainkit.nn.functional.cosine_similarity(x, x.flip(0)),
+    "kl_div": lambda x: trainkit.nn.functional.kl_div(x.log_softmax(1), x.softmax(1).flip(0), reduction="batchmean"),
+}
+
+
+@pytest.mark.parametrize("name", ON_DEVICE)
+def test_the_device_gives_the_hosts_values_and_gradients(device, name):
+    values = np.random.default_rng(4).standard_normal((4, 3))
+    results = []
+    for dev in ("cpu", device):
+        x = trainkit.tensor(values, device=dev, requires_grad=True)
+        out = ON_DEVICE[name](x)
+        assert out.device.type == dev
+        out.sum().backward()
+        results.append((to_numpy(out), to_numpy(x.grad)))
+    for ours, host in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, host, rtol=1e-5, atol=1e-6)

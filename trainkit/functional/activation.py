@@ -100,14 +100,18 @@ class LeakyReluInplace(Op, name="LeakyReluBackward1"):
         return g * _leaky_slope(out > 0, self.slope, out.dtype)
 
 
-def floating_only(kernel: str, input: Tensor) -> None:
-    """PyTorch's error for the activations that have no integer or bool kernel.
+def floating_only(kernel: str, input: Tensor, name: str | None = None) -> None:
+    """PyTorch's errors for an activation that takes a tensor and has no integer or bool kernel; ``name``: the
+    function's, if not the kernel's without ``_cpu``.
 
     >>> import trainkit
     >>> floating_only("silu_cpu", trainkit.tensor([1]))
     Traceback (most recent call last):
     NotImplementedError: "silu_cpu" not implemented for 'Long'
     """
+    if not isinstance(input, Tensor):
+        name = name or kernel.removesuffix("_cpu")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input._data.dtype.kind not in "fc":
         raise not_implemented(kernel, input._data.dtype)
 
@@ -393,7 +397,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    floating_only("GeluKernelImpl", input)
+    floating_only("GeluKernelImpl", input, "gelu")
     return Gelu.apply(input, approximate=approximate)
 
 

@@ -398,9 +398,6 @@ def kl_div(
     >>> kl_div(logp, trainkit.tensor([[1.0, 0.0]]), reduction='batchmean')
     tensor(0.6931)
     """
-    for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
     given = reduction  # PyTorch divides by the batch size whenever 'batchmean' was asked for, legacy flags or not
     if size_average is not None or reduce is not None:
         reduction = check_reduction(reduction, size_average, reduce)
@@ -409,6 +406,9 @@ def kl_div(
             warnings.warn(KL_MEAN_WARNING, stacklevel=2)
         if reduction != "batchmean":
             check_reduction(reduction)
+    for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
     if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
         raise RuntimeError(
             "kl_div: Integral inputs not supported. Pass floating-point log-probabilities and a floating-point "
