@@ -29,7 +29,12 @@ plain hook methods in this order::
 A callback reads ``self.model``, ``self.params`` and ``self.run_dir``; of the trainer itself it uses only
 ``trainer.stop_training`` (set it to stop), ``trainer.save_checkpoint(path)``, and the counters
 ``trainer.epoch`` and ``trainer.global_step`` (and ``trainer.scheduler``, to know whether it owns one;
-``ResumePoint`` reads ``trainer.history_rows``, the epochs recorded before this one).
+``ResumePoint`` reads ``trainer.history_rows``, the epochs recorded before this one; the callbacks with a
+``monitor`` read ``trainer.metrics``, whose ``higher_is_better`` decides ``mode='auto'``).
+
+Epochs count from 0 wherever a callback gets or writes one (``on_epoch_end(0, ...)`` ends the first epoch, as in
+Keras, and ``metrics.csv``, ``history.jsonl`` and TensorBoard's steps say 0 for it); what is printed for people
+counts from 1 (``Epoch 1/10``).
 """
 
 from __future__ import annotations
