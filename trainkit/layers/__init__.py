@@ -17,7 +17,7 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
 from .conv1d import AdaptiveAvgPool1d, AdaptiveMaxPool1d, AvgPool1d, Conv1d, ConvTranspose1d, MaxPool1d
 from .distance import CosineSimilarity
@@ -100,6 +100,8 @@ __all__ = [
     "MultiheadAttention",
     "NLLLoss",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
     "PReLU",
     "ReLU",
     "RNN",
