@@ -383,14 +383,20 @@ def explore(
     """The backward graph of ``output`` as one self-contained HTML page (returned, and written to ``path``).
 
     ``params`` names parameters (a dict such as ``dict(model.named_parameters())``, or the model); ``trace`` is a
-    :class:`Recorder` that watched ``backward()``, for gradient norms and the engine's order. Open the file in any
-    browser: it needs no network.
+    :class:`Recorder` (``record(model)``) that watched the forward, for a box around each module's nodes, and
+    ``backward()``, for gradient norms and the engine's order. Open the file in any browser: it needs no network.
 
     >>> import tempfile, trainkit
     >>> w = trainkit.ones(3, requires_grad=True)
     >>> html = explore((w * w).sum(), {"w": w}, path=Path(tempfile.mkdtemp()) / "graph.html")
     >>> html.startswith("<!DOCTYPE html>")
     True
+    >>> from trainkit import nn
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.1), nn.Linear(8, 1))
+    >>> with record(net) as rec:  # the forward and the backward
+    ...     loss = net(trainkit.randn(5, 4)).pow(2).mean()
+    ...     loss.backward()
+    >>> html = explore(loss, net, trace=rec, path=Path(tempfile.mkdtemp()) / "net.html")  # boxes 0, 1, 2 and 3
     """
     html = page(collect(output, params, trace, title))
     if path is not None:
