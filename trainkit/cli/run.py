@@ -152,15 +152,15 @@ def _data_file(config: RunConfig, spec: dict) -> None:
 def _missing_file(config: RunConfig, init_args: dict, err: FileNotFoundError) -> ConfigError | None:
     """A class_path dataset's missing file as a config error naming the key of ``data.init_args`` whose path led
     to it (``root: data`` for ``data/MNIST/raw/...``); None when no key's value does."""
-    missing = err.filename
-    if not isinstance(missing, (str, os.PathLike)):
-        return None
-    missing = Path(missing).resolve()
+    missing = Path(err.filename).resolve() if isinstance(err.filename, (str, os.PathLike)) else None
     for key, value in init_args.items():
-        if isinstance(value, (str, os.PathLike)) and str(value):
-            given = Path(value).resolve()
-            if missing == given or given in missing.parents:
-                return ConfigError(f"{config.file}: 'data.init_args.{key}': no such file: {missing}")
+        if not isinstance(value, (str, os.PathLike)) or not str(value):
+            continue
+        given = Path(value).resolve()
+        if missing is not None and (missing == given or given in missing.parents):
+            return ConfigError(f"{config.file}: 'data.init_args.{key}': no such file: {missing}")
+        if missing is None and str(value) in str(err):  # np.loadtxt's error names the file in words only
+            return ConfigError(f"{config.file}: 'data.init_args.{key}': no such file: {given}")
     return None
 
 
