@@ -421,7 +421,12 @@ class Softplus(Op, name="SoftplusBackward0"):
         return dual.where(linear, g, g * dual_sigmoid(bx))
 
 
-def softplus(input, beta=1, threshold=20) -> Tensor:
-    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability)."""
+def softplus(input: Tensor, beta: float = 1, threshold: float = 20) -> Tensor:
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (for numerical stability).
+
+    >>> import trainkit
+    >>> softplus(trainkit.tensor([0.0, 30.0]))
+    tensor([ 0.6931, 30.0000])
+    """
     floating_only("softplus_cpu", input)
     return Softplus.apply(input, beta=beta, threshold=threshold)
