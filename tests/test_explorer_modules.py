@@ -147,6 +147,17 @@ def test_without_a_recorded_forward_the_parameters_decide_as_before():
     assert collect(loss, net, trace=rec)["modules"] is None
 
 
+def test_modules_that_made_no_node_are_listed_instead_of_boxed():
+    net = nn.Sequential(nn.Linear(3, 3), nn.Identity(), nn.Dropout(0.5), nn.ReLU())
+    net[2].eval()  # passes its input through
+    _, loss, rec = recorded(net, torch.randn(2, 3))
+    data = collect(loss, net, trace=rec)
+    assert [b["name"] for b in data["modules"]] == ["0", "3"]
+    assert [(m["name"], m["type"]) for m in data["idle_modules"]] == [("1", "Identity"), ("2", "Dropout")]
+    assert "Dropout in eval mode" in data["idle_modules"][1]["why"]
+    assert collect(loss, net)["idle_modules"] == []
+
+
 def test_record_names_what_it_wants_for_a_model():
     with pytest.raises(TypeError, match=r"record\(model\): model must be a Module .* got dict"):
         record({"w": torch.ones(1)})
@@ -222,3 +233,15 @@ def test_hostile_module_names_stay_text(tmp_path):
     titles = {unescape(t) for t in re.findall(r'<text class="group-label"[^>]*>([^<]*)</text>', html)}
     assert {f"{name}: Sequential" for name in names} <= titles
     assert {f"{name}.1: ReLU" for name in names} <= titles
+
+
+@needs_chromium
+def test_the_page_lists_modules_that_made_no_node(tmp_path):
+    net = nn.Sequential(nn.Linear(3, 3), nn.Identity(), nn.ReLU())
+    _, loss, rec = recorded(net, torch.randn(2, 3))
+    page = tmp_path / "idle.html"
+    explore(loss, net, path=page, trace=rec)
+    html = dom(tmp_path, page)
+    idle = re.search(r'<table id="idle-table">(.*?)</table>', html, re.S).group(1)
+    assert "<code>1</code>" in idle and "Identity" in idle
+    assert set(re.findall(r'data-module="([^"]*)"', html)) == {"0", "2"}

@@ -190,6 +190,20 @@ def _boxes(module: list, trace: Recorder | None) -> list | None:
     return out
 
 
+def _idle(boxes: list | None, trace: Recorder | None) -> list:
+    """The modules whose recorded calls made no node of this graph (an Identity, a Dropout in eval mode, a
+    module under ``no_grad``): they have no box, and the page lists them instead."""
+    if boxes is None:
+        return []
+    drawn = {b["name"] for b in boxes}
+    called = dict.fromkeys(name for name, _, _ in trace.calls if name and name not in drawn)
+    why = (
+        "its forward ran, but no node here came from it: it passed its input through (an Identity, a Dropout in "
+        "eval mode), ran without grad, or what it made does not reach this output"
+    )
+    return [{"name": n, "type": trace.module_types.get(n), "why": why} for n in called]
+
+
 def collect(output, params=None, trace: Recorder | None = None, title: str | None = None) -> dict:
     """The graph behind ``output`` as plain JSON-able data: what the page draws.
 
@@ -321,6 +335,7 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
             why += f"; {saved_by[k]} saved it for another input's gradient"
         outside.append({"name": n, "shape": list(t._data.shape), "requires_grad": t._requires_grad, "why": why})
     totals = _totals(out_nodes, saved_info, module, described, stale_count)
+    boxes = _boxes(module, trace)
     return {
         "title": title or "backward graph",
         "nodes": out_nodes,
@@ -328,7 +343,8 @@ def collect(output, params=None, trace: Recorder | None = None, title: str | Non
         "tensors": described,
         "steps": steps,
         "outside": outside,
-        "modules": _boxes(module, trace),
+        "modules": boxes,
+        "idle_modules": _idle(boxes, trace),
         "totals": totals,
         "thresholds": {"vanishing": VANISHING, "exploding": EXPLODING},
     }
