@@ -5,7 +5,8 @@ The scaled schemes keep the variance of activations (Glorot/Xavier) or of forwar
 (He/Kaiming) roughly constant from layer to layer:
     xavier:  std = gain * sqrt(2 / (fan_in + fan_out))
     kaiming: std = gain / sqrt(fan),  gain = calculate_gain(nonlinearity, a)
-and a uniform draw in [-b, b] has std b / sqrt(3).
+and a uniform draw in [-b, b] has std b / sqrt(3). ``orthogonal_`` keeps the norm of every signal exactly (the
+weight's rows or columns are orthonormal), and ``trunc_normal_`` draws a normal cut to [a, b].
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd.backend import on_device
+from ..autograd.backend import on_device, xp_of
 from ..autograd.grad_mode import no_grad
 from ..autograd.random import Generator, generator_for
 from ..autograd.tensor import Tensor
@@ -177,3 +178,105 @@ def kaiming_normal_(
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+def _norm_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    r"""Fill with values drawn from the normal distribution :math:`\mathcal{N}(\text{mean}, \text{std}^2)` cut to
+    :math:`[a, b]` (its density renormalised over that interval), by rejection as PyTorch 2.13 draws them.
+
+    When the interval holds more than 30% of the normal's mass, values outside it are drawn again from the normal;
+    otherwise candidates come uniformly from :math:`[a, b]` and are kept with probability
+    :math:`e^{-((x - \text{mean})/\text{std})^2/2} / e^{-((m - \text{mean})/\text{std})^2/2}`, :math:`m` being
+    the point of :math:`[a, b]` nearest the mean. A mean more than two standard deviations outside :math:`[a, b]`
+    warns, as in PyTorch. ``a`` and ``b`` are absolute bounds, not multiples of ``std``.
+
+    >>> import trainkit
+    >>> w = trunc_normal_(trainkit.empty(10000), std=0.02, a=-0.04, b=0.04)
+    >>> bool((w.abs() <= 0.04).all()), abs(w.std().item() - 0.02 * 0.8796) < 1e-3  # the cut normal's std
+    (True, True)
+    """
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be "
+            "incorrect.",
+            stacklevel=2,
+        )
+    mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def draw(rng, shape, dt):
+        lo, hi = dt(a), dt(b)  # the bounds as the values' dtype holds them, so the test below is exact
+        if mass > 0.3:
+
+            def propose(n):
+                return rng.standard_normal(n, dtype=dt) * dt(std) + dt(mean)
+
+            def rejected(x):
+                return (x < lo) | (x > hi)
+        else:
+
+            def propose(n):
+                return rng.random(n, dtype=dt) * dt(b - a) + dt(a)
+
+            def rejected(x):
+                xp = xp_of(x)
+                log_density = dt(-0.5) * ((x - dt(mean)) / dt(std)) ** 2 - dt(log_peak)
+                return xp.log(rng.random(x.shape, dtype=dt)) > log_density
+
+        values = propose(shape)
+        pending = rejected(values)
+        while pending.any():  # only the rejected places draw again
+            fresh = propose(int(pending.sum()))
+            keep = rejected(fresh)
+            index = xp_of(values).flatnonzero(pending)
+            values.reshape(-1)[index] = fresh
+            pending.reshape(-1)[index] = keep
+        return values
+
+    return _fill(tensor, draw, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    r"""Fill with a (semi-)orthogonal matrix times ``gain``, as Saxe et al. (2013) propose.
+
+    The tensor is seen as a matrix of ``size(0)`` rows and the product of its other sizes as columns. A Gaussian
+    matrix of that shape (transposed when it is wide) is factored :math:`A = QR`, and :math:`Q\,\text{diag}
+    (\operatorname{sign} R_{ii})` (uniformly distributed over the orthogonal matrices) fills the tensor, so that
+    :math:`W W^\top = g^2 I` (rows :math:`\le` columns) or :math:`W^\top W = g^2 I` (rows :math:`\ge` columns).
+
+    >>> import trainkit
+    >>> w = orthogonal_(trainkit.empty(3, 5))
+    >>> bool(((w @ w.T) - trainkit.eye(3)).abs().max() < 1e-5)
+    True
+    """
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+
+    def draw(rng, shape, dt):
+        flattened = rng.standard_normal((rows, cols), dtype=dt)
+        if rows < cols:
+            flattened = flattened.T
+        xp = xp_of(flattened)
+        q, r = xp.linalg.qr(flattened)
+        q *= xp.sign(xp.diagonal(r))
+        if rows < cols:
+            q = q.T
+        return (q * dt(gain)).reshape(shape)
+
+    return _fill(tensor, draw, generator)
