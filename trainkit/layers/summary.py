@@ -96,7 +96,7 @@ def _failure(model, inputs: list, err: Exception, shaped: bool) -> Exception:
         return RuntimeError(message)
 
 
-def _run(model, inputs: list, leaves: list, infer: bool) -> list:
+def _run(model, inputs: list, leaves: set, infer: bool) -> list:
     """One forward pass under hooks: the row of each leaf layer; with ``infer``, a float input that reaches a
     module that looks indices up stops the pass (``_WantsIndices``)."""
     rows: list = []
@@ -113,7 +113,7 @@ def _run(model, inputs: list, leaves: list, infer: bool) -> list:
                         raise _WantsIndices(position, f"{name} ({type(m).__name__})")
 
             handles.append(module.register_forward_pre_hook(check))
-        if module in leaves:
+        if id(module) in leaves:
 
             def record(m, args, output, name=name or root_name):
                 own = sum(p.numel() for p in m.parameters(recurse=False))
@@ -172,7 +172,7 @@ def summary(
         chosen = _dtypes(dtype, dtypes, len(shapes))
         kinds = list(chosen) if chosen is not None else [None] * len(shapes)
         inputs = [zeros(s, dtype=d, device=device) for s, d in zip(shapes, kinds)]
-    leaves = [m for m in model.modules() if not any(True for _ in m.children())]
+    leaves = {id(m) for m in model.modules() if not any(True for _ in m.children())}
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
     try:
