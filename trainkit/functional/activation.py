@@ -152,9 +152,10 @@ class Elu(Op, name="EluBackward0"):
     def backward(self, g):
         (x,) = self.saved_tensors
         xd = dual.data(x)
-        # PyTorch takes the exponential branch for x <= 0: at 0 the slope is alpha, and nan takes the other one
+        # the exponential branch wherever x > 0 fails: at 0 the slope is alpha, and nan gives nan, as PyTorch's
+        # vectorised kernel does (its scalar loop, for the last few elements, passes g through at nan)
         with quiet_all(xp_of(xd)):
-            return dual.where(xd <= 0, g * self.alpha * dual.exp(x), g)
+            return dual.where(xd > 0, g, g * self.alpha * dual.exp(x))
 
 
 class EluInplace(Op, name="EluBackward1"):
@@ -175,7 +176,7 @@ class EluInplace(Op, name="EluBackward1"):
                 "version instead."
             )
         (out,) = self.saved_tensors
-        return dual.where(dual.data(out) <= 0, g * (out + self.alpha), g)
+        return dual.where(dual.data(out) > 0, g, g * (out + self.alpha))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
