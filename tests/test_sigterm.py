@@ -3,7 +3,6 @@ resume command printed, the run folder's lock released, and the process exits 14
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
