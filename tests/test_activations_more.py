@@ -185,6 +185,12 @@ def test_prelu_layer_parameter_and_state_dict(torch):
     np.testing.assert_allclose(to_numpy(layer.weight), 0.7, rtol=1e-6)
 
 
+def test_prelu_layer_errors_match_torch(torch):
+    assert_same_error(torch, lambda L, dev: L.nn.PReLU(2.5), "float")
+    assert_same_error(torch, lambda L, dev: L.nn.PReLU(-1), "negative dimension -1")
+    assert_same_error(torch, lambda L, dev: L.nn.PReLU(3)(L.randn(2, 4)), "parameter numbers = 3", "channel size = 4")
+
+
 PRELU_ERRORS = {
     "count-vs-channels": (
         lambda L: F(L).prelu(L.randn(2, 3, 4), L.rand(4)),

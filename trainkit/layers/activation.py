@@ -82,6 +82,12 @@ class PReLU(Module):
     """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int):
+            # PyTorch's TypeError comes from empty(); ours names the argument
+            raise TypeError(
+                f"PReLU(): num_parameters must be an int (1, or the number of channels), not "
+                f"{type(num_parameters).__name__}"
+            )
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
