@@ -28,7 +28,11 @@ __all__ = ["Argument", "argument_table", "arguments", "callback_reference", "cal
 @dataclass(frozen=True)
 class Argument:
     """One keyword argument: its name, its annotation as written (or ''), its default (``required`` when it has
-    none) and the first line its docstring says about it (or '')."""
+    none) and the first sentence its docstring says about it (or '').
+
+    >>> Argument("patience", "int", 0, False, "epochs to wait.").default
+    0
+    """
 
     name: str
     annotation: str

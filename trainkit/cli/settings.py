@@ -416,9 +416,27 @@ def apply_override(raw: dict, assignment: str, file: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------ writing
+class _OneLineDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that writes a string holding a newline or another control character double-quoted
+    (``"ROMEO:\\n"``), where PyYAML's own choice would break the line and its key's comment."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = None if value.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_OneLineDumper.add_representer(str, _represent_str)
+
+
 def _flow(value) -> str:
-    """``value`` as one line of YAML."""
-    return yaml.safe_dump([value], default_flow_style=True, sort_keys=False, width=sys.maxsize).strip()[1:-1]
+    """``value`` as one line of YAML.
+
+    >>> print(_flow({"prompt": "ROMEO:\\n", "top_k": 20}))
+    {prompt: "ROMEO:\\n", top_k: 20}
+    """
+    text = yaml.dump([value], Dumper=_OneLineDumper, default_flow_style=True, sort_keys=False, width=sys.maxsize)
+    return text.strip()[1:-1]
 
 
 def _help(f: dataclasses.Field) -> str:
