@@ -168,7 +168,7 @@ def _dataset(config: RunConfig, classes: list[str] | None = None):
     spec = dataclasses.asdict(config.data)  # a data kind takes the section as a mapping
     if spec["kind"] in _FILE_KINDS:
         spec = {**spec, "task": spec.get("task") or _task(config)}  # a data.task key, when given, decides
-        if classes is not None:  # the class names a run was trained with, in its indices' order
+        if classes is not None and spec.get("classes") is None:  # a run's class names, in its indices' order
             spec["classes"] = classes
         _data_file(config, spec)
     try:
