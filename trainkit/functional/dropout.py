@@ -1,18 +1,17 @@
 """Dropout: ``dropout`` zeroes single elements, ``dropout1d``/``2d``/``3d`` whole channels (``input[n, c]``); the
 rest is scaled by 1 / (1 - p). Each is a multiplication by a random mask, so its node is ``MulBackward0``, as in
-PyTorch.
+PyTorch. The mask is drawn as PyTorch draws it on the CPU, ``empty(shape).bernoulli_(1 - p).div_(1 - p)`` (a float64
+uniform per element, kept where it falls below 1 - p), so a seed drops the units PyTorch drops.
 """
 
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
-from ..autograd.backend import on_device, xp_of
+from ..autograd.backend import xp_of
 from ..autograd.ops import math as tmath
+from ..autograd.ops.random_fill import bernoulli_keep
 from ..autograd.ops.type_names import scalar_name
-from ..autograd.random import generator_for
 from ..autograd.tensor import Tensor
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
@@ -37,12 +36,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if p == 1.0:
         mask = xp_of(data).zeros(data.shape, dtype=data.dtype)
     else:
-        draw_dtype = np.float64 if data.dtype == np.float64 else np.float32
-        with on_device(input.device):
-            u = generator_for(input.device).rng.random(data.shape, dtype=draw_dtype)
-        mask = xp_of(data).asarray(u < 1 - p, dtype=data.dtype)  # an array also for a 0-d input
-        mask *= 1 / (1 - p)
-    mask = Tensor._make(mask)
+        mask = bernoulli_keep(data.shape, 1 - p, data)
+    mask = Tensor._make(xp_of(data).asarray(mask))  # an array also for a 0-d input
     return input.mul_(mask) if inplace else tmath.mul(input, mask)
 
 
@@ -65,11 +60,7 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, lea
     else:
         if data.dtype.kind != "f":
             raise RuntimeError(f"result type Float can't be cast to the desired output type {scalar_name(data.dtype)}")
-        draw_dtype = np.float64 if data.dtype == np.float64 else np.float32
-        with on_device(input.device):
-            u = generator_for(input.device).rng.random(shape, dtype=draw_dtype)
-        mask = (u < 1 - p).astype(data.dtype)
-        mask *= 1 / (1 - p)
+        mask = bernoulli_keep(shape, 1 - p, data)
     mask = Tensor._make(mask)
     return input.mul_(mask) if inplace else tmath.mul(input, mask)
 
