@@ -126,7 +126,9 @@ class DataSection:
     noise: float = setting(
         default_of(regression_curve, "noise"), "regression_curve: the noise's standard deviation", ge=0
     )
-    seed: int = setting(0, "regression_curve: the seed of the noise")
+    seed: int = setting(
+        0, "regression_curve: the seed of the noise (regression_curve itself, without one, draws new noise each run)"
+    )
     validation_split: float = setting(
         default_of(Trainer.fit, "validation_split"),
         "the share of samples held out for validation (the last ones before the test share), as Keras takes it",
