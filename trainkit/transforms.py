@@ -21,9 +21,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .autograd.backend import get_default_dtype
-from .autograd.creation import as_tensor, from_numpy
+from .autograd.creation import as_tensor, from_numpy, rand, randint
 from .autograd.ops.rearrange import flip
-from .autograd.random import default_generator
 from .autograd.tensor import Tensor
 from .functional.padding import pad
 
@@ -129,7 +128,7 @@ class RandomHorizontalFlip:
         self.p = p
 
     def __call__(self, img: Tensor) -> Tensor:
-        if default_generator.rng.random() < self.p:
+        if rand(1).item() < self.p:  # torchvision's draw, so that a seed flips the images it flips
             return flip(_tensor(img), -1)
         return img
 
@@ -183,8 +182,10 @@ class RandomCrop:
             h, w = img.shape[-2], img.shape[-1]
         if h < th or w < tw:
             raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
-        i = int(default_generator.rng.integers(0, h - th + 1))
-        j = int(default_generator.rng.integers(0, w - tw + 1))
+        if h == th and w == tw:  # nothing to choose: torchvision draws nothing then
+            return img
+        i = int(randint(0, h - th + 1, size=(1,)).item())
+        j = int(randint(0, w - tw + 1, size=(1,)).item())
         return img[..., i : i + th, j : j + tw]
 
     def __repr__(self) -> str:

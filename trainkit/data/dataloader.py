@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.creation import as_tensor, tensor
+from ..autograd.backend import int64
+from ..autograd.creation import as_tensor, empty, randint, randperm, tensor
 from ..autograd.ops.shape import stack
-from ..autograd.random import Generator, default_generator
+from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
 from .dataset import Subset, TensorDataset
 
@@ -78,15 +79,14 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         generator = self.generator
         if generator is None:
-            # one draw from the global stream per pass, so what else uses that stream stays in step
-            generator = Generator().manual_seed(int(default_generator.rng.integers(2**63)))
-        rng = generator.rng
+            # as PyTorch: one int64 draw from the global stream per pass seeds this pass's own generator
+            generator = Generator().manual_seed(int(empty((), dtype=int64).random_().item()))
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            yield from randint(0, n, (self.num_samples,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n).tolist()[: self.num_samples % n]
+            yield from randperm(n, generator=generator).tolist()
+        yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -275,6 +275,12 @@ class DataLoader:
         return self._fast is not None
 
     def __iter__(self) -> Iterator:
+        # PyTorch draws the base seed of its worker processes as each pass starts, with or without workers: one
+        # int64 from the loader's generator (the global stream without one), before the sampler's own draw
+        empty((), dtype=int64).random_(generator=self.generator)
+        return self._batches()
+
+    def _batches(self) -> Iterator:
         if self.batch_sampler is None:
             # no batching: samples one by one, through collate_fn only when one was given
             for i in self.sampler:
