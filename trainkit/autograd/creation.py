@@ -21,6 +21,7 @@ from .backend import (
     on_device,
     to_device,
     to_dtype,
+    xp_of,
 )
 from .random import generator_for
 from .tensor import Tensor, flatten_sizes
@@ -400,9 +401,50 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     dt = np.dtype(np.int64) if dtype is None else to_dtype(dtype).np
     if dt.kind == "b":
         raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     with on_device(dev):
         array = generator_for(dev, generator).rng.permutation(n).astype(dt)
     return _finish(array, None, requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None, requires_grad=False):
+    """Normal draws, as ``torch.normal``: ``normal(mean_tensor, std_tensor)`` (shapes broadcast),
+    ``normal(mean_tensor, std)``, ``normal(mean, std_tensor)`` or ``normal(mean, std, size)``. The draws are
+    PyTorch's: standard normals scaled by std, then mean added (with a number std, drawn at that scale).
+
+    >>> import trainkit
+    >>> normal(2.0, 0.5, (3,), generator=trainkit.Generator().manual_seed(0))
+    tensor([2.7705, 1.8533, 0.9106])
+    """
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError(
+                "normal() received an invalid combination of arguments: give a size with number mean and std"
+            )
+        result = empty(size, dtype=dtype, device=device) if out is None else out
+        result.normal_(mean, std, generator=generator)
+        result.requires_grad_(requires_grad)
+        return result
+    if std_t and std._data.size and bool(xp_of(std._data).any(std._data < 0)):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if not std_t and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    like = mean if mean_t else std
+    shape = np.broadcast_shapes(tuple(mean.shape) if mean_t else (), tuple(std.shape) if std_t else ())
+    noise = empty(shape, dtype=like.dtype, device=like.device)
+    if std_t:
+        noise.normal_(0.0, 1.0, generator=generator)
+        result = noise * std + (mean if mean_t else full((), mean, dtype=like.dtype, device=like.device))
+    else:
+        noise.normal_(0.0, std, generator=generator)
+        result = noise + mean
+    if out is not None:
+        out._data = result._data.copy()
+        out._version_counter[0] += 1
+        return out
+    return result
 
 
 def _like(input: Tensor, dtype, device):
@@ -467,6 +509,30 @@ def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     """
     dt, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randint_like(
+    input: Tensor,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+) -> Tensor:
+    """Random integers in [low, high) of ``input``'s shape, dtype and device: ``randint_like(x, 10)`` or
+    ``randint_like(x, 2, 10)``.
+
+    >>> randint_like(zeros(3, dtype='int32'), 2, 5).dtype
+    trainkit.int32
+    """
+    if high is None:
+        low, high = 0, low
+    dt, dev = _like(input, dtype, device)
+    return randint(
+        low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad
+    )
 
 
 def new_tensor(input: Tensor, data, dtype=None, requires_grad: bool = False) -> Tensor:
