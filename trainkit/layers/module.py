@@ -504,7 +504,7 @@ class Module:
             return f"{self._get_name()}({lines[0]})"
         return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
 
-    def summary(self, input_shape, **kwargs) -> str:
+    def summary(self, input_shape=None, **kwargs) -> str:
         """Keras-style table of layers, output shapes and parameter counts (see ``trainkit.summary``)."""
         return _summary(self, input_shape, **kwargs)
 
