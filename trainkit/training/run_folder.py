@@ -18,7 +18,9 @@ names the newest one (a file rather than a symlink, so that it works on every sy
                 best.npz            whenever the monitored value improves
                 interrupted.npz     after Ctrl-C or SIGTERM, mid-epoch
 
-Code that reads or writes one of these files asks a ``RunFolder`` for its path instead of spelling it.
+Code that reads or writes one of these files asks a ``RunFolder`` for its path instead of spelling it. Every file
+gets the mode the user's umask gives a new file (0644 under the usual 022, 0600 under 077), as the files of
+``torch.save`` and of every other program do: ``umask 077`` before training keeps a run private.
 
 >>> run = RunFolder("runs/regression/version_0")
 >>> run.last.as_posix(), run.history.name
