@@ -93,7 +93,7 @@ def test_values_gradients_and_nodes_match_torch(torch, name, dtype):
     parity(torch, ACTIVATIONS[name], X, dtype=dtype)
 
 
-# prelu's weight gradient sums x g over -inf and inf: nan, as in PyTorch, where NumPy's sum also warns
+# the weighted sum that parity() differentiates adds prelu's -inf and inf outputs: nan, where NumPy also warns
 @pytest.mark.filterwarnings("ignore:invalid value encountered in reduce:RuntimeWarning")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ACTIVATIONS)
@@ -376,3 +376,47 @@ def test_the_device_gives_the_hosts_values_and_gradients(device, name):
         results.append((to_numpy(out), to_numpy(x.grad)))
     for ours, host in zip(results[1], results[0]):
         np.testing.assert_allclose(ours, host, rtol=1e-5, atol=1e-6)
+
+
+SECOND = {
+    **{name: ACTIVATIONS[name] for name in ("silu", "mish", "hardswish", "elu", "elu-alpha", "Softplus")},
+    "elu-inplace": lambda L, x: F(L).elu(x * 1, alpha=0.7, inplace=True),
+}
+# finite values, the kinks (0, +-3) and tails included
+SMOOTH_EDGES = np.array([-30.0, -3.0, -2.5, -1.0, -1e-3, -0.0, 0.0, 1e-3, 1.0, 2.5, 3.0, 30.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", SECOND)
+def test_second_derivatives_match_torch(torch, name, dtype):
+    results = []
+    for lib in (trainkit, torch):
+        x = make(lib, SMOOTH_EDGES, dtype, True)
+        weights = make(lib, np.linspace(0.5, 1.5, x.numel()), dtype, False)
+        out = SECOND[name](lib, x)
+        (g,) = lib.autograd.grad((out * weights.reshape(out.shape)).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * weights.flip(0)).sum(), x)
+        results.append((to_numpy(g), to_numpy(gg), g.grad_fn.name()))
+    rtol, atol = TOLERANCES[dtype]
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=rtol, atol=atol)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=rtol, atol=atol)
+    if name.startswith("elu"):
+        assert results[0][2] == results[1][2]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_prelu_second_derivatives_match_torch(torch, dtype):
+    """dx depends on the weight and dw on x: the mixed second derivatives, at 0 too (where PyTorch's second
+    derivative takes the positive side, its first the negative one)."""
+    results = []
+    for lib in (trainkit, torch):
+        x = make(lib, SMOOTH_EDGES.reshape(4, 3), dtype, True)
+        w = make(lib, [0.1, -0.2, 0.3], dtype, True)
+        weights = make(lib, np.linspace(0.5, 1.5, 12).reshape(4, 3), dtype, False)
+        gx, gw = lib.autograd.grad((F(lib).prelu(x, w) * weights).sum(), (x, w), create_graph=True)
+        ggx, ggw = lib.autograd.grad((gx * weights.flip(0)).sum() + (gw * gw).sum(), (x, w))
+        results.append([to_numpy(t) for t in (gx, gw, ggx, ggw)])
+        assert gx.grad_fn.name() == "PreluKernelBackwardBackward0"
+    rtol, atol = TOLERANCES[dtype]
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
