@@ -52,20 +52,27 @@ def test_trunc_normal_stays_in_range_with_the_truncated_moments(device, case):
     assert abs(values.std() - want_std) < 0.01 * want_std + 1e-7
 
 
-@pytest.mark.parametrize("case", TRUNC_CASES[:4], ids=str)
-def test_trunc_normal_draws_like_torch_in_distribution(torch, case):
-    mean, std, a, b = case
-    n = 30_000  # torch's uniform-proposal path is slow: a sample this size keeps the test short
-    ours = to_numpy(init.trunc_normal_(trainkit.empty(n), mean, std, a, b)).astype(np.float64)
-    torch.manual_seed(0)
-    theirs = to_numpy(torch.nn.init.trunc_normal_(torch.empty(n), mean, std, a, b)).astype(np.float64)
-    _, want_std = truncated_moments(mean, std, a, b)
-    spread = want_std * math.sqrt(2 / n)  # the standard error of a difference of two sample means
-    assert abs(ours.mean() - theirs.mean()) < 6 * spread
-    assert abs(ours.std() - theirs.std()) < 0.03 * want_std
-    # the deciles agree too (a check of the shape, not only of two moments)
-    deciles = np.linspace(0.1, 0.9, 9)
-    np.testing.assert_allclose(np.quantile(ours, deciles), np.quantile(theirs, deciles), atol=0.05 * want_std)
+@pytest.mark.filterwarnings("ignore:mean is more than 2 std")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", TRUNC_CASES, ids=str)
+def test_trunc_normal_draws_torchs_numbers_after_the_same_seed(torch, case, dtype):
+    """The same draws in the same order as PyTorch (both ways of rejecting), so a seed gives PyTorch's values."""
+    for shape in ((7,), (1000,), (64, 33)):
+        torch.manual_seed(0)
+        trainkit.manual_seed(0)
+        theirs = torch.nn.init.trunc_normal_(torch.empty(*shape, dtype=getattr(torch, dtype)), *case)
+        ours = init.trunc_normal_(trainkit.empty(*shape, dtype=getattr(trainkit, dtype)), *case)
+        # float64 normals differ from torch's in the last bit now and then (its vectorised log and sqrt)
+        np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=0, atol=0 if dtype == "float32" else 1e-15)
+
+
+def test_orthogonal_draws_torchs_matrix_after_the_same_seed(torch):
+    for shape in ((5, 3), (3, 5), (8, 8), (20, 4, 3)):
+        torch.manual_seed(0)
+        trainkit.manual_seed(0)
+        theirs = torch.nn.init.orthogonal_(torch.empty(*shape), gain=1.5)
+        ours = init.orthogonal_(trainkit.empty(*shape), gain=1.5)
+        np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), atol=1e-6)  # QR by another LAPACK build
 
 
 def test_trunc_normal_float64_and_shapes(device):

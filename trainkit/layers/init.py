@@ -17,7 +17,9 @@ import warnings
 import numpy as np
 
 from ..autograd.backend import on_device, xp_of
+from ..autograd.creation import empty_like
 from ..autograd.grad_mode import no_grad
+from ..autograd.ops.math import where
 from ..autograd.random import Generator, generator_for
 from ..autograd.tensor import Tensor
 
@@ -193,7 +195,8 @@ def trunc_normal_(
     generator: Generator | None = None,
 ) -> Tensor:
     r"""Fill with values drawn from the normal distribution :math:`\mathcal{N}(\text{mean}, \text{std}^2)` cut to
-    :math:`[a, b]` (its density renormalised over that interval), by rejection as PyTorch 2.13 draws them.
+    :math:`[a, b]` (its density renormalised over that interval), by rejection, drawing as PyTorch 2.13 does (after
+    the same ``manual_seed`` the values are PyTorch's).
 
     When the interval holds more than 30% of the normal's mass, values outside it are drawn again from the normal;
     otherwise candidates come uniformly from :math:`[a, b]` and are kept with probability
@@ -212,40 +215,53 @@ def trunc_normal_(
             "incorrect.",
             stacklevel=2,
         )
-    mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+    with no_grad():
+        mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+        if mass > 0.3:
+            _reject_outside(tensor, mean, std, a, b, generator)
+        else:
+            _accept_by_density(tensor, mean, std, a, b, generator)
+    return tensor
+
+
+def _reject_outside(tensor: Tensor, mean: float, std: float, a: float, b: float, generator) -> None:
+    """Draw from the normal and draw again wherever a value fell outside [a, b], the whole tensor at a time (the
+    draws PyTorch makes, so a seed gives its numbers)."""
+    lo, hi = (float(tensor._data.dtype.type(v)) for v in (a, b))  # the bounds as the tensor holds them
+    result = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = (result < lo) | (result > hi)
+        if not outside.any():
+            break
+        result = where(outside, empty_like(result).normal_(mean, std, generator=generator), result)
+    if result is not tensor:
+        tensor.copy_(result)
+
+
+def _accept_by_density(tensor: Tensor, mean: float, std: float, a: float, b: float, generator) -> None:
+    """Propose uniformly on [a, b] and keep x with probability density(x) / density(mode), for intervals holding
+    little of the normal's mass, where drawing from the normal would rarely land inside."""
     mode = max(a, min(mean, b))
     log_peak = -0.5 * ((mode - mean) / std) ** 2
+    candidates, accept = empty_like(tensor), empty_like(tensor)
 
-    def draw(rng, shape, dt):
-        lo, hi = dt(a), dt(b)  # the bounds as the values' dtype holds them, so the test below is exact
-        if mass > 0.3:
+    def log_ratio(x: Tensor) -> Tensor:  # log density(x) - log density(mode), computed in place
+        return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
 
-            def propose(n):
-                return rng.standard_normal(n, dtype=dt) * dt(std) + dt(mean)
-
-            def rejected(x):
-                return (x < lo) | (x > hi)
-        else:
-
-            def propose(n):
-                return rng.random(n, dtype=dt) * dt(b - a) + dt(a)
-
-            def rejected(x):
-                xp = xp_of(x)
-                log_density = dt(-0.5) * ((x - dt(mean)) / dt(std)) ** 2 - dt(log_peak)
-                return xp.log(rng.random(x.shape, dtype=dt)) > log_density
-
-        values = propose(shape)
-        pending = rejected(values)
-        while pending.any():  # only the rejected places draw again
-            fresh = propose(int(pending.sum()))
-            keep = rejected(fresh)
-            index = xp_of(values).flatnonzero(pending)
-            values.reshape(-1)[index] = fresh
-            pending.reshape(-1)[index] = keep
-        return values
-
-    return _fill(tensor, draw, generator)
+    with np.errstate(divide="ignore"):  # a uniform draw of exactly 0 has log -inf: always accepted, no warning
+        tensor.uniform_(a, b, generator=generator)
+        candidates.copy_(tensor)
+        pending = accept.uniform_(generator=generator).log_().gt(log_ratio(candidates))
+        if not pending.any():
+            return
+        result = tensor
+        while True:
+            candidates.uniform_(a, b, generator=generator)
+            result = where(pending, candidates, result)
+            pending = where(pending, accept.uniform_(generator=generator).log_().gt(log_ratio(candidates)), pending)
+            if not pending.any():
+                break
+        tensor.copy_(result)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
