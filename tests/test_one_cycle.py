@@ -245,3 +245,27 @@ def test_a_config_steps_it_once_per_epoch(tmp_path):
     # fifth and last one allowed)
     expected = schedule(trainkit, 5, "SGD", opt_kwargs={"lr": 0.2, "momentum": 0.9}, max_lr=0.3, total_steps=5)[0]
     np.testing.assert_allclose(lrs, [r[0] for r in expected[:5]], rtol=1e-6)
+
+
+def test_the_trainer_steps_it_per_batch_through_the_callback(torch):
+    """From Python, LRSchedulerCallback(interval='step') steps the cycle after every optimizer step, to its end."""
+    from trainkit import nn
+    from trainkit.callbacks import LRSchedulerCallback
+    from trainkit.trainer import Trainer
+
+    model = nn.Linear(2, 1)
+    opt = trainkit.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = trainkit.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.2, epochs=3, steps_per_epoch=4)
+    trainer = Trainer(model, opt, callbacks=[LRSchedulerCallback(sched, interval="step")], verbose=0)
+    x = np.linspace(-1, 1, 32, dtype="float32").reshape(16, 2)
+    history = trainer.fit(x, x.sum(1, keepdims=True), epochs=3, batch_size=4)
+    assert sched.last_epoch == 12
+    topt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, max_lr=0.2, epochs=3, steps_per_epoch=4)
+    rates = []
+    for _ in range(12):
+        topt.step()
+        tsched.step()
+        rates.append(tsched.get_last_lr()[0])
+    assert sched.get_last_lr() == [rates[-1]]
+    assert history.history["lr"] == pytest.approx([rates[3], rates[7], rates[11]])
