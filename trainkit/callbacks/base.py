@@ -385,7 +385,7 @@ val_accuracy, val_loss)"
     """
     names = sorted(logs or {})
     near = difflib.get_close_matches(key, names, n=1, cutoff=0.5)
-    hint = f"; did you mean '{near[0]}'?" if near else ";"
+    hint = f"; did you mean '{near[0]}'?" if near else ""
     return f"{owner} monitors '{key}', which the epoch logs lack{hint} (available: {', '.join(names) or 'none'})"
 
 

@@ -86,8 +86,8 @@ class MonitorCallback(Callback):
             if not self._warned_direction:
                 self._warned_direction = True
                 warn_user(
-                    f"{type(self).__name__} cannot tell whether a lower or a higher {self.monitor!r} is better, so "
-                    f"it keeps the lowest; pass mode='min' or mode='max' to say which"
+                    f"{type(self).__name__} cannot tell whether a lower or a higher {self.monitor!r} is better and "
+                    "takes lower as better; pass mode='min' or mode='max' to say which"
                 )
         self.resolved_mode = found
         return found
