@@ -360,3 +360,32 @@ def test_an_interrupted_epoch_leaves_its_bar_on_its_own_line():
     bar.on_train_batch_end(0, {"loss": 1.0})
     bar.on_exception(KeyboardInterrupt())
     assert out.getvalue().endswith("\n") and bar.bar is None
+
+
+def test_the_run_eta_counts_the_epochs_to_come_at_the_finished_ones_pace(monkeypatch):
+    now = {"t": 0.0}
+
+    def tick() -> float:
+        return now["t"]
+
+    monkeypatch.setattr("trainkit.callbacks.progress.time.perf_counter", tick)
+    monkeypatch.setattr("trainkit.callbacks.progress_line.time.perf_counter", tick)
+    monkeypatch.setenv("COLUMNS", "100")
+    out = io.StringIO()
+    out.isatty = lambda: True
+    bar = ProgressBar(file=out)
+    bar.set_params({"epochs": 3, "steps_per_epoch": 4, "verbose": 1})
+    bar.on_train_begin({})
+    bar.on_epoch_begin(0)
+    for batch in range(4):  # 1 s a batch
+        now["t"] = batch + 1.0
+        bar.on_train_batch_end(batch, {"loss": 1.0})
+        if batch == 0:  # 3 batches left; the next two epochs at this one's pace, 4 s each
+            assert out.getvalue().split("\r")[-1].startswith("1/4 ━━━━━─────────────── ETA 3.0s, run 11s")
+    now["t"] = 8.0  # 4 s of validation
+    bar.on_epoch_end(0, {"loss": 1.0})
+    bar.on_epoch_begin(1)
+    now["t"] = 9.0
+    bar.on_train_batch_end(0, {"loss": 1.0})
+    # 3 s of batches and 4 s of validation left in this epoch, then one epoch of 8 s
+    assert out.getvalue().split("\r")[-1] == "1/4 ━━━━━─────────────── ETA 3.0s, run 15s - loss: 1 - 1s/step"

@@ -104,7 +104,8 @@ class ProgressBar(Callback):
         self._start = self._train_end = 0.0
         self._loss_sum = 0.0
         self._batches = self._seen = 0
-        self._epoch_times: list[float] = []
+        self._epoch_times: list[float] = []  # each finished epoch's duration, validation included
+        self._after_train: list[float] = []  # and of what followed its last batch (validation, callbacks)
         self._epoch = 0
 
     @property
@@ -121,7 +122,7 @@ class ProgressBar(Callback):
         return f"Epoch {epoch + 1}/{epochs}" if epochs else f"Epoch {epoch + 1}"
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
-        self._epoch_times = []
+        self._epoch_times, self._after_train = [], []
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         self._close()
@@ -152,8 +153,10 @@ class ProgressBar(Callback):
             self.bar.draw(self._seen, "validating", self._running_fields(), force=True)
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        took = time.perf_counter() - self._start
+        now = time.perf_counter()
+        took = now - self._start
         self._epoch_times.append(took)
+        self._after_train.append(now - self._train_end)
         times = [format_duration(took)]
         if self._seen:
             times.append(format_step_time((self._train_end - self._start) / self._seen))
@@ -173,7 +176,9 @@ class ProgressBar(Callback):
         return fields
 
     def _eta_text(self) -> str:
-        """``'ETA 0.6s, run 12s'``: the time left in the epoch's training batches and in the whole run."""
+        """``'ETA 0.6s, run 12s'``: the time left in the epoch's training batches and in the whole run (the
+        epochs to come take as long as the finished ones did, validation included; before any has finished, as
+        long as this one's batches)."""
         total, seen = self.params.get("steps_per_epoch"), self._seen
         elapsed = self._train_end - self._start
         if not total or not seen:
@@ -183,9 +188,10 @@ class ProgressBar(Callback):
         epochs = self.params.get("epochs")
         later = epochs - (self._epoch + 1) if epochs else 0
         if later > 0:
-            # finished epochs (validation included) are the best guess of the next ones; before any, this one's pace
-            per_epoch = sum(self._epoch_times) / len(self._epoch_times) if self._epoch_times else elapsed / seen * total
-            text += f", run {format_duration(epoch_left + later * per_epoch)}"
+            done = len(self._epoch_times)
+            per_epoch = sum(self._epoch_times) / done if done else elapsed / seen * total
+            validation = sum(self._after_train) / done if done else 0.0  # this epoch's, still to come
+            text += f", run {format_duration(epoch_left + validation + later * per_epoch)}"
         return text if math.isfinite(epoch_left) else "ETA ?"
 
     def _close(self) -> None:
