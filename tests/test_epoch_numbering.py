@@ -14,7 +14,7 @@ import pytest
 
 import trainkit
 from trainkit import nn
-from trainkit.callbacks import ModelCheckpoint, TensorBoard, TerminateOnNaN
+from trainkit.callbacks import EarlyStopping, ModelCheckpoint, TensorBoard, TerminateOnNaN
 from trainkit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,3 +89,11 @@ def test_warnings_name_the_epoch_as_the_console_does(tmp_path):
     assert guard.stopped_epoch == 1  # the attribute counts as the callbacks do
     assert any("TerminateOnNaN: loss is nan at step 3 (epoch 2, batch 1)" in m for m in messages), messages
     assert any("ModelCheckpoint: epoch 2 ended with a non-finite loss" in m for m in messages), messages
+
+
+def test_a_restore_that_cannot_be_done_names_the_epoch_as_the_console_does():
+    stopper = EarlyStopping(patience=5, restore_best_weights=True)
+    stopper.load_state_dict({"best": 0.5, "best_epoch": 2, "wait": 0})  # seen before a resume: no weights kept
+    stopper.set_model(nn.Linear(1, 1))
+    with pytest.warns(UserWarning, match="cannot restore the weights of epoch 3: they were seen before"):
+        stopper.on_train_end()

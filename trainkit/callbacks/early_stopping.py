@@ -86,7 +86,7 @@ class EarlyStopping(MonitorCallback):
         if self.best_weights is None:
             if self.best_epoch is not None:
                 warn_user(
-                    f"EarlyStopping cannot restore the weights of epoch {self.best_epoch}: they were seen before "
+                    f"EarlyStopping cannot restore the weights of epoch {self.best_epoch + 1}: they were seen before "
                     "the run was resumed (load best.npz from ModelCheckpoint instead)",
                 )
             return
