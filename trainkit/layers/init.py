@@ -296,3 +296,19 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         return (q * dt(gain)).reshape(shape)
 
     return _fill(tensor, draw, generator)
+
+
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "orthogonal_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]
