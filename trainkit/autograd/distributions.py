@@ -5,7 +5,7 @@ the 32- and 64-bit words PyTorch draws, in its order, and transforming them as P
 
 - uniform in [from, to): float32 takes the low 24 bits of a 32-bit draw, float64 the low 53 bits of a 64-bit draw,
   x = bits * 2^-digits, then x * (to - from) + from in the tensor's precision;
-- integers in [low, high): draw % (high - low) + low, with a 64-bit draw once the range reaches 2^32;
+- integers in [low, high): draw % (high - low) + low, with a 64-bit draw once the range reaches 2^28;
 - normal, 16 or more contiguous elements: all uniforms first, then Box-Muller on blocks of 16 (u1 = 1 - x[j],
   u2 = x[j + 8], r = sqrt(-2 log u1), x[j] = r cos(2 pi u2), x[j + 8] = r sin(2 pi u2)); a length that is not a
   multiple of 16 draws 16 fresh uniforms for the last 16 elements, overwriting the tail of the last block. Float32
@@ -44,6 +44,8 @@ __all__ = [
 # PyTorch runs its float32 normal fill with AVX2 polynomials on x86 CPUs, with the C library elsewhere
 VECTORISED_NORMAL = platform.machine().lower() in ("x86_64", "amd64", "x86", "i686")
 _BLOCK = 16
+# ranges from 2^28 up take a 64-bit draw, so that ``draw % range`` stays close to uniform (PyTorch 2.13's cut)
+_WIDE_RANGE = 1 << 28
 _F32_MASK = np.uint32((1 << 24) - 1)
 _F64_MASK = np.uint64((1 << 53) - 1)
 
@@ -129,7 +131,7 @@ def random_from_to(engine: MT19937, shape: tuple, dtype, low: int, high: int) ->
     span = int(high) - int(low)
     n = math.prod(shape)
     dt = np.dtype(dtype)
-    wide = span >= 1 << 32 and (dt in (np.int64, np.float64, np.float32) or dt.name == "bfloat16")
+    wide = span >= _WIDE_RANGE
     draws = engine.random64(n) if wide else engine.random32(n).astype(np.uint64)
     values = (draws % np.uint64(span)).astype(np.int64) + np.int64(low)
     return values.astype(dt).reshape(shape)

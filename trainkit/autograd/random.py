@@ -49,7 +49,7 @@ def _checked_seed(value) -> int:
     if isinstance(value, Tensor):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"manual_seed expected an int, got {type(value).__name__}")
+        raise RuntimeError(f"manual_seed expected a long, but got {type(value).__name__}")
     value = int(value)
     if not -(1 << 63) <= value < _U64:
         raise RuntimeError(
@@ -242,7 +242,7 @@ def manual_seed(seed: int) -> Generator:
     >>> _ = trainkit.manual_seed(0); trainkit.randn(3)
     tensor([ 1.5410, -0.2934, -2.1788])
     """
-    default_generator.manual_seed(seed)
+    default_generator.manual_seed(int(seed))  # as torch.manual_seed, which takes int(seed)
     for g in _cuda_generators.values():
         g.manual_seed(default_generator.initial_seed())
     return default_generator
