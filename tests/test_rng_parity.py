@@ -353,3 +353,19 @@ def test_samplers_and_random_split(torch):
 def test_large_randn_is_fast_enough_and_exact(torch):
     a, b = both(torch, 0, lambda: trainkit.randn(1_000_003), lambda: torch.randn(1_000_003))
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,replacement", [(1, False), (1, True), (3, False), (7, False), (5, True), (50, True)])
+def test_multinomial(torch, dtype, n, replacement):
+    for seed in SEEDS:
+        w = np.random.default_rng(seed).random((3, 7)).astype(dtype)
+        w[0, 2] = 0
+        for rows in (w, w[1]):
+            a, b = both(
+                torch,
+                seed,
+                lambda r=rows: trainkit.multinomial(trainkit.tensor(r), n, replacement),
+                lambda r=rows: torch.multinomial(torch.tensor(r), n, replacement),
+            )
+            np.testing.assert_array_equal(a, b)

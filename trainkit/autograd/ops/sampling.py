@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import distributions as dist
 from ..backend import xp_of
 from ..random import Generator, generator_for
 from ..tensor import Tensor
@@ -86,6 +87,27 @@ def _without_replacement(rng, weights, n: int):
     return xp.argsort(finish, axis=1, kind="stable")
 
 
+def _torch_cdf(engine, rows: np.ndarray, n: int) -> np.ndarray:
+    """PyTorch's CPU draws with replacement: per row, the cumulative weights in the input's precision divided by
+    their total (the last set to 1), then for each of the n draws the first category whose cumulative share is
+    at least a float64 uniform."""
+    cdf = np.cumsum(rows, axis=1, dtype=rows.dtype)  # one after another, as PyTorch sums
+    cdf /= cdf[:, -1:]
+    cdf[:, -1] = 1
+    u = dist.uniform_bits(engine, rows.shape[0] * n, np.float64).reshape(rows.shape[0], n)
+    return np.stack([np.searchsorted(cdf[r].astype(np.float64), u[r], side="left") for r in range(rows.shape[0])])
+
+
+def _torch_race(engine, rows: np.ndarray, n: int) -> np.ndarray:
+    """PyTorch's CPU draws without replacement (and of a single sample): the n largest w_i / E_i with E_i ~ Exp(1)
+    drawn in the input's precision, largest first (the exponential race of the module docstring)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        race = rows / dist.exponential(engine, rows.shape, rows.dtype)
+    if n == 1:
+        return race.argmax(axis=1)[:, None]
+    return np.argsort(-race, axis=1, kind="stable")[:, :n]
+
+
 def multinomial(
     input: Tensor,
     num_samples: int,
@@ -97,7 +119,9 @@ def multinomial(
     """Category indices drawn in proportion to the weights in ``input``, as ``torch.multinomial``.
 
     ``input`` is a 1-d vector or a 2-d matrix with one distribution per row: non-negative, finite weights with a
-    positive sum (they need not sum to 1). Each row gives ``num_samples`` int64 indices, in the order drawn.
+    positive sum (they need not sum to 1). Each row gives ``num_samples`` int64 indices, in the order drawn. On the
+    CPU the draws are PyTorch's for the same seed (an exponential race for ``replacement=False`` or one sample,
+    the inverse of the cumulative weights otherwise).
     ``replacement=False`` draws distinct categories, each draw in proportion to the weights of those not drawn yet;
     ``replacement=True`` draws each index independently with P(i) = w_i / sum w. Draws come from ``generator`` or
     the default stream of the input's device (``trainkit.manual_seed``), so a seed repeats them.
@@ -118,8 +142,12 @@ def multinomial(
         picks = xp.zeros((0, n), dtype=np.int64)
     else:
         _check_values(weights)
-        rng = generator_for(input.device, generator).rng
-        picks = (_with_replacement if replacement else _without_replacement)(rng, weights, n)
+        stream = generator_for(input.device, generator)
+        if stream.engine is not None:
+            rows = xp.asarray(x).reshape(weights.shape)
+            picks = (_torch_cdf if replacement and n > 1 else _torch_race)(stream.engine, rows, n)
+        else:
+            picks = (_with_replacement if replacement else _without_replacement)(stream.rng, weights, n)
     picks = picks.astype(np.int64, copy=False).reshape(x.shape[:-1] + (n,))
     if out is None:
         return Tensor._make(picks)
