@@ -204,7 +204,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     dtype.
 
     >>> import trainkit
-    >>> trainkit.bernoulli(trainkit.tensor([0.0, 1.0, 1.0])).tolist()
+    >>> bernoulli(trainkit.tensor([0.0, 1.0, 1.0])).tolist()
     [0.0, 1.0, 1.0]
     """
     if p is None and input._data.dtype.kind != "f":
