@@ -12,6 +12,7 @@ names (``random``, ``standard_normal``, ``integers``, ``permutation``, ...) whos
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from . import distributions as dist
 from .backend import device, module_for
 from .mt19937 import MT19937, STATE_SIZE
 from .tensor import Tensor
+from .user_warnings import warn_user
 
 __all__ = [
     "Generator",
@@ -197,6 +199,16 @@ class Generator:
         if self._engine is None:
             self._rng.bit_generator.state = new_state
             return self
+        if isinstance(new_state, dict):
+            # saved by an earlier trainkit, whose CPU stream was NumPy's: carry on from a seed derived from it
+            digest = hashlib.sha256(repr(new_state).encode()).digest()
+            self.manual_seed(int.from_bytes(digest[:8], "little"))
+            warn_user(
+                "this random state was saved by an earlier trainkit (a NumPy bit generator's); the CPU stream is now "
+                "PyTorch's MT19937, so it restarts from a seed derived from the saved state: draws from here on "
+                "differ from the run that saved it"
+            )
+            return self
         self._engine.load_state_bytes(_state_bytes(new_state))
         return self
 
@@ -208,14 +220,9 @@ def _state_bytes(state) -> bytes:
     """The bytes of a state given as a trainkit or torch uint8 tensor, a NumPy array or bytes."""
     if isinstance(state, (bytes, bytearray, memoryview)):
         return bytes(state)
-    if isinstance(state, dict):
-        raise TypeError(
-            "this random state is a NumPy bit generator's (saved by an earlier trainkit): the CPU generator now "
-            f"keeps PyTorch's MT19937 state, a uint8 tensor of {STATE_SIZE} bytes; reseed with manual_seed instead"
-        )
     array = np.asarray(state._data if isinstance(state, Tensor) else state)
     if array.dtype != np.uint8:
-        raise TypeError(f"RNG state must be a torch.ByteTensor (uint8), got dtype {array.dtype}")
+        raise TypeError(f"RNG state must be a torch.ByteTensor (uint8) of {STATE_SIZE} bytes, got dtype {array.dtype}")
     return array.reshape(-1).tobytes()
 
 
