@@ -438,7 +438,7 @@ def test_terminate_on_nan_stops_names_the_step_and_keeps_the_last_good_checkpoin
         warnings.simplefilter("always")
         trainer.fit(epochs=4, batches=3)
     messages = [str(w.message) for w in caught]
-    assert any("TerminateOnNaN" in m and "at step 4 (epoch 1, batch 0)" in m for m in messages)
+    assert any("TerminateOnNaN" in m and "at step 4 (epoch 2, batch 1)" in m for m in messages)
     assert any("no checkpoint written" in m for m in messages)
     assert guard.stopped_step == 4 and trainer.epoch == 1 and trainer.global_step == 4
     # only epoch 0 was saved: its files stay, nothing from the poisoned epoch 1

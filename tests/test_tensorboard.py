@@ -55,9 +55,9 @@ def test_the_callback_logs_every_epoch_and_the_gradient_norms(tmp_path):
     tags = events.Tags()["scalars"]
     assert {"loss", "val_loss", "lr", "grad_norm/global", "grad_norm/0.weight"} <= set(tags)
     losses = events.Scalars("loss")
-    assert [e.step for e in losses] == [1, 2, 3, 4]
+    assert [e.step for e in losses] == [0, 1, 2, 3]
     np.testing.assert_allclose([e.value for e in losses], trainer.history["loss"], rtol=1e-6)
-    assert [h.step for h in events.Histograms("0.weight")] == [2, 4]
+    assert [h.step for h in events.Histograms("0.weight")] == [0, 2]
 
 
 def test_the_callback_from_a_config_writes_into_the_run_folder(tmp_path):
