@@ -52,20 +52,38 @@ def test_a_run_that_cannot_start_leaves_no_folder_and_names_the_file(tmp_path):
     assert result.stdout.strip() == ""  # nothing left on the disk: no version folder, no lock, no latest
 
 
+def _blocks(size: int) -> int:
+    return -(-size // 4096) * 4096
+
+
 def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_the_run_resumes_when_there_is_space(tmp_path):
+    # a disk just large enough for the first epoch's files and the temporary copy of a checkpoint being replaced:
+    # a later epoch fills it when history.jsonl or metrics.csv needs one more block
+    probe = tmp_path / "probe"
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit", "train", str(CONFIG), "--set", f"output_dir={probe}"]
+        + ["--set", "trainer.epochs=1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    files = [p for p in probe.rglob("*") if p.is_file()]
+    size = sum(_blocks(p.stat().st_size) for p in files) + max(_blocks(p.stat().st_size) for p in files) + 4096
     run = tmp_path / "disk" / "regression" / "version_0"
     script = (
-        "rc=0; $TRAIN --set trainer.epochs=40 || rc=$?; echo first=$rc; "
+        "rc=0; $TRAIN --set trainer.epochs=60 || rc=$?; echo first=$rc; "
         f"ls -a {run}; "
         f"mount -o remount,size=16m {tmp_path / 'disk'} && "
         f"cp -r {run} {tmp_path / 'kept'} && "
-        f"$TRAIN --set trainer.epochs=40 --resume {run}; echo second=$?"
+        f"$TRAIN --set trainer.epochs=60 --resume {run}; echo second=$?"
     )
-    result = _in_small_disk(tmp_path, "40k", script)
+    result = _in_small_disk(tmp_path, f"{size // 1024}k", script)
     assert "first=1" in result.stdout, result.stdout + result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("trainkit: error")]
     assert len(errors) == 1 and "No space left on device: '" in errors[0] and str(run) in errors[0], errors
     assert ".lock" not in result.stdout.split("first=1")[1].split("second=")[0]
     kept = checkpoint.load(tmp_path / "kept" / "checkpoints" / "last.npz")
     assert kept["epoch"] >= 0 and "model" in kept
-    assert "second=0" in result.stdout and "done: 40 epochs" in result.stdout, result.stdout + result.stderr
+    assert "second=0" in result.stdout and "done: 60 epochs" in result.stdout, result.stdout + result.stderr
