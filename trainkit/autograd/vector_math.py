@@ -50,17 +50,20 @@ _FOUR_OVER_PI = f32(1.27323954473516)
 _SIGN = np.int32(-0x80000000)
 
 
-def fma32(a, b, c) -> np.ndarray:
+def fma32(a, b, c, out: np.ndarray | None = None) -> np.ndarray:
     """a * b + c of float32 values with one rounding, as the fused multiply-add the compiler makes of PyTorch's
     steps: the float32 product is exact in float64, so only the sum rounds (twice, float64 then float32, which
-    differs from one rounding only on ties, about once in 2^29).
+    differs from one rounding only on ties, about once in 2^29). ``out``: a float32 array to write into.
 
     >>> float(fma32(np.float32(3), np.float32(2), np.float32(1)))
     7.0
     """
-    return (np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64) + np.asarray(c, dtype=np.float64)).astype(
-        np.float32
-    )
+    wide = np.multiply(a, b, dtype=np.float64)
+    wide += c
+    if out is None:
+        return wide.astype(np.float32)
+    np.copyto(out, wide, casting="same_kind")
+    return out
 
 
 def cephes_log(x: np.ndarray) -> np.ndarray:
@@ -83,7 +86,7 @@ def cephes_log(x: np.ndarray) -> np.ndarray:
     z = x * x
     y = np.full_like(x, _LOG_P[0])
     for p in _LOG_P[1:]:
-        y = fma32(y, x, p)
+        fma32(y, x, p, out=y)
     y = y * x
     y = fma32(y, z, e * _LOG_Q1)
     y = fma32(-z, f32(0.5), y)
@@ -111,12 +114,12 @@ def cephes_sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = fma32(y, _DP3, x)
     z = x * x
     c = fma32(_COS_P[0], z, _COS_P[1])
-    c = fma32(c, z, _COS_P[2])
+    fma32(c, z, _COS_P[2], out=c)
     c = c * z
     c = fma32(c, z, -(z * f32(0.5)))
     c = c + f32(1)
     s = fma32(_SIN_P[0], z, _SIN_P[1])
-    s = fma32(s, z, _SIN_P[2])
+    fma32(s, z, _SIN_P[2], out=s)
     s = s * z
     s = fma32(s, x, x)
     sin = np.where(sine_poly, s, c)
