@@ -389,3 +389,53 @@ def test_the_run_eta_counts_the_epochs_to_come_at_the_finished_ones_pace(monkeyp
     bar.on_train_batch_end(0, {"loss": 1.0})
     # 3 s of batches and 4 s of validation left in this epoch, then one epoch of 8 s
     assert out.getvalue().split("\r")[-1] == "1/4 ━━━━━─────────────── ETA 3.0s, run 15s - loss: 1 - 1s/step"
+
+
+# ------------------------------------------------------------------------------------------ evaluate / predict
+def trained(monkeypatch, stdout, **trainer_kwargs) -> Trainer:
+    monkeypatch.setattr(sys, "stdout", stdout)
+    trainkit.manual_seed(0)
+    return Trainer(nn.Linear(1, 1), metrics=["mae"], seed=0, **trainer_kwargs)
+
+
+def test_evaluate_and_predict_show_a_bar_then_their_summary_on_a_terminal(monkeypatch):
+    term = Terminal()
+    trainer = trained(monkeypatch, term.stream)
+    x = trainkit.linspace(-1, 1, 40).unsqueeze(1)
+    logs = trainer.evaluate(x, 2 * x, batch_size=5)
+    assert trainer.predict(x, batch_size=5).shape == (40, 1)
+    text = term.close()
+    lines, widest = screen(text)
+    assert "\r" in text and widest <= COLUMNS
+    evaluated = " ".join(line.strip() for line in lines[:-1])
+    assert re.match(r"8/8 ━+ \d+\.\ds \d+(us|ms|s)/step - loss: ", evaluated), lines
+    assert f"loss: {logs['loss']:.4g}" in evaluated and f"mae: {logs['mae']:.4g}" in evaluated
+    assert re.fullmatch(r"8/8 ━+ \d+\.\ds \d+(us|ms|s)/step", lines[-1]), lines
+
+
+def test_evaluate_and_predict_print_one_line_each_off_a_terminal(monkeypatch):
+    out = io.StringIO()
+    trainer = trained(monkeypatch, out)
+    x = trainkit.linspace(-1, 1, 40).unsqueeze(1)
+    logs = trainer.evaluate(x, 2 * x, batch_size=5, verbose="auto")
+    trainer.predict(x, batch_size=5)
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue() and len(lines) == 2
+    assert re.fullmatch(rf"8/8 - \d+\.\ds - \d+(us|ms|s)/step - loss: {NUMBER} - mae: {NUMBER}", lines[0])
+    assert f"loss: {logs['loss']:.4g} - mae: {logs['mae']:.4g}" in lines[0]
+    assert re.fullmatch(r"8/8 - \d+\.\ds - \d+(us|ms|s)/step", lines[1])
+
+
+def test_evaluate_and_predict_are_silent_with_verbose_0_and_inside_fit(monkeypatch):
+    out = io.StringIO()
+    trainer = trained(monkeypatch, out, verbose=False)
+    x = trainkit.linspace(-1, 1, 40).unsqueeze(1)
+    trainer.evaluate(x, 2 * x)
+    trainer.predict(x)
+    assert out.getvalue() == ""
+    Trainer(nn.Linear(1, 1)).evaluate(x, 2 * x, verbose=0)
+    assert out.getvalue() == ""
+    trainer.fit(x, 2 * x, epochs=2, batch_size=5, validation_split=0.25, verbose=2)  # validation: no line of its own
+    assert [line.split(" - ")[0] for line in out.getvalue().splitlines()[1:]] == ["Epoch 1/2", "Epoch 2/2"]
+    with pytest.raises(ValueError, match="verbose must be 0"):
+        trainer.predict(x, verbose="loud")

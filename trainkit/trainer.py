@@ -245,7 +245,7 @@ class Trainer:
                 self.epoch = epoch
                 logs = loop.train_epoch(self, train_loader, epoch)
                 if val_loader is not None:
-                    val_logs = {f"val_{k}": v for k, v in self.evaluate(val_loader).items()}
+                    val_logs = {f"val_{k}": v for k, v in self.evaluate(val_loader, verbose=0).items()}
                     self.callbacks.on_validation_end(val_logs)
                     logs.update(val_logs)
                 logs["lr"] = self.optimizer.param_groups[0]["lr"]
@@ -352,16 +352,18 @@ class Trainer:
         return self.model(self.unpack_batch(batch)[0])
 
     # ------------------------------------------------------------------------------------- evaluate / predict
-    def evaluate(self, x: Any = None, y: Any = None, *, batch_size: int = 32) -> dict:
+    def evaluate(self, x: Any = None, y: Any = None, *, batch_size: int = 32, verbose: Any = None) -> dict:
         """The loss and metrics over ``x`` (a loader, a dataset, or tensors with ``y``), without building graphs:
-        ``test_step`` on every batch, between the callbacks' ``on_test_*`` hooks."""
-        return loop.evaluate_loader(self, self.make_loader(x, y, batch_size=batch_size))
+        ``test_step`` on every batch, between the callbacks' ``on_test_*`` hooks. ``verbose`` (None: the
+        Trainer's) shows the pass as Keras' ``evaluate`` does (``callbacks.progress.PassProgress``)."""
+        return loop.evaluate_loader(self, self.make_loader(x, y, batch_size=batch_size), verbose)
 
-    def predict(self, x: Any, *, batch_size: int = 32) -> Tensor:
+    def predict(self, x: Any, *, batch_size: int = 32, verbose: Any = None) -> Tensor:
         """The model's outputs for ``x`` (a tensor, array, dataset or loader), concatenated, without graphs:
-        ``predict_step`` on every batch, between the callbacks' ``on_predict_*`` hooks."""
+        ``predict_step`` on every batch, between the callbacks' ``on_predict_*`` hooks; ``verbose`` as in
+        ``evaluate``."""
         loader = self.make_loader(x, batch_size=batch_size, shard=False)  # every rank predicts everything
-        outputs = loop.predict_loader(self, loader)
+        outputs = loop.predict_loader(self, loader, verbose)
         return cat(outputs) if outputs else tensor(np.zeros((0,), np.float32))
 
     # --------------------------------------------------------------------------------------------- checkpoints

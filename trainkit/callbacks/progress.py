@@ -1,6 +1,7 @@
 """``ProgressBar``: Keras' training display. On a terminal a bar per epoch, fitted to the window, then the epoch's
 complete summary, wrapped rather than cut; elsewhere (a pipe, a CI log) one plain line per epoch, never a
-carriage return. ``resolve_verbose`` turns Keras' ``verbose`` (0, 1, 2, 'auto') into what the display does."""
+carriage return. ``PassProgress`` does the same for one pass of ``evaluate`` or ``predict``; ``resolve_verbose``
+turns Keras' ``verbose`` (0, 1, 2, 'auto') into what the display does."""
 
 from __future__ import annotations
 
@@ -10,9 +11,17 @@ import time
 from typing import Any, TextIO
 
 from .base import Callback, Logs, plain
-from .progress_line import LiveBar, format_duration, format_logs, format_step_time, log_fields
+from .progress_line import LiveBar, count_text, format_duration, format_logs, format_step_time, log_fields
 
-__all__ = ["VERBOSE_CHOICES", "ProgressBar", "check_verbose", "format_logs", "is_terminal", "resolve_verbose"]
+__all__ = [
+    "VERBOSE_CHOICES",
+    "PassProgress",
+    "ProgressBar",
+    "check_verbose",
+    "format_logs",
+    "is_terminal",
+    "resolve_verbose",
+]
 
 VERBOSE_CHOICES = (0, 1, 2, "auto")
 
@@ -81,8 +90,8 @@ class ProgressBar(Callback):
     ``Epoch 3/10 - 1.2s - 12ms/step - loss: 0.1234 - val_loss: 0.2345 - lr: 0.01``.
 
     The bar's length is ``params['steps_per_epoch']`` (the batches of an epoch) and the epoch count
-    ``params['epochs']``, when the trainer gave them (``set_params``). Outside ``fit`` (``Trainer.evaluate``,
-    ``predict``) it shows nothing.
+    ``params['epochs']``, when the trainer gave them (``set_params``). ``Trainer.evaluate`` and ``predict`` show
+    their passes themselves (``PassProgress``); fit's validation pass shows as 'validating' on the bar.
 
     >>> import io
     >>> bar = ProgressBar(file=io.StringIO())
@@ -204,3 +213,60 @@ class ProgressBar(Callback):
 
     def on_exception(self, exc: BaseException) -> None:
         self._close()
+
+
+class PassProgress:
+    """The progress of one pass of ``Trainer.evaluate`` or ``Trainer.predict``, as Keras' ``evaluate`` and
+    ``predict`` show it: with ``verbose`` 1 on a terminal a bar fitted to the window, then
+    ``4/4 ━━━━━━━━━━━━━━━━━━━━ 0.1s 12ms/step - loss: 0.1234 - mae: 0.2`` wrapped to it; with 2, or off a
+    terminal, that line alone at the end, ``4/4 - 0.1s - 12ms/step - loss: 0.1234``; with 0 nothing.
+
+    >>> import io
+    >>> shown = PassProgress(2, steps=4, stream=io.StringIO())
+    >>> for step in range(1, 5):
+    ...     shown.update(step)
+    >>> shown.finish({"loss": 0.5})
+    >>> shown.stream.getvalue().split(" - ")[0], shown.stream.getvalue().split(" - ")[-1]
+    ('4/4', 'loss: 0.5\\n')
+    """
+
+    def __init__(self, verbose: Any, steps: int | None, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.verbose = resolve_verbose(verbose, self.stream)
+        self.steps = steps
+        self.seen = 0
+        self.start = time.perf_counter()
+        self.bar = LiveBar(self.stream, steps, "") if self.verbose == 1 and is_terminal(self.stream) else None
+        if self.bar is not None:
+            self.bar.draw(0, "ETA ?", [], force=True)
+
+    def update(self, seen: int, fields: list[str] | None = None) -> None:
+        """``seen`` batches done; ``fields`` (``'loss: 0.12'``) are shown beside the bar when they fit."""
+        self.seen = seen
+        bar = self.bar
+        if bar is None:
+            return
+        bar.n = seen
+        if bar.due(force=seen == self.steps):
+            per_step = (time.perf_counter() - self.start) / seen
+            left = f"ETA {format_duration(per_step * (self.steps - seen))}" if self.steps else "ETA ?"
+            bar.draw(seen, left, [*(fields or []), format_step_time(per_step)], force=True)
+
+    def finish(self, logs: Logs | None = None) -> None:
+        """Show the pass's time, time per step and ``logs`` (the loss and metrics)."""
+        if not self.verbose:
+            return
+        took = time.perf_counter() - self.start
+        times = [format_duration(took)] + ([format_step_time(took / self.seen)] if self.seen else [])
+        if self.bar is not None:
+            self.bar.finish(" ".join(times), log_fields(logs))
+            self.bar = None
+            return
+        count = count_text(self.seen, self.steps if self.steps is not None else self.seen).strip()
+        print(" - ".join([count, *times, *log_fields(logs)]), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """End a pass that stopped early (an exception) with its bar on a line of its own."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..autograd import grad_mode
 from ..autograd.tensor import Tensor
+from ..callbacks.progress import PassProgress, check_verbose
 from ..layers.module import Module
 from ..metrics import Metric
 from ..optim.lr_scheduler import ReduceLROnPlateau
@@ -138,43 +139,64 @@ def train_epoch(trainer: Trainer, loader: Any, epoch: int) -> dict:
     return logs
 
 
-def evaluate_loader(trainer: Trainer, loader: Any) -> dict:
+def progress(trainer: Trainer, verbose: Any, loader: Any) -> PassProgress:
+    """The display of an evaluation or prediction pass over ``loader``: ``verbose`` as Keras takes it (None: the
+    trainer's), shown by the main process only."""
+    chosen = trainer.verbose if verbose is None else check_verbose(verbose)
+    return PassProgress(chosen if trainer.distribute_strategy.is_main else 0, batch_count(loader))
+
+
+def evaluate_loader(trainer: Trainer, loader: Any, verbose: Any = 0) -> dict:
     """``test_step`` on every batch of ``loader`` in eval mode, between the ``on_test_*`` hooks; the loss (the
-    size-weighted mean of the steps' 'loss' over all ranks) and the metrics."""
+    size-weighted mean of the steps' 'loss' over all ranks) and the metrics. ``verbose`` shows its progress
+    (``PassProgress``)."""
     strategy, callbacks = trainer.distribute_strategy, trainer.callbacks
     trainer.eval_metrics = [fresh(m) for m in trainer.metrics]
     total, count = 0.0, 0
+    shown = progress(trainer, verbose, loader)
     callbacks.on_test_begin({})
-    with eval_mode(trainer.model):
-        for index, batch in enumerate(loader):
-            batch = trainer.unpack_batch(batch)
-            size = strategy.before_batch(loader, index, batch[0], training=False)[0]
-            if not size:  # this rank's share of a short batch is empty
-                continue
-            callbacks.on_test_batch_begin(index, {})
-            logs = trainer.test_step(batch)
-            total += logs["loss"] * size
-            count += size
-            callbacks.on_test_batch_end(index, logs)
+    try:
+        with eval_mode(trainer.model):
+            for index, batch in enumerate(loader):
+                batch = trainer.unpack_batch(batch)
+                size = strategy.before_batch(loader, index, batch[0], training=False)[0]
+                if size:  # else this rank's share of a short batch is empty
+                    callbacks.on_test_batch_begin(index, {})
+                    logs = trainer.test_step(batch)
+                    total += logs["loss"] * size
+                    count += size
+                    callbacks.on_test_batch_end(index, logs)
+                shown.update(index + 1, [f"loss: {total / count:.4g}"] if count else [])
+    except BaseException:
+        shown.close()
+        raise
     total, count = strategy.reduce_sums(total, count)
     strategy.reduce_metrics(trainer.eval_metrics)
     logs = {"loss": total / count if count else math.nan}
     logs.update({m.name: m.compute() for m in trainer.eval_metrics})
     callbacks.on_test_end(logs)
+    shown.finish(logs)
     return logs
 
 
-def predict_loader(trainer: Trainer, loader: Any) -> list:
+def predict_loader(trainer: Trainer, loader: Any, verbose: Any = 0) -> list:
     """``predict_step`` on every batch of ``loader`` in eval mode, between the ``on_predict_*`` hooks; the
-    outputs, one a batch."""
+    outputs, one a batch. ``verbose`` shows its progress (``PassProgress``)."""
     callbacks, outputs = trainer.callbacks, []
+    shown = progress(trainer, verbose, loader)
     callbacks.on_predict_begin({})
-    with eval_mode(trainer.model):
-        for index, batch in enumerate(loader):
-            callbacks.on_predict_batch_begin(index, {})
-            outputs.append(trainer.predict_step(trainer.unpack_batch(batch)))
-            callbacks.on_predict_batch_end(index, {"outputs": outputs[-1]})
+    try:
+        with eval_mode(trainer.model):
+            for index, batch in enumerate(loader):
+                callbacks.on_predict_batch_begin(index, {})
+                outputs.append(trainer.predict_step(trainer.unpack_batch(batch)))
+                callbacks.on_predict_batch_end(index, {"outputs": outputs[-1]})
+                shown.update(index + 1)
+    except BaseException:
+        shown.close()
+        raise
     callbacks.on_predict_end({})
+    shown.finish()
     return outputs
 
 
