@@ -126,7 +126,8 @@ class Trainer:
         self.grad_clip_norm = grad_clip_norm
         self.accumulate_steps = accumulate_steps
         self.run_dir = Path(run_dir) if run_dir is not None else None
-        self.verbose = check_verbose(verbose) if dist.is_main else 0  # True: 'auto'; only rank 0 prints
+        verbose = check_verbose(verbose)  # on every rank, so that a bad value stops them all alike
+        self.verbose = verbose if dist.is_main else 0  # only rank 0 prints
         self.stop_training = False
         self.epoch = self.global_step = self.epochs = self.epochs_done = 0
         self.history: dict[str, list] = {}
@@ -208,7 +209,8 @@ class Trainer:
             raise ValueError("pass val_data or validation_data (Keras' name for it), not both")
         strategy = self.distribute_strategy
         val_data = val_data if validation_data is None else validation_data
-        self.verbose = check_verbose(self.verbose if verbose is None else verbose) if strategy.is_main else 0
+        chosen = check_verbose(self.verbose if verbose is None else verbose)  # on every rank: all fail alike
+        self.verbose = chosen if strategy.is_main else 0
         shown = resolve_verbose(self.verbose)  # 'auto': 1 on a terminal, 2 in a log, as in Keras 3
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):

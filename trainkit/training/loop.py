@@ -142,7 +142,7 @@ def train_epoch(trainer: Trainer, loader: Any, epoch: int) -> dict:
 def progress(trainer: Trainer, verbose: Any, loader: Any) -> PassProgress:
     """The display of an evaluation or prediction pass over ``loader``: ``verbose`` as Keras takes it (None: the
     trainer's), shown by the main process only."""
-    chosen = trainer.verbose if verbose is None else check_verbose(verbose)
+    chosen = trainer.verbose if verbose is None else check_verbose(verbose)  # on every rank: all fail alike
     return PassProgress(chosen if trainer.distribute_strategy.is_main else 0, batch_count(loader))
 
 
