@@ -45,7 +45,7 @@ class Argument:
 _HEADING = re.compile(r"^(args|arguments|parameters|params|keyword args|keyword arguments|other parameters):?$", re.I)
 _RULE = re.compile(r"^-{3,}$")
 # "name: text", "name (type): text", "name : type" (NumPy: the text is on the lines below), "*args: text"
-_ENTRY = re.compile(r"^\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(?P<rest>.*)$")
+_ENTRY = re.compile(r"^\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(?P<rest>.*)$")
 _SENTENCE_END = re.compile(r"(?<=[^.]\.)\s+(?=[A-Z`(])")
 _SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(?P<name>[A-Za-z_]\w*)\s*:(?P<rest>.*)$")
 
@@ -66,8 +66,9 @@ def docstring_arguments(doc: str | None) -> dict[str, str]:
     ...     patience: epochs without improvement before stopping.
     ...         More on a second line.
     ...     mode (str): ``'min'`` or ``'max'``.
+    ...     size (tuple (int, int), default (1, 2)): the size.
     ... ''')
-    {'patience': 'epochs without improvement before stopping.', 'mode': "``'min'`` or ``'max'``."}
+    {'patience': 'epochs without improvement before stopping.', 'mode': "``'min'`` or ``'max'``.", 'size': 'the size.'}
     >>> docstring_arguments("Parameters\\n----------\\nlog_dir : str\\n    where the event files go\\n")
     {'log_dir': 'where the event files go'}
     """
