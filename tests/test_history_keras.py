@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import trainkit
 from trainkit import nn
 from trainkit.callbacks import History
@@ -50,7 +48,6 @@ def test_what_fit_returns_numbers_its_epochs():
     assert len(result.history["loss"]) == 4 and "epoch" not in result.history  # Keras' shape: metrics only
 
 
-@pytest.mark.xfail(reason="Trainer.fit does not yet hand its params and epochs to the History it returns")
 def test_what_fit_returns_has_params():
     trainer = make_trainer()
     result = trainer.fit(*curve(), epochs=2, batch_size=10)

@@ -268,6 +268,9 @@ class Trainer:
             raise
         result = History()
         result.history = self.history
+        result.epoch = [row["epoch"] for row in self.history_rows]
+        result.set_model(self.model)
+        result.set_params(self.callbacks.params)
         return result
 
     def _record(self, epoch: int, logs: dict) -> None:

@@ -93,6 +93,9 @@ class ProgressBar(Callback):
     ``params['epochs']``, when the trainer gave them (``set_params``). ``Trainer.evaluate`` and ``predict`` show
     their passes themselves (``PassProgress``); fit's validation pass shows as 'validating' on the bar.
 
+    Args:
+        file (TextIO | None, default None): the stream to write to; None: standard output.
+
     >>> import io
     >>> bar = ProgressBar(file=io.StringIO())
     >>> bar.on_epoch_begin(0)

@@ -154,7 +154,7 @@ class TextSample(Callback):
         return self.last
 
     def _stream(self) -> tuple[Any, Any]:
-        """Where the progress output goes, and its open tqdm bar (or None)."""
+        """Where the progress output goes, and its open progress bar (or None)."""
         if self.file is not None:
             return self.file, None
         bars = [
@@ -193,7 +193,7 @@ class TextSample(Callback):
         joint = "" if self._vocabulary().level == "char" else " "
         shown = f"--- sample after epoch {epoch}: {self.prompt!r} ->\n{self.prompt}{joint}{text}"
         stream, bar = self._stream()
-        if bar is not None:  # a bar still open: tqdm writes above it
+        if bar is not None:  # a bar still open: written above it
             bar.write(shown, file=stream)
         else:
             print(shown, file=stream, flush=True)
