@@ -491,7 +491,8 @@ def test_gradient_monitor_figures_equal_norms_from_grad():
     one_step(trainer)
     want = grad_figures(trainer.model)
     assert_figures_equal(monitor.last, want)
-    assert want["grad_zero_frac/hidden.weight"] == pytest.approx(0.3)
+    # those three, and units 4, 8 and 9, which seed 0 (PyTorch's numbers) leaves dead on x in [-1, 1]
+    assert want["grad_zero_frac/hidden.weight"] == pytest.approx(0.6)
     logs = {"loss": 1.0}
     trainer.callbacks.on_train_batch_end(0, {"loss": 1.0, "step": 1})
     trainer.callbacks.on_epoch_end(0, logs)
