@@ -43,7 +43,6 @@ def _in_small_disk(tmp_path: Path, size: str, script: str) -> subprocess.Complet
     )
 
 
-@pytest.mark.xfail(strict=True, reason="start_run does not yet remove a folder whose config.yaml failed")
 def test_a_run_that_cannot_start_leaves_no_folder_and_names_the_file(tmp_path):
     result = _in_small_disk(tmp_path, "8k", f"rc=0; $TRAIN || rc=$?; find {tmp_path / 'disk'} -mindepth 1; exit $rc")
     assert result.returncode == 1, result.stderr

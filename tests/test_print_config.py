@@ -135,11 +135,6 @@ def test_the_saved_run_config_reads_the_same_files_from_any_folder(project, tmp_
     assert check.returncode == 0, check.stderr
 
 
-@pytest.mark.xfail(
-    reason="the run folder's config.yaml is written by trainkit.cli.run.self_contained, which still makes "
-    "output_dir absolute; docs/config.md says a rerun writes under the folder it is run from",
-    strict=False,
-)
 def test_a_rerun_of_the_saved_config_writes_under_the_folder_it_is_run_from(project, tmp_path):
     assert trainkit("train", "configs/demo.yaml", cwd=project).returncode == 0
     saved = project / "runs" / "demo" / "version_0" / "config.yaml"

@@ -8,7 +8,6 @@ loader takes, and the named optimizer, scheduler, loss and callbacks come from t
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import os
@@ -36,7 +35,7 @@ from ..registry import (
     by_name,
 )
 from ..registry import build as make
-from ..serialization.files import temporary_beside
+from ..serialization.files import naming, temporary_beside
 from ..trainer import Trainer
 from ..training.run_folder import LATEST, RunFolder, latest_version, version_folder, version_number, versions
 from .config import ConfigError, RunConfig, class_error, dump, resolve_class
@@ -370,48 +369,17 @@ def _mark_latest(base: Path) -> None:
     # A temporary name of this process's and thread's own: runs starting together each replace ``latest`` whole.
     # Whoever writes last looks again, so a run that saw fewer versions never leaves ``latest`` naming an older one.
     tmp = temporary_beside(base / LATEST)
-    while True:
-        newest = found[-1].name
-        tmp.write_text(newest + "\n")
-        os.replace(tmp, base / LATEST)
-        found = versions(base)
-        if not found or found[-1].name == newest:
-            return
-
-
-def self_contained(config: RunConfig) -> RunConfig:
-    """A copy of ``config`` as written into a run folder: file paths (``class_path`` files, ``data.path``,
-    ``output_dir``) made absolute, so ``trainkit train RUN_DIR/config.yaml`` reruns it from any folder.
-
-    >>> from trainkit.cli.config import DataSection, ModelSection, OptimizerSection
-    >>> config = RunConfig(output_dir="/tmp/runs", model=ModelSection(class_path="m.py:Net"),
-    ...                    data=DataSection(class_path="trainkit.data.digits"), optimizer=OptimizerSection(),
-    ...                    callbacks=["ProgressBar"])
-    >>> config.folder = Path("/work/configs")
-    >>> c = self_contained(config)
-    >>> c.model.class_path, c.data.class_path
-    ('/work/configs/m.py:Net', 'trainkit.data.digits')
-    """
-    out = copy.deepcopy(config)
-    here = config.folder
-
-    def absolute(spec):  # file.py:Class is relative to the config's folder; package.module.Class stays
-        if not isinstance(spec, str) or ":" not in spec:
-            return spec
-        file, _, name = spec.partition(":")
-        return f"{(here / file).resolve()}:{name}"
-
-    for section in (out.model, out.optimizer, out.data):
-        if section.class_path is not None:
-            section.class_path = absolute(section.class_path)
-    for key in ("path", "vocabulary"):
-        if getattr(out.data, key) is not None:
-            setattr(out.data, key, str((here / getattr(out.data, key)).resolve()))
-    for spec in out.callbacks:
-        if isinstance(spec, dict) and "class_path" in spec:
-            spec["class_path"] = absolute(spec["class_path"])
-    out.output_dir = str(Path(out.output_dir).resolve())  # relative to the working directory
-    return out
+    with naming(base / LATEST):
+        try:
+            while True:
+                newest = found[-1].name
+                tmp.write_text(newest + "\n")
+                os.replace(tmp, base / LATEST)
+                found = versions(base)
+                if not found or found[-1].name == newest:
+                    return
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def find_checkpoint(where: str | Path, option: str = "--resume") -> tuple[Path, Path | None]:
@@ -465,8 +433,9 @@ class _SaveConfig(Callback):
     def on_epoch_end(self, epoch, logs=None) -> None:
         if self.text is not None:
             tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(self.text)
-            os.replace(tmp, self.path)
+            with naming(self.path):
+                tmp.write_text(self.text)
+                os.replace(tmp, self.path)
             self.text = None
 
 
@@ -515,7 +484,8 @@ class Started:
 def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     """Build the run ``config`` describes in its run folder: a new ``output_dir/name/version_N`` (``latest`` then
     names it), or, with ``resume``, the folder of the run resumed (``find_checkpoint``). The folder's config.yaml is
-    ``self_contained``: written now for a new folder, at the first epoch's end for a resumed one.
+    ``dump``'s text (the files it reads absolute): written now for a new folder, at the first epoch's end for a
+    resumed one. A new folder that cannot be set up (a full disk) is removed again, its lock released.
 
     >>> from trainkit.cli.config import load
     >>> started = start_run(load("configs/regression.yaml"))  # doctest: +SKIP
@@ -544,28 +514,39 @@ def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     try:
         classes = None if new else saved_classes(config, files)  # the class indices the checkpoint was trained on
         run = build(config, run_dir=folder, classes=classes)
+        saver = _set_up(run, config, files, new, lead)
     except BaseException:
         if lock is not None:
             lock.release()
             if new:
                 _remove_new_version(folder, kept)
         raise
-    text = dump(self_contained(config))
+    return Started(run, checkpoint, new, lock, kept, saver)
+
+
+def _set_up(run: Run, config: RunConfig, files: RunFolder, new: bool, lead: bool) -> _SaveConfig | None:
+    """Write what a run folder holds before training: the vocabulary and class names the data was numbered by, and
+    config.yaml (now for a new folder; for a resumed one, the returned callback writes it once an epoch has ended)."""
+    text = dump(config)
     vocabulary = vocabulary_of(run.dataset)
     if lead and vocabulary is not None:  # beside config.yaml: evaluate and the sampling callback decode with it
-        vocabulary.save(files.vocabulary)
+        with naming(files.vocabulary):
+            vocabulary.save(files.vocabulary)
     classes = classes_of(run.dataset) if config.data.kind in _FILE_KINDS else None
     if lead and classes is not None:  # beside config.yaml: evaluate numbers a test file's labels the same way
-        save_classes(files.classes, classes)
-    saver = None
+        with naming(files.classes):
+            save_classes(files.classes, classes)
     if lead and new:
-        files.config.write_text(text)
-        _mark_latest(base)
-    elif lead:
-        saver = _SaveConfig(files.config, text)
-        run.trainer.callbacks.append(saver)
-        saver.set_trainer(run.trainer)
-    return Started(run, checkpoint, new, lock, kept, saver)
+        with naming(files.config):
+            files.config.write_text(text)
+        _mark_latest(files.root.parent)
+        return None
+    if not lead:
+        return None
+    saver = _SaveConfig(files.config, text)
+    run.trainer.callbacks.append(saver)
+    saver.set_trainer(run.trainer)
+    return saver
 
 
 def _new_version(base: Path) -> Path:
@@ -585,7 +566,10 @@ def _remove_new_version(folder: Path, kept: Path) -> None:
     """Remove a version folder no epoch finished in, and the folders made for it that are left empty, up to
     ``kept`` (which existed before)."""
     shutil.rmtree(folder, ignore_errors=True)
-    _mark_latest(folder.parent)
+    try:
+        _mark_latest(folder.parent)
+    except OSError:  # a full disk: ``latest`` keeps naming the newest version from before, which is still right
+        pass
     parent = folder.parent
     while parent != kept and kept in parent.parents and parent.is_dir() and not any(parent.iterdir()):
         parent.rmdir()
