@@ -3,7 +3,7 @@ family, on the autograd core. relu, sigmoid, tanh, softmax and log_softmax are t
 functions (``activation`` adds ``inplace`` and the legacy implicit ``dim``).
 """
 
-from .activation import elu, gelu, leaky_relu, log_softmax, prelu, relu, sigmoid, softmax, softplus, tanh
+from .activation import gelu, leaky_relu, log_softmax, relu, sigmoid, softmax, softplus, tanh
 from .attention import scaled_dot_product_attention
 from .conv import conv2d, fold, unfold
 from .conv1d import conv1d, conv_transpose1d
@@ -34,6 +34,7 @@ from .pooling1d import (
     max_pool1d,
     max_pool1d_with_indices,
 )
+from .rectifiers import elu, prelu
 from .self_gated import hardswish, mish, silu
 from .similarity import cosine_similarity, normalize
 from .sparse import embedding, one_hot
