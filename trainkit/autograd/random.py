@@ -25,6 +25,8 @@ from .mt19937 import MT19937, STATE_SIZE
 from .tensor import Tensor
 from .user_warnings import warn_user
 
+device_type = device  # the class, under a name that ``Generator(device=...)`` does not hide
+
 __all__ = [
     "Generator",
     "TorchStream",
@@ -148,8 +150,8 @@ class Generator:
     tensor([0.4963, 0.7682])
     """
 
-    def __init__(self, device_: str | device = "cpu"):
-        self.device = device(device_)
+    def __init__(self, device: str | device_type = "cpu"):
+        self.device = device_type(device)
         self._engine: MT19937 | None = None
         self._seed = 0
         self._rng = None
