@@ -34,7 +34,7 @@ _EXAMPLES = {
     "train": """examples:
   trainkit train configs/regression.yaml
   trainkit train configs/regression.yaml --set trainer.epochs=50 --set optimizer.lr=1e-3
-  trainkit train configs/regression.yaml --print-config > my.yaml   (every key, defaults included)
+  trainkit train configs/regression.yaml --print-config > my.yaml   (every key, defaults included, paths absolute)
   trainkit train configs/regression.yaml --resume runs/regression""",
     "evaluate": """examples:
   trainkit evaluate configs/regression.yaml --checkpoint runs/regression/version_0/checkpoints/best.npz
@@ -112,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--print-config",
         action="store_true",
-        help="print the complete config (every key, defaults included, with its help) and exit",
+        help="print the complete config (every key, defaults included, with its help) and exit; the files it reads "
+        "are printed absolute, so it loads from any folder (a relative output_dir stays the working directory's)",
     )
     evaluate = _command(commands, "evaluate", "evaluate a checkpoint on the config's data")
     evaluate.add_argument(
@@ -270,13 +271,15 @@ def _graph(args) -> int:
     trainer = run.trainer
     batch = next(iter(trainer.make_loader(run.dataset, batch_size=run.fit_args["batch_size"])))
     x, y = trainer.unpack_batch(batch)
-    loss = trainer.loss_fn(trainer.model(x), y)
+    trace = explore.record(trainer.model)
+    with trace:  # which module's forward made each node: the page's boxes, parameter-free modules included
+        loss = trainer.loss_fn(trainer.model(x), y)
     g = graph(loss, params=dict(trainer.model.named_parameters()))
     if trainer.rank:
         return 0
     print(g.text())
     if args.html:
-        with explore.record() as trace:  # one backward, so that the page shows gradient norms and the engine's order
+        with trace:  # one backward, so that the page shows gradient norms and the engine's order
             loss.backward()
         explore(loss, trainer.model, path=args.html, trace=trace, title=f"{args.config}: backward graph")
         print(f"wrote {args.html}")
