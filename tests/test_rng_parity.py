@@ -369,3 +369,15 @@ def test_multinomial(torch, dtype, n, replacement):
                 lambda r=rows: torch.multinomial(torch.tensor(r), n, replacement),
             )
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_like_functions_take_the_input_shape_dtype_and_a_generator(torch, dtype):
+    x = np.zeros((3, 7), dtype=dtype)
+    g, tg = trainkit.Generator(device="cpu").manual_seed(1), torch.Generator(device="cpu").manual_seed(1)
+    for name in ("rand_like", "randn_like"):
+        a = to_numpy(getattr(trainkit, name)(trainkit.tensor(x), generator=g))
+        b = to_numpy(getattr(torch, name)(torch.tensor(x), generator=tg))
+        assert_float_parity(a, b, dtype)
+    a = to_numpy(randint_like(trainkit.tensor(x), 3, 11, generator=g))
+    np.testing.assert_array_equal(a, to_numpy(torch.randint_like(torch.tensor(x), 3, 11, generator=tg)))

@@ -491,24 +491,24 @@ def full_like(input: Tensor, fill_value, dtype=None, device=None, requires_grad:
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
     """Uniform random values in [0, 1) of ``input``'s shape, dtype and device.
 
     >>> rand_like(zeros(2, 3)).shape
     trainkit.Size([2, 3])
     """
     dt, dev = _like(input, dtype, device)
-    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return rand(input.shape, generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *, generator=None) -> Tensor:
     """Standard normal random values of ``input``'s shape, dtype and device.
 
     >>> randn_like(zeros(2, 3)).shape
     trainkit.Size([2, 3])
     """
     dt, dev = _like(input, dtype, device)
-    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return randn(input.shape, generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randint_like(
