@@ -25,6 +25,24 @@ class FileFormatError(ValueError):
     """A file ``load`` cannot read: the message names the file and says what is wrong with it."""
 
 
+def creation_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the process's umask (read from ``/proc/self/status`` where
+    the system shows it, since setting the umask to read it back races with other threads' new files).
+
+    >>> 0 <= creation_mode() <= 0o666
+    True
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def temporary_beside(path: str | os.PathLike) -> Path:
     """A name in ``path``'s folder that no other process or thread writing ``path`` uses (``*.tmp``, which
     ``run_lock`` clears after a killed writer): two writers of one file then never take each other's temporary away.

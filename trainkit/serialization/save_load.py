@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -33,7 +32,7 @@ from ..autograd.backend import CPU, device, to_device
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
-from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, naming, temporary_beside
+from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, creation_mode, naming, temporary_beside
 from .safetensors_format import read_safetensors
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
@@ -173,15 +172,15 @@ def _save_to(path: Path, obj, meta, arrays) -> None:
             )
         save_torch_file(obj, path)
         return
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    tmp = temporary_beside(path)  # made by open(): the umask gives its mode, as torch.save's files get theirs
     try:
-        with os.fdopen(fd, "wb") as out:
+        with open(tmp, "wb") as out:
             _write(out, meta, arrays)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -212,6 +211,7 @@ def _save_safetensors(obj, path: Path) -> None:
     tmp = temporary_beside(path)
     try:
         _safetensors_numpy().save_file(arrays, str(tmp))
+        os.chmod(tmp, creation_mode())  # the package writes 0600; a saved file follows the umask like the others
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -29,36 +29,18 @@ def finite_weights(model: Any) -> bool:
     return all(bool(p.isfinite().all()) for p in model.parameters())
 
 
-def umask() -> int:
-    """The process's umask, read without changing it where the system shows it (``/proc/self/status``), since
-    setting it to read it back races with files other threads create meanwhile.
-
-    >>> 0 <= umask() <= 0o777
-    True
-    """
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def save(state: dict, path: str | Path) -> Path:
     """Write ``state`` to ``path`` (.npz): to a temporary file first, then renamed, so a crash never leaves a
     broken checkpoint behind. The file's mode follows the umask, as every other file of a run folder's does (and as
     ``torch.save``'s files do): 0644 under the usual umask 022, 0600 under 077.
 
     >>> import tempfile, trainkit
+    >>> from trainkit.serialization.files import creation_mode
     >>> p = save({"w": trainkit.ones(2), "epoch": 3}, Path(tempfile.mkdtemp()) / "c.npz")
-    >>> load(p)["epoch"], oct(p.stat().st_mode & 0o777) == oct(0o666 & ~umask())
+    >>> load(p)["epoch"], p.stat().st_mode & 0o777 == creation_mode()
     (3, True)
     """
     serialization.save(state, path)
-    os.chmod(path, 0o666 & ~umask())  # the temporary file it was written to was private to its writer (0600)
     return Path(path)
 
 
