@@ -133,6 +133,7 @@ LOSSES = Registry(
             "smooth_l1": "SmoothL1Loss",
             "cross_entropy": "CrossEntropyLoss",
             "nll": "NLLLoss",
+            "kl_div": "KLDivLoss",
             "bce": "BCELoss",
             "bce_with_logits": "BCEWithLogitsLoss",
         },

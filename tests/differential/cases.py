@@ -201,7 +201,7 @@ UNARY_INPLACE = (
     "nan_to_num_",
     "fix_",
 )
-F_UNARY = ("relu", "sigmoid", "tanh", "gelu", "softplus", "leaky_relu")
+F_UNARY = ("relu", "sigmoid", "tanh", "gelu", "softplus", "leaky_relu", "silu", "mish", "hardswish", "elu")
 
 
 def unary_inputs(domain: str) -> list[T]:
@@ -245,6 +245,10 @@ def elementwise_unary(b: Builder) -> None:
         b.add("F.leaky_relu", caller("F.leaky_relu"), T((3, 4), "f32"), **kwargs)
     b.add("F.relu", caller("F.relu"), T((3, 4), "f32", grad=False), inplace=True)
     b.add("F.leaky_relu", caller("F.leaky_relu"), T((3, 4), "f32", grad=False), 0.1, True)
+    for name in ("silu", "mish", "hardswish", "elu"):
+        b.add(f"F.{name}", caller(f"F.{name}"), T((3, 4), "f32", grad=False), inplace=True)
+    for alpha in (0.5, -0.7):
+        b.add("F.elu", caller("F.elu"), T((3, 4), "f32", domain="edge"), alpha=alpha)
 
 
 BINARY = (
@@ -1284,6 +1288,20 @@ def losses(b: Builder) -> None:
             ):
                 b.add(f"F.{name}", caller(f"F.{name}"), x, y, **kwargs)
         b.add(f"F.{name}", caller(f"F.{name}"), T((4, 3)), T((4,), "i64", value=[1, 1, 1, 1]), ignore_index=1)
+    for x, y in [
+        (T((4, 3)), T((4, 3), domain="prob")),
+        (T((4, 3)), T((3,), domain="prob", grad=False)),
+        (T(()), T((), domain="prob")),
+        (T((0, 3)), T((0, 3))),
+        (T((4, 3)), T((4, 3), "f64", domain="prob", grad=False)),
+        (T((4, 3), domain="edge"), T((4, 3), domain="prob")),
+        (T((4, 3)), T((4, 3), value=[[0.0, 0.5, 0.5]] * 4)),
+        (T((4, 3), "i64"), T((4, 3))),
+        (T((4, 3)), T((5, 3))),
+    ]:
+        for reduction in ("batchmean", "sum", "none", "mean", "bad"):
+            b.add("F.kl_div", caller("F.kl_div"), x, y, reduction=reduction)
+        b.add("F.kl_div", caller("F.kl_div"), x, y, reduction="batchmean", log_target=True)
     for smoothing in (0.1, 0.0, 1.5):
         b.add("F.cross_entropy", caller("F.cross_entropy"), T((4, 3)), target((4,), hi=3), label_smoothing=smoothing)
         b.add(
@@ -1297,6 +1315,52 @@ def losses(b: Builder) -> None:
 
 def activations(b: Builder) -> None:
     idx = functools.partial(T, dtype="i64", domain="idx", grad=False)
+    for x, w in [
+        (T((2, 3, 4)), T((3,))),
+        (T((2, 3, 4)), T((1,))),
+        (T((2, 3)), T(())),
+        (T((3,)), T((1,))),
+        (T(()), T((1,))),
+        (T((2, 3, 4), "f32", "T"), T((3,))),
+        (T((2, 3, 4), "f32", "e"), T((3,))),
+        (T((4, 3), domain="edge"), T((3,))),
+        (T((2, 0, 3)), T((1,))),
+        (T((2, 3, 4)), T((4,))),
+        (T((2, 3)), T((1, 3))),
+        (T((2, 3, 4)), T((3,), "f64")),
+        (T((2, 3, 4), "i64"), T((3,), "i64")),
+    ]:
+        b.add("F.prelu", caller("F.prelu"), x, w)
+    for x, kwargs in [
+        (T((3, 4)), {}),
+        (T((3, 4)), {"p": 1}),
+        (T((3, 4)), {"p": float("inf"), "dim": 0}),
+        (T((2, 3, 4)), {"dim": (0, 2)}),
+        (T((3, 4), domain="edge"), {}),
+        (T((3, 4), "f64", domain="edge"), {"eps": 1e-3}),
+        (T((5,)), {"dim": 0}),
+        (T((3, 4), "f32", "T"), {}),
+        (T((2, 0, 3)), {}),
+        (T((5,)), {}),
+        (T((3, 4), "i64"), {}),
+    ]:
+        b.add("F.normalize", caller("F.normalize"), x, **kwargs)
+    for x, y, kwargs in [
+        (T((3, 4)), T((3, 4)), {}),
+        (T((3, 4)), T((4,)), {"dim": -1}),
+        (T((2, 1, 4)), T((3, 4)), {"dim": -1}),
+        (T((3, 4), domain="edge"), T((3, 4), domain="edge"), {}),
+        (T((3, 4), "f64"), T((3, 4), "f64", value=[[0.0] * 4] * 3), {}),
+        (T((3, 4)), T((3, 4), "f64"), {"eps": 0.5}),
+        (T((3, 4), "i64"), T((3, 4)), {}),
+        (T(()), T(()), {"dim": 0}),
+        (T((3, 4), "f32", "T"), T((3, 4), "f32", "e"), {}),
+        (T((3, 0)), T((3, 0)), {}),
+        (T((3, 4), "i64"), T((3, 4), "i64"), {}),
+        (T((3, 4)), T((5,)), {"dim": -1}),
+        (T((3, 4)), T((3, 4)), {"dim": 2}),
+    ]:
+        b.add("F.cosine_similarity", caller("F.cosine_similarity"), x, y, **kwargs)
     for args, kwargs in [
         ((idx((4,), hi=3),), {}),
         ((idx((4,), hi=3), 5), {}),
