@@ -381,3 +381,31 @@ def test_like_functions_take_the_input_shape_dtype_and_a_generator(torch, dtype)
         assert_float_parity(a, b, dtype)
     a = to_numpy(randint_like(trainkit.tensor(x), 3, 11, generator=g))
     np.testing.assert_array_equal(a, to_numpy(torch.randint_like(torch.tensor(x), 3, 11, generator=tg)))
+
+
+VIEWS = {
+    "transposed": lambda lib: lib.empty(3, 40).t(),
+    "strided": lambda lib: lib.empty(3, 40)[:, ::2],
+    "permuted": lambda lib: lib.empty(2, 3, 5).permute(2, 0, 1),
+}
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_fills_of_views_follow_memory_order(torch, view):
+    """PyTorch fills a view in the order of its memory; a non-contiguous one draws its normals one by one."""
+    p = np.random.default_rng(0).random(tuple(VIEWS[view](torch).shape)).astype(np.float32)
+    for fill, args in [("uniform_", ()), ("normal_", ()), ("exponential_", ()), ("bernoulli_", (0.3,))]:
+        a, b = both(
+            torch,
+            0,
+            lambda f=fill, a=args: getattr(VIEWS[view](trainkit), f)(*a),
+            lambda f=fill, a=args: getattr(VIEWS[view](torch), f)(*a),
+        )
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    a, b = both(
+        torch,
+        1,
+        lambda: VIEWS[view](trainkit).bernoulli_(trainkit.tensor(p)),
+        lambda: VIEWS[view](torch).bernoulli_(torch.tensor(p)),
+    )
+    np.testing.assert_array_equal(a, b)

@@ -59,12 +59,16 @@ def _require_float(t: Tensor, kernel: str) -> None:
 
 
 def _fill(t: Tensor, cls, cpu, gpu, generator) -> Tensor:
-    """Write ``cpu(engine, shape, dtype)`` (``gpu(rng, shape, dtype)`` on a GPU) into ``t`` as node ``cls``."""
+    """Write ``cpu(engine, shape, dtype, contiguous, order)`` (``gpu(rng, shape, dtype)`` on a GPU) into ``t`` as
+    node ``cls``; on the CPU ``shape`` lists t's axes in memory order (``order``), outermost first."""
     g = _stream(t, generator)
 
     def draw(x):
         if g.engine is not None:
-            return cpu(g.engine, x.shape, x.dtype, bool(x.flags.c_contiguous))
+            # PyTorch fills a view in the order of its memory (a transposed one column by column)
+            order = sorted(range(x.ndim), key=lambda axis: -abs(x.strides[axis]))
+            values = cpu(g.engine, tuple(x.shape[a] for a in order), x.dtype, bool(x.flags.c_contiguous), order)
+            return values.transpose(np.argsort(order))
         with on_device(t.device):
             return xp_of(x).asarray(gpu(g.rng, x.shape, x.dtype), dtype=x.dtype)
 
@@ -92,7 +96,7 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Ge
     return _fill(
         self,
         RandomFill,
-        lambda e, shape, dt, _: dist.uniform(e, shape, dt, from_, to),
+        lambda e, shape, dt, *_: dist.uniform(e, shape, dt, from_, to),
         lambda rng, shape, dt: rng.random(shape, dtype=_float_work(dt)) * (to - from_) + from_,
         generator,
     )
@@ -111,7 +115,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Gen
     return _fill(
         self,
         NormalFill,
-        lambda e, shape, dt, contiguous: dist.normal(e, shape, dt, mean, std, contiguous),
+        lambda e, shape, dt, contiguous, *_: dist.normal(e, shape, dt, mean, std, contiguous),
         lambda rng, shape, dt: rng.standard_normal(shape, dtype=_float_work(dt)) * std + mean,
         generator,
     )
@@ -130,7 +134,7 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | Non
     return _fill(
         self,
         ExponentialFill,
-        lambda e, shape, dt, _: dist.exponential(e, shape, dt, lambd),
+        lambda e, shape, dt, *_: dist.exponential(e, shape, dt, lambd),
         lambda rng, shape, dt: rng.standard_exponential(shape, dtype=_float_work(dt)) / lambd,
         generator,
     )
@@ -152,11 +156,11 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *, ge
     if from_ is not None and from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
     if from_ is None:
-        cpu = lambda e, shape, dt, _: dist.random_bits(e, shape, dt)  # noqa: E731
+        cpu = lambda e, shape, dt, *_: dist.random_bits(e, shape, dt)  # noqa: E731
         top = 2**63 if self._data.dtype.kind != "f" else 2**24
         gpu = lambda rng, shape, dt: rng.integers(0, min(top, 2**62), size=shape)  # noqa: E731
     else:
-        cpu = lambda e, shape, dt, _: dist.random_from_to(e, shape, dt, from_, to)  # noqa: E731
+        cpu = lambda e, shape, dt, *_: dist.random_from_to(e, shape, dt, from_, to)  # noqa: E731
         gpu = lambda rng, shape, dt: rng.integers(from_, to, size=shape)  # noqa: E731
     return _fill(self, IntegerFill, cpu, gpu, generator)
 
@@ -180,8 +184,9 @@ def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Te
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_name(p)}'")
         _check_p_tensor(probs)
 
-        def cpu(e, shape, dt, _):
-            return dist.bernoulli_tensor(e, np.broadcast_to(probs, shape)).astype(dt)
+        def cpu(e, shape, dt, _, order):
+            in_memory_order = np.broadcast_to(probs, self._data.shape).transpose(order)
+            return dist.bernoulli_tensor(e, in_memory_order).astype(dt)
 
         def gpu(rng, shape, dt):
             return rng.random(shape, dtype=_float_work(probs.dtype)) < xp_of(probs).broadcast_to(probs, shape)
@@ -190,7 +195,7 @@ def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Te
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
 
-        def cpu(e, shape, dt, _):
+        def cpu(e, shape, dt, *_):
             return dist.bernoulli_scalar(e, shape, p).astype(dt)
 
         def gpu(rng, shape, dt):
