@@ -409,3 +409,29 @@ def test_fills_of_views_follow_memory_order(torch, view):
         lambda: VIEWS[view](torch).bernoulli_(torch.tensor(p)),
     )
     np.testing.assert_array_equal(a, b)
+
+
+def test_streams_repeat_with_a_seed_on_every_device(device):
+    """On a GPU the numbers are CuPy's own, not PyTorch's: a seed still repeats them, and every fill works."""
+
+    def draws():
+        trainkit.manual_seed(5)
+        x = trainkit.empty(40, device=device)
+        return [
+            to_numpy(t)
+            for t in (
+                trainkit.rand(7, device=device),
+                trainkit.randn(30, device=device),
+                trainkit.randint(0, 9, (6,), device=device),
+                trainkit.randperm(8, device=device),
+                x.uniform_(-1, 1),
+                x.normal_(2, 3),
+                x.exponential_(),
+                x.bernoulli_(0.4),
+                trainkit.nn.functional.dropout(trainkit.ones(50, device=device), 0.5),
+                trainkit.multinomial(trainkit.ones(6, device=device), 3),
+            )
+        ]
+
+    for a, b in zip(draws(), draws()):
+        np.testing.assert_array_equal(a, b)
