@@ -93,15 +93,15 @@ def test_a_file_that_is_neither_says_so_in_one_line(tmp_path):
     names = ("notes.npz", "settings.npz", "other.pt", "absent")
     text, settings, other, absent = evaluate_all([tmp_path / name for name in names])
     for result in (text, settings, other, absent):
-        assert result.returncode == 1 and "\n" not in result.stderr.strip()
+        assert result.returncode == 2 and "\n" not in result.stderr.strip()  # the user's input: exit 2
 
-    assert text.stderr.startswith(f"trainkit: error: ValueError: {tmp_path / 'notes.npz'}: not a training checkpoint")
+    assert text.stderr.startswith(f"trainkit: error: {tmp_path / 'notes.npz'}: not a training checkpoint")
     assert "or a state dict (.npz, .pt/.pth, .safetensors)" in text.stderr
     assert "neither a training checkpoint (RUN/checkpoints/*.npz) nor a state dict" in settings.stderr
     assert "it holds keys 'lr', 'steps'" in settings.stderr
     assert f"{tmp_path / 'other.pt'}: its weights do not fit the config's model: " in other.stderr
     assert "Missing key(s)" in other.stderr
     assert absent.stderr.strip() == (
-        f"trainkit: error: FileNotFoundError: --checkpoint {tmp_path / 'absent'}: no such run folder, checkpoint or "
+        f"trainkit: error: --checkpoint {tmp_path / 'absent'}: no such run folder, checkpoint or "
         "weights file"
     )

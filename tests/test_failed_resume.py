@@ -96,7 +96,7 @@ def test_a_damaged_history_line_is_named_with_its_file_and_line(tmp_path, damage
     history = run / "history.jsonl"
     history.write_text(damage(history.read_text()))
     resumed = _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=3")
-    assert resumed.returncode == 1 and f"{history}{words}" in resumed.stderr, resumed.stderr
+    assert resumed.returncode == 2 and f"{history}{words}" in resumed.stderr, resumed.stderr
     assert "Traceback" not in resumed.stderr and len(resumed.stderr.strip().splitlines()) == 1
 
 
@@ -106,12 +106,12 @@ def test_a_weights_file_given_as_a_checkpoint_says_what_it_is(tmp_path):
     state = trainkit.training.checkpoint.load(run / "checkpoints" / "last.npz")["model"]
     trainkit.save(state, weights)
     resumed = _train(tmp_path, "--resume", str(weights), "--set", "trainer.epochs=3")
-    assert resumed.returncode == 1 and f"{weights}: not a training checkpoint (no 'model'" in resumed.stderr
+    assert resumed.returncode == 2 and f"{weights}: not a training checkpoint (no 'model'" in resumed.stderr
     assert "KeyError" not in resumed.stderr
 
 
 def test_another_optimizers_checkpoint_names_the_optimizer(tmp_path):
     run = _trained(tmp_path)
     resumed = _train(tmp_path, "--resume", str(run), "--set", "trainer.epochs=3", "--set", "optimizer.name=Adam")
-    assert resumed.returncode == 1, resumed.stderr
+    assert resumed.returncode == 2, resumed.stderr
     assert "its optimizer state does not fit this run's Adam" in resumed.stderr and "KeyError" not in resumed.stderr

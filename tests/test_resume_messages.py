@@ -63,7 +63,7 @@ def test_resuming_with_no_epochs_left_is_an_error_that_says_how_to_train_more(tm
     again = trainkit_cmd(
         "train", CONFIG, "--set", f"output_dir={out}", "--set", "trainer.epochs=2", "--resume", out / "regression"
     )
-    assert again.returncode == 1
+    assert again.returncode == 2
     assert "has done 2 epoch(s) already" in again.stderr and "--set trainer.epochs=4" in again.stderr
 
 

@@ -83,7 +83,7 @@ def test_resume_takes_the_name_folder_a_version_folder_or_a_checkpoint(tmp_path)
     assert yaml.safe_load((base / "version_0" / "config.yaml").read_text())["trainer"]["epochs"] == 6
     assert len((base / "version_0" / "metrics.csv").read_text().splitlines()) == 1 + 6
     missing = train(tmp_path, "--resume", tmp_path / "nothing")
-    assert missing.returncode == 1 and "no such run folder" in missing.stderr
+    assert missing.returncode == 2 and "no such run folder" in missing.stderr
 
 
 def test_the_saved_config_reruns_from_another_folder(tmp_path):

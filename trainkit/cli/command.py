@@ -23,7 +23,7 @@ from ..callbacks import EarlyStopping, TerminateOnNaN
 from ..data.files import classes_of
 from ..distributed import launched_size, world
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
-from ..training.checkpoint import load_weights
+from ..training.checkpoint import CheckpointError, load_weights
 from . import config as cfg
 from .config import ConfigError
 from .dry_run import BatchCheckError, FirstStep, diagnose, one_batch
@@ -217,7 +217,7 @@ def _evaluate(args) -> int:
     config.trainer.verbose = False
     where = Path(args.checkpoint)
     if not where.exists():
-        raise FileNotFoundError(f"--checkpoint {where}: no such run folder, checkpoint or weights file")
+        raise CheckpointError(f"--checkpoint {where}: no such run folder, checkpoint or weights file")
     checkpoint, _ = find_checkpoint(where, "--checkpoint")  # a folder: the checkpoint --resume would take
     folder = saved_beside(checkpoint)  # the run's own files: what its model's ids and indices stand for
     if config.data.kind == "text" and config.data.vocabulary is None and folder.vocabulary.is_file():
@@ -321,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         if launched_size() > 1:  # one rank may fail alone (a file it cannot load): the others must not wait for it
             world().abort(f"config error: {err}", 2)
         print(f"trainkit: config error: {err}", file=sys.stderr)
+        return 2
+    except CheckpointError as err:  # what the user named as a checkpoint or a run to resume
+        if launched_size() > 1:
+            world().abort(f"error: {err}", 2)
+        print(f"trainkit: error: {err}", file=sys.stderr)
         return 2
     except BatchCheckError as err:  # a first step that failed, named as trainkit check names it
         if launched_size() > 1:

@@ -37,6 +37,7 @@ from ..registry import (
 from ..registry import build as make
 from ..serialization.files import naming, temporary_beside
 from ..trainer import Trainer
+from ..training.checkpoint import CheckpointError
 from ..training.run_folder import LATEST, RunFolder, latest_version, version_folder, version_number, versions
 from .config import ConfigError, RunConfig, class_error, dump, resolve_class
 from .run_lock import RunLock, remove_stale_temporaries
@@ -392,13 +393,13 @@ def find_checkpoint(where: str | Path, option: str = "--resume") -> tuple[Path, 
         run = RunFolder.of_checkpoint(where)
         return where, None if run is None else run.root
     if not where.is_dir():
-        raise FileNotFoundError(f"{option} {where}: no such run folder or checkpoint file")
+        raise CheckpointError(f"{option} {where}: no such run folder or checkpoint file")
     run = RunFolder(where.parent if where.name == RunFolder.CHECKPOINTS else where)  # RUN/checkpoints: RUN
     if not run.checkpoints.is_dir() and latest_version(where) is not None:
         run = RunFolder(latest_version(where))
     found = run.resumable()
     if not found:
-        raise FileNotFoundError(
+        raise CheckpointError(
             f"{option} {where}: no checkpoint at {run.last} (nor {run.interrupted.name}); name a "
             "run folder runs/NAME/version_N, runs/NAME, or a .npz file"
         )

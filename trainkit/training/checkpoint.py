@@ -29,6 +29,12 @@ def finite_weights(model: Any) -> bool:
     return all(bool(p.isfinite().all()) for p in model.parameters())
 
 
+class CheckpointError(ValueError):
+    """A file or run folder given as a checkpoint that cannot be used as one (not a checkpoint, another optimizer's,
+    a damaged history, nothing left to train); the message names the file. The command reports it as an error in
+    what the user gave it (exit 2)."""
+
+
 def save(state: dict, path: str | Path) -> Path:
     """Write ``state`` to ``path`` (.npz): to a temporary file first, then renamed, so a crash never leaves a
     broken checkpoint behind. The file's mode follows the umask, as every other file of a run folder's does (and as
@@ -77,7 +83,7 @@ def _held(obj: Any) -> str:
 def model_weights(state: Any, path: str | Path) -> dict:
     """The model's state dict in what a file held: a training checkpoint's ``model`` entry, a state dict itself (what
     ``trainkit.save(model.state_dict(), ...)`` or ``torch.save`` wrote), or one nested under ``state_dict`` /
-    ``model_state_dict``; else a one-line ``ValueError`` naming the file and what it holds.
+    ``model_state_dict``; else a one-line ``CheckpointError`` naming the file and what it holds.
 
     >>> import trainkit
     >>> weights = trainkit.nn.Linear(1, 1).state_dict()
@@ -86,8 +92,8 @@ def model_weights(state: Any, path: str | Path) -> dict:
     >>> model_weights({"lr": 0.1}, "x.npz")
     Traceback (most recent call last):
     ...
-    ValueError: x.npz: neither a training checkpoint (RUN/checkpoints/*.npz) nor a state dict (.npz, .pt/.pth, \
-.safetensors) of tensors by name; it holds keys 'lr'
+    trainkit.training.checkpoint.CheckpointError: x.npz: neither a training checkpoint (RUN/checkpoints/*.npz) \
+nor a state dict (.npz, .pt/.pth, .safetensors) of tensors by name; it holds keys 'lr'
     """
     if isinstance(state, dict) and "model" in state and "optimizer" in state and isinstance(state["model"], dict):
         return state["model"]
@@ -96,7 +102,7 @@ def model_weights(state: Any, path: str | Path) -> dict:
     for key in _NESTED_WEIGHTS:
         if isinstance(state, dict) and _is_state_dict(state.get(key)):
             return state[key]
-    raise ValueError(
+    raise CheckpointError(
         f"{path}: neither {WEIGHTS_FILES.replace(' or ', ' nor ')} of tensors by name; it holds {_held(state)}"
     )
 
@@ -123,14 +129,14 @@ def load_weights(model: Any, path: str | Path, device: Any = None) -> str:
         state = serialization.load(path, _expect=expect)
     except (ValueError, OSError) as err:  # FileFormatError, a torch file refused: say what the file should be
         text = str(err).removeprefix(f"{path}: ")
-        raise ValueError(f"{path}: not {WEIGHTS_FILES}: {text}") from None
+        raise CheckpointError(f"{path}: not {WEIGHTS_FILES}: {text}") from None
     weights = model_weights(state, path)
     kind = "checkpoint" if weights is not state and "optimizer" in state else "weights"
     try:
         model.load_state_dict({k: v.to(device) if device is not None else v for k, v in weights.items()})
     except (RuntimeError, KeyError, ValueError) as err:  # missing, unexpected or misshapen: on one line
         problems = "; ".join(line.strip() for line in str(err).splitlines()[1:] if line.strip()) or str(err)
-        raise ValueError(f"{path}: its weights do not fit the config's model: {problems}") from None
+        raise CheckpointError(f"{path}: its weights do not fit the config's model: {problems}") from None
     return kind
 
 
@@ -183,10 +189,10 @@ def append_history(path: str | Path, row: dict) -> None:
 
 def read_history(path: str | Path, epochs: int) -> list[dict]:
     """The first ``epochs`` rows of the history file at ``path`` (rows after them belong to epochs a resume
-    repeats); a ``FileNotFoundError`` or ``ValueError`` says what is missing."""
+    repeats); a ``CheckpointError`` says what is missing or damaged."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no history file at {path} (the run's per-epoch logs, which a resume needs)")
+        raise CheckpointError(f"no history file at {path} (the run's per-epoch logs, which a resume needs)")
     rows = []
     with open(path) as f:
         for number, line in enumerate(f, 1):
@@ -195,7 +201,7 @@ def read_history(path: str | Path, epochs: int) -> list[dict]:
             if line.strip():
                 rows.append(_row(line, path, number))
     if len(rows) < epochs:
-        raise ValueError(f"{path} holds {len(rows)} epoch(s), but the checkpoint covers {epochs}")
+        raise CheckpointError(f"{path} holds {len(rows)} epoch(s), but the checkpoint covers {epochs}")
     return rows
 
 
@@ -205,12 +211,14 @@ def _row(line: str, path: Path, number: int) -> dict:
     try:
         row = json.loads(line)
     except ValueError as err:
-        raise ValueError(f"{path}:{number}: not a JSON line ({err}); the file is damaged") from None
+        raise CheckpointError(f"{path}:{number}: not a JSON line ({err}); the file is damaged") from None
     if not isinstance(row, dict):
-        raise ValueError(f"{path}:{number}: a line holds one epoch's logs as a JSON object, not {type(row).__name__}")
+        raise CheckpointError(
+            f"{path}:{number}: a line holds one epoch's logs as a JSON object, not {type(row).__name__}"
+        )
     for key, value in row.items():
         if isinstance(value, (str, list, dict)):
-            raise ValueError(f"{path}:{number}: {key!r} is {value!r}; an epoch's logs are numbers")
+            raise CheckpointError(f"{path}:{number}: {key!r} is {value!r}; an epoch's logs are numbers")
     return row
 
 
@@ -277,7 +285,7 @@ def restore(trainer: Any, state: dict, path: str | Path, resume: bool = False) -
             if isinstance(state, dict)
             else type(state).__name__
         )
-        raise ValueError(
+        raise CheckpointError(
             f"{path}: not a training checkpoint (no {missing[0]!r}; it holds {held}); a weights file loads with "
             "model.load_state_dict(trainkit.load(path)), and a run resumes or is evaluated from RUN/checkpoints/*.npz"
         )
@@ -317,25 +325,26 @@ def _load_optimizer(optimizer: Any, saved: Any, path: str | Path) -> None:
             raise KeyError(", ".join(sorted(wanted - found)))
         optimizer.load_state_dict(saved)
     except (KeyError, ValueError, TypeError) as err:
-        raise ValueError(
+        raise CheckpointError(
             f"{path}: its optimizer state does not fit this run's {name} (missing {err}); resume with the "
             "optimizer it was trained with"
         ) from None
 
 
 def resume_point(path: str | Path, done: int, epochs: int, epoch: int) -> str:
-    """The line a resume prints, or a ``ValueError`` when ``epochs`` (counting those done) leaves nothing to do.
+    """The line a resume prints, or a ``CheckpointError`` when ``epochs`` (counting those done) leaves nothing to do.
 
     >>> resume_point("last.npz", 3, 5, 2)
     'resuming from epoch 4 of 5: 3 done, from last.npz'
     >>> resume_point("last.npz", 5, 5, 4)
     Traceback (most recent call last):
     ...
-    ValueError: last.npz: the run has done 5 epoch(s) already, and epochs=5 counts those; to train more, ask for \
-more epochs (e.g. fit(..., epochs=10), or from the command --set trainer.epochs=10)
+    trainkit.training.checkpoint.CheckpointError: last.npz: the run has done 5 epoch(s) already, and epochs=5 \
+counts those; to train more, ask for more epochs (e.g. fit(..., epochs=10), or from the command --set \
+trainer.epochs=10)
     """
     if epochs <= done:
-        raise ValueError(
+        raise CheckpointError(
             f"{path}: the run has done {done} epoch(s) already, and epochs={epochs} counts those; "
             f"to train more, ask for more epochs (e.g. fit(..., epochs={done + epochs}), or from "
             f"the command --set trainer.epochs={done + epochs})"
