@@ -9,13 +9,13 @@ the 32- and 64-bit words PyTorch draws, in its order, and transforming them as P
 - normal, 16 or more contiguous elements: all uniforms first, then Box-Muller on blocks of 16 (u1 = 1 - x[j],
   u2 = x[j + 8], r = sqrt(-2 log u1), x[j] = r cos(2 pi u2), x[j + 8] = r sin(2 pi u2)); a length that is not a
   multiple of 16 draws 16 fresh uniforms for the last 16 elements, overwriting the tail of the last block. Float32
-  uses the vectorised float32 functions of ``vector_math`` on x86, float64 the C library's;
+  uses the vectorised float32 functions of ``vector_math`` on x86, float64 the C library's (through ``math``);
 - normal, fewer than 16 elements (or not contiguous): one float64 Box-Muller pair per two elements from two 64-bit
   uniforms, r = sqrt(-2 log(1 - u2)), theta = 2 pi u1, r cos theta first; r sin theta is kept in the engine and
   returned by the next such draw, also by a later call;
 - bernoulli with a scalar p: a float64 uniform per element, u < p (dropout draws its mask so, with p = 1 - rate);
   with a tensor of p: a uniform in p's precision, u < p;
-- exponential: -1 / lambda * log(1 - u) with a float64 uniform;
+- exponential: -1 / lambda * log1p(-u) with a float64 uniform;
 - randperm: a Fisher-Yates shuffle, element i swapped with i + draw % (n - i).
 """
 
@@ -47,6 +47,25 @@ _BLOCK = 16
 # ranges from 2^28 up take a 64-bit draw, so that ``draw % range`` stays close to uniform (PyTorch 2.13's cut)
 _WIDE_RANGE = 1 << 28
 _F32_MASK = np.uint32((1 << 24) - 1)
+# float64 Box-Muller and exponentials call the C library's log, log1p, sin and cos, as PyTorch does: Python's math
+# module is that library, so these give PyTorch's last bits (NumPy's own float64 functions differ in a few)
+_LOG, _LOG1P, _SIN, _COS = (np.frompyfunc(f, 1, 1) for f in (math.log, math.log1p, math.sin, math.cos))
+
+
+def _libm(fn, x: np.ndarray) -> np.ndarray:
+    return np.asarray(fn(x), dtype=np.float64)
+
+
+def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
+    """a * b + c in float64 rounded once, as the fused multiply-add of PyTorch's compiled kernel; x86's long double
+    (64-bit mantissa) holds the product closely enough that the final rounding agrees (plain float64 elsewhere)."""
+    if b == 1 and c == 0:
+        return a
+    if np.finfo(np.longdouble).nmant >= 63:
+        return (a.astype(np.longdouble) * np.longdouble(b) + np.longdouble(c)).astype(np.float64)
+    return a * b + c
+
+
 _F64_MASK = np.uint64((1 << 53) - 1)
 
 
@@ -77,14 +96,14 @@ def _box_muller_pairs(engine: MT19937, n: int, mean: float, std: float) -> np.nd
         start = 1
     pairs = (n - start + 1) // 2
     u = uniform_bits(engine, 2 * pairs, np.float64).reshape(pairs, 2)
-    radius = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+    radius = np.sqrt(-2.0 * _libm(_LOG1P, -u[:, 1]))
     theta = 2.0 * math.pi * u[:, 0]
-    both = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
+    both = np.stack([radius * _libm(_COS, theta), radius * _libm(_SIN, theta)], axis=1).reshape(-1)
     if (n - start) % 2:
         engine.next_double_normal = float(both[-1])
         both = both[:-1]
     out[start:] = both
-    return out * std + mean
+    return _fma64(out, std, mean)
 
 
 def _fill_blocks32(x: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -105,9 +124,10 @@ def _fill_blocks32(x: np.ndarray, mean: float, std: float) -> np.ndarray:
 
 def _fill_blocks64(x: np.ndarray, mean: float, std: float) -> np.ndarray:
     blocks = x.reshape(-1, _BLOCK)
-    radius = np.sqrt(-2.0 * np.log(1.0 - blocks[:, :8]))
+    radius = np.sqrt(-2.0 * _libm(_LOG, 1.0 - blocks[:, :8]))
     theta = 2.0 * math.pi * blocks[:, 8:]
-    return (np.concatenate([radius * np.cos(theta), radius * np.sin(theta)], axis=1) * std + mean).reshape(-1)
+    both = np.concatenate([radius * _libm(_COS, theta), radius * _libm(_SIN, theta)], axis=1)
+    return _fma64(both, std, mean).reshape(-1)
 
 
 def normal(engine: MT19937, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0, contiguous: bool = True):
@@ -185,6 +205,6 @@ def bernoulli_tensor(engine: MT19937, p: np.ndarray) -> np.ndarray:
 
 
 def exponential(engine: MT19937, shape: tuple, dtype, lambd: float = 1.0) -> np.ndarray:
-    """``exponential_(lambd)``: -1 / lambd * log(1 - u) with a float64 uniform, stored as ``dtype``."""
+    """``exponential_(lambd)``: -1 / lambd * log1p(-u) with a float64 uniform, stored as ``dtype``."""
     u = uniform_bits(engine, math.prod(shape), np.float64)
-    return ((-1.0 / lambd) * np.log(1.0 - u)).astype(dtype).reshape(shape)
+    return ((-1.0 / lambd) * _libm(_LOG1P, -u)).astype(dtype).reshape(shape)
