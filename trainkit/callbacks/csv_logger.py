@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..serialization.files import naming
 from .base import Callback, Logs
 
 
@@ -91,7 +92,7 @@ class CSVLogger(Callback):
             self.fieldnames = self.fieldnames + new
             self._write(self.fieldnames, rows)
             self._kept = None
-        with open(self.path, "a", newline="") as f:
+        with naming(self.path), open(self.path, "a", newline="") as f:
             csv.DictWriter(f, self.fieldnames).writerow(row)
         self._last_epoch = epoch
 
@@ -104,7 +105,7 @@ class CSVLogger(Callback):
     def _write(self, header: list[str], rows: list[dict[str, str]]) -> None:
         # write aside and rename, so an interruption never leaves a half-written log
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", newline="") as f:
+        with naming(self.path), open(tmp, "w", newline="") as f:
             if header:
                 writer = csv.DictWriter(f, header)
                 writer.writeheader()

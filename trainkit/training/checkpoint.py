@@ -16,6 +16,7 @@ from .. import serialization
 from ..autograd.random import default_generator
 from ..autograd.tensor import Tensor
 from ..callbacks.base import jsonable
+from ..serialization.files import naming
 from .run_folder import RunFolder
 
 
@@ -176,14 +177,15 @@ def write_history(path: str | Path, rows: list[dict]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(_line(row) for row in rows))
-    os.replace(tmp, path)
+    with naming(path):  # a full disk's error names the file
+        tmp.write_text("".join(_line(row) for row in rows))
+        os.replace(tmp, path)
     return path
 
 
 def append_history(path: str | Path, row: dict) -> None:
     """Add one epoch's row to the history file: a constant cost per epoch, however long the run."""
-    with open(path, "a") as f:
+    with naming(path), open(path, "a") as f:
         f.write(_line(row))
 
 
