@@ -80,3 +80,5 @@ def test_sigint_still_exits_130(tmp_path):
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert "resume with: trainkit train" in stderr
+    run = tmp_path / "runs" / "regression" / "version_0"
+    assert (run / "checkpoints" / "interrupted.npz").is_file() and not (run / ".lock").exists()
