@@ -10,7 +10,7 @@
 from .dataloader import BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler, default_collate
 from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, as_tensor, random_split
 from .digits import digits
-from .files import load_csv, load_npz
+from .files import MissingDataError, classes_of, load_classes, load_csv, load_npz, save_classes
 from .synthetic import regression_curve
 from .text import TextDataError, TextDataset, Vocabulary, load_text, vocabulary_of
 
@@ -19,6 +19,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "MissingDataError",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -28,12 +29,15 @@ __all__ = [
     "TextDataset",
     "Vocabulary",
     "as_tensor",
+    "classes_of",
     "default_collate",
     "digits",
+    "load_classes",
     "load_csv",
     "load_npz",
     "load_text",
     "random_split",
     "regression_curve",
+    "save_classes",
     "vocabulary_of",
 ]
