@@ -437,3 +437,21 @@ def test_streams_repeat_with_a_seed_on_every_device(device):
 
     for a, b in zip(draws(), draws()):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_subset_and_weighted_samplers(torch, seed):
+    from trainkit.data.dataloader import SubsetRandomSampler, WeightedRandomSampler
+
+    def g(lib):
+        return lib.Generator().manual_seed(seed)
+
+    indices = [3, 5, 8, 13, 21, 34]
+    assert list(SubsetRandomSampler(indices, g(trainkit))) == list(
+        torch.utils.data.SubsetRandomSampler(indices, g(torch))
+    )
+    weights = [0.1, 0.5, 2.0, 0.0, 1.0]
+    for n, replacement in ((40, True), (3, False)):
+        ours = WeightedRandomSampler(weights, n, replacement, generator=g(trainkit))
+        theirs = torch.utils.data.WeightedRandomSampler(weights, n, replacement, generator=g(torch))
+        assert list(ours) == list(theirs) and len(ours) == n

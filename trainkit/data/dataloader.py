@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.backend import int64
+from ..autograd.backend import float64, int64
 from ..autograd.creation import as_tensor, empty, randint, randperm, tensor
+from ..autograd.ops.sampling import multinomial
 from ..autograd.ops.shape import stack
 from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
@@ -87,6 +88,56 @@ class RandomSampler(Sampler):
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=generator).tolist()
         yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order, a new one each pass (``randperm`` of their count, as PyTorch).
+
+    >>> import trainkit
+    >>> sorted(SubsetRandomSampler([4, 7, 9], generator=trainkit.Generator().manual_seed(0)))
+    [4, 7, 9]
+    """
+
+    def __init__(self, indices, generator: Generator | None = None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[i]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights`` (``multinomial`` of the
+    float64 weights, as PyTorch), with replacement unless told otherwise.
+
+    >>> import trainkit
+    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3, generator=trainkit.Generator().manual_seed(0)))
+    [1, 1, 1]
+    """
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator: Generator | None = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        self.weights = as_tensor(weights, dtype=float64)
+        if self.weights.ndim != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {tuple(self.weights.shape)}"
+            )
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
