@@ -123,7 +123,7 @@ def test_print_config_shows_every_default_and_loads_back(tmp_path):
 
 def test_a_minimal_config_resolves_to_every_section(minimal):
     loaded = cfg.load(minimal)
-    assert loaded.name == "minimal" and dataclasses.asdict(loaded.scheduler) == {"name": None, "options": {}}
+    assert loaded.name == "minimal" and dataclasses.asdict(loaded.scheduler) == {"name": None, "options": {}, "interval": "epoch"}
     for name, section in _sections().items():
         assert type(getattr(loaded, name)) is section, name
         assert list(dataclasses.asdict(getattr(loaded, name))) == [f.name for f in dataclasses.fields(section)], name
@@ -218,7 +218,7 @@ def test_set_reaches_nested_keys(minimal):
         ],
     )
     assert loaded.optimizer.options == {"momentum": 0.9}
-    assert dataclasses.asdict(loaded.scheduler) == {"name": "StepLR", "options": {"step_size": 3}}
+    assert dataclasses.asdict(loaded.scheduler) == {"name": "StepLR", "options": {"step_size": 3}, "interval": "epoch"}
     assert loaded.trainer.grad_clip_norm == 1.5
     with pytest.raises(cfg.ConfigError, match=r"--set trainer.epochs.x: 'epochs' is not a section"):
         cfg.load(minimal, ["trainer.epochs=3", "trainer.epochs.x=1"])

@@ -215,6 +215,11 @@ class SchedulerSection:
 
     name: str | None = setting(None, "a scheduler of trainkit.optim.lr_scheduler; null: none", choices=SCHEDULERS)
     options: dict | None = setting({}, "its keyword arguments, e.g. {step_size: 30}")
+    interval: str = setting(
+        "epoch",
+        "when it steps: epoch (at each epoch's end) or step (after each optimizer step, as OneCycleLR expects)",
+        choices=("epoch", "step"),
+    )
 
     def check(self) -> None:
         if self.options and self.name is None:

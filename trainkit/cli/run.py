@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..autograd.random import manual_seed
 from ..callbacks.base import Callback
+from ..callbacks.lr_scheduler import LRSchedulerCallback
 from ..callbacks.nan import TerminateOnNaN
 from ..data import ConcatDataset, TextDataError, vocabulary_of
 from ..data.dataset import split_tail
@@ -337,6 +338,9 @@ def build(config: RunConfig, run_dir: str | Path | None = None, classes: list[st
 
     run_dir = Path(config.output_dir) / config.name if run_dir is None else Path(run_dir)
     callbacks = [_callback(config, i, spec) for i, spec in enumerate(config.callbacks)]
+    if scheduler is not None and config.scheduler.interval == "step":  # the callback steps it after each update
+        callbacks.append(LRSchedulerCallback(scheduler, interval="step"))
+        scheduler = None
     if trainer_args.get("terminate_on_nan") and not any(isinstance(cb, TerminateOnNaN) for cb in callbacks):
         callbacks.append(TerminateOnNaN())  # the one the Trainer would add, made here to read where a run diverged
     try:
