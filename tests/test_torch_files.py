@@ -441,9 +441,11 @@ def test_trainkit_save_to_pt_writes_what_torch_load_reads(tmp_path):
     assert again["epoch"] == 7 and np.array_equal(again["model"]["0.weight"].numpy(), model[0].weight.detach().numpy())
 
 
-def test_a_pt_file_holds_tensors_not_numpy_arrays(tmp_path):
+def test_a_pt_file_holds_numpy_arrays_for_trusted_loads(torch, tmp_path):
     import trainkit
 
-    with pytest.raises(TypeError, match=r"a \.pt file holds tensors, not NumPy arrays.*\.npz"):
-        trainkit.save({"a": np.ones(2)}, tmp_path / "x.pt")
-    assert not (tmp_path / "x.pt").exists()
+    trainkit.save({"a": np.ones(2)}, tmp_path / "x.pt")  # pickled as torch.save pickles it
+    np.testing.assert_array_equal(torch.load(tmp_path / "x.pt", weights_only=False)["a"], np.ones(2))
+    np.testing.assert_array_equal(trainkit.load(tmp_path / "x.pt", weights_only=False)["a"], np.ones(2))
+    with pytest.raises(UnsafeGlobalError, match=r"x\.pt.*'numpy\._core\.multiarray\._reconstruct'"):
+        trainkit.load(tmp_path / "x.pt")  # refused by default, as torch.load(weights_only=True) refuses it

@@ -1,9 +1,11 @@
-"""Files on disk: trainkit's own ``save`` / ``load`` archives, PyTorch's ``.pt`` files read and written without
-running pickled code, safetensors, and the atomic write that all of them share.
+"""Files on disk: ``save`` / ``load`` as ``torch.save`` / ``torch.load`` (PyTorch's zip format), trainkit's own
+``.npz`` archives, safetensors, and the atomic write that all of them share.
 
-- ``save_load``: ``trainkit.save`` / ``trainkit.load`` (``.npz`` archives; ``.pt`` and ``.safetensors`` by suffix);
-- ``torch_pickle``: reading ``torch.save`` files through an allowlist (``load_torch_file``);
-- ``torch_writer``: writing files that ``torch.load(weights_only=True)`` reads (``save_torch_file``);
+- ``save_load``: ``trainkit.save`` / ``trainkit.load`` (the format chosen by the name);
+- ``torch_pickle``: reading ``torch.save`` files, through an allowlist unless ``weights_only=False``;
+- ``torch_writer``: writing what ``torch.save`` writes (``save_torch_file``);
+- ``safe_globals``: ``add_safe_globals``, ``get_safe_globals``, ``clear_safe_globals``, ``safe_globals``;
+- ``locations``: ``map_location`` (a device, a string, a dict or a callable);
 - ``files``: a temporary name beside a target, renamed over it once the write is complete.
 
 >>> import io, trainkit
@@ -15,6 +17,7 @@ running pickled code, safetensors, and the atomic write that all of them share.
 """
 
 from .files import temporary_beside
+from .safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from .save_load import FileFormatError, load, save
 from .torch_pickle import TorchFileError, UnsafeGlobalError, load_torch_file
 from .torch_writer import save_torch_file
@@ -23,8 +26,12 @@ __all__ = [
     "FileFormatError",
     "TorchFileError",
     "UnsafeGlobalError",
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
     "load",
     "load_torch_file",
+    "safe_globals",
     "save",
     "save_torch_file",
     "temporary_beside",

@@ -1,12 +1,12 @@
-"""``save`` and ``load`` in the manner of ``torch.save`` / ``torch.load``, without pickle.
+"""``save`` and ``load`` as ``torch.save`` / ``torch.load``, in three formats chosen by the name.
 
-What can be saved: tensors, NumPy arrays, numbers, strings, ``None`` and bools, in dicts (string or int keys),
-lists and tuples nested to any depth: state dicts of models, optimizers and schedulers, and your own bundles of
-them. The file is an archive (also used by :mod:`trainkit.training.checkpoint`): arrays in a ``.npz`` plus one JSON
-document for the structure, written atomically. Loading reads only arrays and JSON, so a file can never run code.
-
-Anything else (a whole ``Module``, an arbitrary object) raises ``TypeError``: save ``model.state_dict()`` and load
-it into a freshly built model instead.
+- ``.pt`` / ``.pth`` names and file objects: PyTorch's zip format (``torch_writer``, ``torch_pickle``), any
+  picklable object, read by ``torch.load`` and written by ``torch.save`` alike. ``load`` runs no pickled code
+  unless told ``weights_only=False``.
+- ``.safetensors``: a flat state dict (``safetensors_format``).
+- other names (``.npz``): trainkit's own archive (also used by :mod:`trainkit.training.checkpoint`): arrays in a
+  ``.npz`` plus one JSON document for the structure, written atomically; it holds tensors, NumPy arrays, numbers,
+  strings, ``None`` and bools in dicts, lists and tuples, and can never run code.
 
 >>> import io, trainkit
 >>> buffer = io.BytesIO()
@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pickle
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -28,11 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..autograd.backend import CPU, device, to_device
+from ..autograd.backend import CPU, to_device
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, creation_mode, naming, temporary_beside
+from .locations import placement
 from .safetensors_format import read_safetensors
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
@@ -91,7 +93,10 @@ def _encode(value, path: str, arrays: list):
         else "save its state as tensors, arrays, numbers and strings in dicts and lists instead (for a model: "
         "save model.state_dict())"
     )
-    raise TypeError(f"cannot save an object of type {kind} (at {_where(path)}): {hint}")
+    raise TypeError(
+        f"cannot save an object of type {kind} (at {_where(path)}) in trainkit's .npz format: {hint}; or choose a "
+        ".pt name, whose pickle holds any object"
+    )
 
 
 def _is_parameter(t: Tensor) -> bool:
@@ -130,14 +135,17 @@ def _write(f, meta, arrays) -> None:
     np.savez(f, **{_META: np.array(json.dumps(meta))}, **{f"a{i}": a for i, a in enumerate(arrays)})
 
 
-def save(obj, f) -> None:
-    """Save ``obj`` (a state dict, or nested dicts/lists/tuples of tensors, arrays, numbers and strings) to ``f``.
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2) -> None:
+    """Save ``obj`` to ``f``, a path (written atomically: to a temporary file first, then renamed) or a binary file
+    object, as ``torch.save`` does.
 
-    ``f`` is a path (written atomically: to a temporary file first, then renamed) or a binary file object. A path
-    ending in ``.pt`` or ``.pth`` gets PyTorch's format (``serialization.torch_writer``), which ``torch.load(path,
-    weights_only=True)`` reads; ``.safetensors`` the safetensors format (a flat state dict; needs the
-    ``safetensors`` package); other names get trainkit's own archive, which also holds NumPy arrays.
-    Tensors are saved with their values and dtype (from any device), and whether a leaf requires grad.
+    A file object, or a path ending in ``.pt`` or ``.pth``, gets PyTorch's zip format: any picklable object (a whole
+    model, an optimizer's state dict, dataclasses, NumPy arrays), tensors stored as torch stores them, so that
+    ``torch.load`` reads a state dict saved here (a whole trainkit model loads back in trainkit, with
+    ``weights_only=False``). ``.safetensors`` gets the safetensors format (a flat state dict; needs the
+    ``safetensors`` package); other names trainkit's own archive (tensors, NumPy arrays, numbers and strings in
+    dicts, lists and tuples). Tensors are saved with their values and dtype (from any device), and whether a leaf
+    requires grad.
 
     >>> import tempfile, trainkit
     >>> model = trainkit.nn.Linear(3, 2)
@@ -146,32 +154,28 @@ def save(obj, f) -> None:
     >>> model.load_state_dict(load(path))
     IncompatibleKeys(missing_keys=[], unexpected_keys=[])
     >>> save(model, path)
-    Traceback (most recent call last):
-    ...
-    TypeError: cannot save an object of type trainkit.layers.linear.Linear (at the top level): save ...
+    >>> type(load(path, weights_only=False)).__name__
+    'Linear'
     """
-    arrays: list = []
-    meta = _encode(obj, "", arrays)  # also checks that obj holds only what a file may hold, naming the culprit
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("trainkit.save pickles with its own pickler (torch's names for tensors): omit pickle_module")
     if hasattr(f, "write"):
-        _write(f, meta, arrays)
+        save_torch_file(obj, f, pickle_protocol)
         return
     with naming(f):  # a full disk's error names the file
-        _save_to(Path(f), obj, meta, arrays)
+        _save_to(Path(f), obj, pickle_protocol)
 
 
-def _save_to(path: Path, obj, meta, arrays) -> None:
+def _save_to(path: Path, obj, protocol: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".safetensors":
         _save_safetensors(obj, path)
         return
     if path.suffix in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
-        if any(not isinstance(a, Tensor) for a in _leaves(obj)):
-            raise TypeError(
-                f"{path}: a .pt file holds tensors, not NumPy arrays (which torch.load would refuse): "
-                "save them as tensors (trainkit.from_numpy), or choose a .npz name for trainkit's format"
-            )
-        save_torch_file(obj, path)
+        save_torch_file(obj, path, protocol)
         return
+    arrays: list = []
+    meta = _encode(obj, "", arrays)  # checks that obj holds only what the archive may hold, naming the culprit
     tmp = temporary_beside(path)  # made by open(): the umask gives its mode, as torch.save's files get theirs
     try:
         with open(tmp, "wb") as out:
@@ -224,25 +228,26 @@ def _load_safetensors(path: Path) -> OrderedDict:
     return OrderedDict((name, Tensor._make(array)) for name, array in arrays.items())
 
 
-def _leaves(obj):
-    """The arrays and tensors inside ``obj``."""
-    if isinstance(obj, (Tensor, np.ndarray)):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _leaves(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _leaves(v)
+def load(
+    f,
+    map_location=None,
+    pickle_module=None,
+    *,
+    weights_only: bool | None = True,
+    mmap: bool | None = None,
+    _expect: dict | None = None,
+    **pickle_load_args,
+):
+    """Load what ``save`` or ``torch.save`` wrote to ``f``, a path or a binary file object, as ``torch.load`` does.
 
-
-def load(f, weights_only: bool = True, map_location=None, *, _expect: dict | None = None):
-    """Load what ``save`` wrote to ``f``, a path or a binary file object.
-
-    Tensors come back as trainkit Tensors on the CPU, or on ``map_location`` (a device or a string such as
-    ``"cpu"`` or ``"cuda:0"``) when given. A ``.pt`` / ``.pth`` file that ``torch.save`` wrote is read too, without
-    PyTorch and without running anything it holds (``trainkit.serialization.torch_pickle``). Nothing is unpickled, so
-    ``weights_only=True`` is the only mode: ``weights_only=False`` raises ``ValueError``.
+    ``weights_only=True`` (the default, as torch's since 2.6) reads tensors, containers, numbers, strings and
+    torch's own safe types, plus the classes and functions ``trainkit.serialization.add_safe_globals`` trusts;
+    anything else is refused in torch's words, naming the global, before anything in the file runs.
+    ``weights_only=False`` unpickles whatever the file holds (a whole model): only for files you trust. Names under
+    ``torch.`` in a file torch saved are looked up under ``trainkit.``. Tensors come back as trainkit Tensors on the
+    CPU, or where ``map_location`` sends them: a device or a string (``"cpu"``, ``"cuda:0"``), a dict of saved
+    locations (``{"cuda:0": "cpu"}``) or a callable ``(storage, location)``. ``mmap`` is accepted and the file is
+    read whole. trainkit's ``.npz`` archives and ``.safetensors`` files never hold code, whatever ``weights_only``.
 
     >>> import io, trainkit
     >>> buffer = io.BytesIO()
@@ -251,36 +256,44 @@ def load(f, weights_only: bool = True, map_location=None, *, _expect: dict | Non
     >>> load(buffer, map_location="cpu")
     [tensor([0, 1, 2]), {'lr': 0.1}]
     """
-    if weights_only is not True:
-        raise ValueError(
-            "trainkit.load does not support weights_only=False: it never loads pickled objects, since unpickling "
-            "can run arbitrary code. Files hold only tensors, arrays, numbers, strings, dicts, lists and tuples; "
-            "call load(f) (weights_only=True) and rebuild other objects from their state dicts."
-        )
-    dev = None
-    if map_location is not None:
-        if not isinstance(map_location, (str, device)):
-            raise TypeError(
-                f"map_location must be a device or a string such as 'cpu' or 'cuda:0', got "
-                f"{type(map_location).__name__}"
-            )
-        dev = device(map_location) if isinstance(map_location, str) else map_location
-    where = getattr(f, "name", "the file object") if hasattr(f, "read") else str(f)
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("trainkit.load reads pickles with its own unpickler; pickle_module is not supported")
+    if pickle_load_args and set(pickle_load_args) != {"encoding"}:
+        raise TypeError(f"trainkit.load got unexpected arguments {sorted(pickle_load_args)}")
+    weights_only = True if weights_only is None else bool(weights_only)
+    place = placement(map_location)  # a bad map_location is refused before the file is opened
+    where = (getattr(f, "name", None) or "the file object") if hasattr(f, "read") else str(f)
     if not hasattr(f, "read") and not Path(f).is_file():
         raise FileNotFoundError(f"no such file: {f}")
     if not hasattr(f, "read") and Path(f).suffix == ".safetensors":
-        return _on_device(_load_safetensors(Path(f)), dev)
+        return _on_device(_load_safetensors(Path(f)), place("cpu"))
+    if _is_torch_archive(f):  # a file torch.save (or save under a .pt name) wrote
+        return load_torch_file(f, map_location=map_location, weights_only=weights_only)
     if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
-        return _on_device(load_torch_file(f), dev)  # a file torch.save wrote: read without torch, unpickling nothing
+        return load_torch_file(f, map_location=map_location, weights_only=weights_only)  # names what is wrong
     meta, arrays = _read_archive(f, where, _expect)
     try:
-        return _decode(meta, arrays, dev)
+        return _decode(meta, arrays, place("cpu"))
     except KeyError as err:
         raise FileFormatError(f"{where}: its structure names array {err.args[0]!r}, which the file lacks") from None
     except RecursionError:
         raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
     except (TypeError, AttributeError, ValueError) as err:
         raise FileFormatError(f"{where}: its structure is not one trainkit.save writes ({err})") from None
+
+
+def _is_torch_archive(f) -> bool:
+    """Whether ``f`` is a zip archive holding one ``<name>/data.pkl`` and no trainkit structure document."""
+    start = f.tell() if hasattr(f, "read") else 0
+    try:
+        with zipfile.ZipFile(f) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return False
+    finally:
+        if hasattr(f, "read"):
+            f.seek(start)
+    return f"{_META}.npy" not in names and any(n.endswith("/data.pkl") and n.count("/") == 1 for n in names)
 
 
 def _written_by_save(path) -> bool:

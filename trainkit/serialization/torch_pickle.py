@@ -8,13 +8,19 @@ and call it, so a file from elsewhere is only as safe as the reader's list of na
 ``load_torch_file`` accepts the names that ``torch.load(weights_only=True)`` accepts for plain state dicts and
 checkpoints (the tensor rebuild functions, the storage classes, ``collections.OrderedDict``, ``torch.Size``,
 dtypes, devices and the primitive containers), each mapped to this module's rebuild functions or to a plain
-Python or trainkit counterpart; anything else is refused with ``UnsafeGlobalError`` before it is looked up, so
-nothing in the file is imported or run, and BUILD may not change those shared objects. Storages become NumPy
-arrays, tensors trainkit Tensors viewing them (views of one storage share memory, as in torch), on the CPU.
+Python or trainkit counterpart, plus what ``add_safe_globals`` trusts; anything else is refused with
+``UnsafeGlobalError`` (torch's words) before it is looked up, so nothing in the file is imported or run, and BUILD
+may not change those shared objects. Storages become NumPy arrays, tensors trainkit Tensors viewing them (views of
+one storage share memory, as in torch), on the CPU or where ``map_location`` sends them.
+
+With ``weights_only=False`` the pickle runs as Python's pickle runs it (only for files you trust): classes are
+imported, a name under ``torch.`` is looked up under ``trainkit.`` instead (``torch.nn.modules.linear.Linear``
+as ``trainkit.nn.modules.linear.Linear``), and tensors are still rebuilt by this module.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import pickle
@@ -22,7 +28,7 @@ import zipfile
 import zlib
 from collections import Counter, OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -32,6 +38,8 @@ from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES
+from .locations import placement
+from .safe_globals import get_safe_globals, lookup, unsupported_global_message
 from .safetensors_format import widen_bfloat16
 
 __all__ = ["TorchFileError", "UnsafeGlobalError", "load_torch_file"]
@@ -91,8 +99,8 @@ class _StorageType:
 class _Storage:
     """A storage read from the archive: a flat NumPy array in native byte order."""
 
-    def __init__(self, array: np.ndarray, key: str, kind: str):
-        self.array, self.key, self.kind = array, key, kind
+    def __init__(self, array: np.ndarray, key: str, kind: str, target: device):
+        self.array, self.key, self.kind, self.target = array, key, kind, target
 
 
 class _Marker:
@@ -115,14 +123,25 @@ class _Unpickler(pickle._Unpickler):
     It is pickle's Python unpickler, whose opcodes can be replaced one by one (the C one's cannot): BUILD sets
     attributes on any object on the stack, the allowed globals included, so a file could rewrite
     ``collections.Counter`` or ``trainkit.float32`` for the whole process; here it may only set the attributes of
-    an OrderedDict it made (a state dict's ``_metadata``) and the new attributes of a tensor.
+    an OrderedDict it made (a state dict's ``_metadata``), the new attributes of a tensor and the state of an
+    instance of a class ``add_safe_globals`` trusts. With ``weights_only=False`` it is pickle, tensors aside.
     """
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, file, path: Path, archive: zipfile.ZipFile, prefix: str, byteorder: str):
+    def __init__(
+        self,
+        file,
+        path: Path | str,
+        archive: zipfile.ZipFile,
+        prefix: str,
+        byteorder: str,
+        weights_only: bool = True,
+        map_location: Any = None,
+    ):
         super().__init__(file)
         self.path, self.archive, self.prefix = path, archive, prefix
+        self.weights_only, self.place = weights_only, placement(map_location)
         self.order = ">" if byteorder == "big" else "<"
         self.storages: dict[str, _Storage] = {}
         self.bfloat16 = False
@@ -151,7 +170,11 @@ class _Unpickler(pickle._Unpickler):
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
-        if type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
+        trusted = [entry[0] if isinstance(entry, tuple) else entry for entry in get_safe_globals()]
+        if not self.weights_only or any(type(inst) is t for t in trusted):
+            self.stack.append(state)  # pickle's own BUILD: __setstate__, or the instance's __dict__ and slots
+            pickle._Unpickler.load_build(self)
+        elif type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
             self.set_state(inst, state)
         else:
             raise self.fail(
@@ -173,20 +196,36 @@ class _Unpickler(pickle._Unpickler):
         return bytearray(source, *args)
 
     def find_class(self, module: str, name: str):
-        try:
+        if (module, name) in self.allowed:
             return self.allowed[(module, name)]
-        except KeyError:
+        if not self.weights_only:
+            return self.import_global(module, name)
+        trusted = lookup(module, name)
+        if trusted is not None:
+            return trusted
+        raise self.fail(unsupported_global_message(module, name, str(self.path)), UnsafeGlobalError)
+
+    def import_global(self, module: str, name: str):
+        """A global of a trusted file: torch's names as trainkit's, the others imported as pickle does."""
+        if module != "torch" and not module.startswith("torch."):
+            return super().find_class(module, name)
+        ours = "trainkit" + module.removeprefix("torch")
+        try:
+            found = importlib.import_module(ours)
+            for part in name.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError):
             raise self.fail(
-                f"refusing to load the global '{module}.{name}': only tensors, storages and plain containers "
-                "(what torch.load(weights_only=True) accepts for a state dict) are allowed; nothing in the file "
-                "was run",
-                UnsafeGlobalError,
+                f"the file names torch's {module}.{name}, and trainkit has no {ours}.{name} to load it as; a whole "
+                "torch model loads in torch: save its state_dict() with torch.save and load that into a trainkit "
+                "model"
             ) from None
+        return found
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
             raise self.fail(f"unknown persistent id {pid!r} (expected ('storage', type, key, location, numel))")
-        _, kind, key, _location, numel = pid  # every storage comes to the CPU, as map_location='cpu'
+        _, kind, key, location, numel = pid
         if not isinstance(kind, _StorageType) or not isinstance(key, str) or not isinstance(numel, int):
             raise self.fail(f"malformed storage record {pid!r}")
         if key in self.storages:
@@ -207,7 +246,8 @@ class _Unpickler(pickle._Unpickler):
         if kind.name == "BFloat16Storage":
             array = widen_bfloat16(array)
             self.bfloat16 = True
-        self.storages[key] = _Storage(array, key, kind.name)
+        target = self.place(location if isinstance(location, str) else "cpu", array)
+        self.storages[key] = _Storage(array, key, kind.name, target)
         return self.storages[key]
 
     def rebuild_tensor(
@@ -231,6 +271,8 @@ class _Unpickler(pickle._Unpickler):
             array[storage_offset:] if 0 not in size else array[:0], size, tuple(s * array.itemsize for s in stride)
         )
         tensor = from_numpy(view)
+        if storage.target.type != "cpu":
+            tensor = tensor.to(storage.target)
         if requires_grad:
             tensor.requires_grad_(True)
         return tensor
@@ -310,10 +352,16 @@ def read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
         raise TorchFileError(f"{path}: cannot read {name} from the archive: {e} (the file is corrupt)") from e
 
 
-def _not_a_zip(path: Path) -> TorchFileError:
-    with open(path, "rb") as f:
-        head = f.read(len(_LEGACY_MAGIC))
-    if head == _LEGACY_MAGIC or _is_tar(path):
+def _head(f: Any, start: int, size: int) -> bytes:
+    f.seek(start)
+    return f.read(size)
+
+
+def _not_a_zip(path: Path | str, f: Any) -> TorchFileError:
+    start = f.tell()
+    head, tar = _head(f, start, len(_LEGACY_MAGIC)), _head(f, start + 257, 5) == b"ustar"
+    f.seek(start)
+    if head == _LEGACY_MAGIC or tar:
         return TorchFileError(
             f"{path} is in PyTorch's legacy format (written by torch older than 1.6), which this reader does not "
             "support; re-save it with a current torch: torch.save(torch.load(path), path)"
@@ -321,12 +369,6 @@ def _not_a_zip(path: Path) -> TorchFileError:
     if head.startswith(b"PK"):
         return TorchFileError(f"{path}: the zip archive is truncated or corrupt (no central directory)")
     return TorchFileError(f"{path} is not a PyTorch file: torch.save writes a zip archive, this is not one")
-
-
-def _is_tar(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(257)
-        return f.read(5) == b"ustar"
 
 
 def _record_prefix(path: Path, names: list[str]) -> str:
@@ -344,14 +386,17 @@ def _record_prefix(path: Path, names: list[str]) -> str:
     raise TorchFileError(f"{path}: expected one <name>/data.pkl in the archive, found {found}")
 
 
-def load_torch_file(path: str | os.PathLike) -> Any:
-    """Load what ``torch.save`` wrote (a state dict, a checkpoint dict) without torch and without running code.
+def load_torch_file(f: str | os.PathLike | IO[bytes], map_location: Any = None, weights_only: bool = True) -> Any:
+    """Load what ``torch.save`` (or ``trainkit.save`` under a ``.pt`` name) wrote, from a path or a binary file
+    object, without torch.
 
-    Tensors come back as trainkit Tensors on the CPU (Parameters where they were saved as ones, with the saved
-    ``requires_grad``), views of one storage sharing memory; bfloat16 becomes float32 (exactly; a warning says
-    so). A pickle naming anything but tensors, storages and plain containers raises ``UnsafeGlobalError``
-    (a ``pickle.UnpicklingError``) naming the file and the global; files in torch's pre-1.6 format, TorchScript
-    archives and damaged files raise ``TorchFileError`` naming the file.
+    Tensors come back as trainkit Tensors on the CPU or where ``map_location`` sends them (Parameters where they
+    were saved as ones, with the saved ``requires_grad``), views of one storage sharing memory; bfloat16 becomes
+    float32 (exactly; a warning says so). With ``weights_only=True`` (the default, as torch's) a pickle naming
+    anything but tensors, storages, plain containers and what ``add_safe_globals`` trusts raises
+    ``UnsafeGlobalError`` (a ``pickle.UnpicklingError``) naming the file and the global, in torch's words, and
+    nothing in the file runs; ``weights_only=False`` unpickles whatever the file holds (trusted files only).
+    Files in torch's pre-1.6 format, TorchScript archives and damaged files raise ``TorchFileError`` naming the file.
 
     >>> import torch                                        # doctest: +SKIP
     >>> torch.save(torch.nn.Linear(3, 2).state_dict(), "linear.pt")     # doctest: +SKIP
@@ -361,13 +406,23 @@ def load_torch_file(path: str | os.PathLike) -> Any:
     >>> trainkit.nn.Linear(3, 2).load_state_dict(sd)        # doctest: +SKIP
     <All keys matched successfully>
     """
-    path = Path(path)
+    if hasattr(f, "read"):
+        return _load_from(f, getattr(f, "name", None) or "the file object", map_location, weights_only)
+    path = Path(f)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    if not zipfile.is_zipfile(path):
-        raise _not_a_zip(path)
+    with open(path, "rb") as opened:
+        return _load_from(opened, path, map_location, weights_only)
+
+
+def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: bool) -> Any:
+    start = f.tell()
+    if not zipfile.is_zipfile(f):
+        f.seek(start)
+        raise _not_a_zip(path, f)
+    f.seek(start)
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(f)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
         raise TorchFileError(f"{path}: the zip archive is corrupt: {e}") from e
     with archive:
@@ -380,12 +435,14 @@ def load_torch_file(path: str | os.PathLike) -> Any:
                 raise TorchFileError(f"{path}: unknown byte order {byteorder!r} in {prefix}byteorder")
         member_size(path, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES)
         data = io.BytesIO(read_member(path, archive, f"{prefix}data.pkl"))
-        unpickler = _Unpickler(data, path, archive, prefix, byteorder)
+        unpickler = _Unpickler(data, path, archive, prefix, byteorder, weights_only, map_location)
         try:
             result = unpickler.load()
         except TorchFileError:
             raise
         except Exception as e:  # any failure inside the pickle means a damaged or foreign file
+            if not weights_only:
+                raise  # a trusted file's own code failed (a class that cannot be imported here): pickle's error
             raise TorchFileError(
                 f"{path}: cannot unpickle {prefix}data.pkl: {type(e).__name__}: {e} "
                 "(the file is truncated, corrupt or not a torch.save file)"

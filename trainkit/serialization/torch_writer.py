@@ -1,22 +1,29 @@
-"""Write PyTorch's ``.pt`` format without PyTorch: ``torch.load(path, weights_only=True)`` reads the result.
+"""Write PyTorch's ``.pt`` format without PyTorch: ``torch.load`` reads the result, and ``trainkit.load`` too.
 
 The file is what ``torch.save`` writes: a zip archive with ``archive/data.pkl`` (a protocol-2 pickle of the object),
-``archive/data/<key>`` (each tensor's bytes, one storage per tensor), ``archive/byteorder`` and ``archive/version``.
-The pickle is emitted here opcode by opcode, since Python's pickler would need torch importable to name torch's
-globals; it names only what ``weights_only`` loading accepts: ``torch._utils._rebuild_tensor_v2`` and
-``_rebuild_parameter``, the typed storage classes, and ``collections.OrderedDict``.
+``archive/data/<key>`` (each tensor's bytes, one storage per tensor, 64-byte aligned), ``archive/byteorder`` and
+``archive/version``. Any picklable object may be saved. Tensors are pickled as torch pickles its own: a call to
+``torch._utils._rebuild_tensor_v2`` on a *persistent id* naming a typed storage (``torch.FloatStorage``), wrapped
+in ``_rebuild_parameter`` for a Parameter; trainkit's dtypes and devices become ``torch.float32`` and
+``torch.device``, NumPy numbers Python numbers. Those names are written as they are spelled in torch (Python's
+pickler would need torch importable to name them), so a state dict saved here is what
+``torch.load(weights_only=True)`` accepts.
+Everything else (a whole model, a dataclass, a NumPy array) is pickled by Python's pickler, naming its own classes:
+a trainkit model loads back in trainkit, with ``weights_only=False``.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import struct
 import zipfile
 from collections import OrderedDict
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
+from ..autograd.backend import device, dtype
 from ..autograd.tensor import Tensor
 from ..layers.parameter import Parameter
 from .files import temporary_beside
@@ -35,129 +42,158 @@ _STORAGES = {
     "uint8": "ByteStorage",
     "bool": "BoolStorage",
 }
+_ALIGNMENT = 64  # torch.save aligns each storage's bytes in the archive so that torch.load(mmap=True) can map them
 
 
-class _Pickle:
-    """A protocol-2 pickle of dicts, lists, tuples, numbers, strings, None and tensors, written opcode by opcode;
-    ``storages`` collects the tensors' arrays in the order their keys were given."""
+class _TorchGlobal:
+    """One of torch's names (``torch._utils._rebuild_tensor_v2``), written into the pickle as a GLOBAL."""
 
-    def __init__(self) -> None:
-        self.out = bytearray(b"\x80\x02")  # PROTO 2
-        self.storages: list[np.ndarray] = []
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
 
-    def finish(self) -> bytes:
-        return bytes(self.out + b".")  # STOP
+    def __call__(self, *args: Any) -> None:  # the pickler only accepts callables as the first item of a reduce
+        raise TypeError(f"{self.module}.{self.name} is a name in a file, not a function")
 
-    def global_(self, module: str, name: str) -> None:
-        self.out += b"c" + module.encode() + b"\n" + name.encode() + b"\n"
 
-    def value(self, obj: Any, where: str) -> None:
-        out = self.out
-        if isinstance(obj, np.generic):  # a NumPy number is saved as the Python number it holds
-            obj = obj.item()
-        if obj is None:
-            out += b"N"
-        elif obj is True or obj is False:
-            out += b"\x88" if obj else b"\x89"
-        elif isinstance(obj, int):
-            data = obj.to_bytes((obj.bit_length() + 8) // 8 or 1, "little", signed=True)
-            out += b"\x8a" + bytes([len(data)]) + data  # LONG1
-        elif isinstance(obj, float):
-            out += b"G" + struct.pack(">d", obj)  # BINFLOAT
-        elif isinstance(obj, str):
-            data = obj.encode("utf-8")
-            out += b"X" + struct.pack("<I", len(data)) + data  # BINUNICODE
-        elif isinstance(obj, Tensor):
-            self.tensor(obj)
-        elif isinstance(obj, dict):
-            if isinstance(obj, OrderedDict):
-                self.global_("collections", "OrderedDict")
-                out += b")R"  # an empty tuple, REDUCE: OrderedDict()
-            else:
-                out += b"}"
-            if obj:
-                out += b"("  # MARK
-                for k, v in obj.items():
-                    if not isinstance(k, (str, int)):
-                        raise TypeError(f"cannot save a {type(k).__name__} key at {where} in a .pt file")
-                    self.value(k, where)
-                    self.value(v, f"{where}[{k!r}]")
-                out += b"u"  # SETITEMS
-        elif isinstance(obj, list):
-            out += b"]"  # EMPTY_LIST, then MARK ... APPENDS (weights_only loading knows no LIST opcode)
-            if obj:
-                out += b"("
-                for i, v in enumerate(obj):
-                    self.value(v, f"{where}[{i}]")
-                out += b"e"
-        elif isinstance(obj, tuple):
-            out += b"("
-            for i, v in enumerate(obj):
-                self.value(v, f"{where}[{i}]")
-            out += b"t"
-        else:
-            raise TypeError(
-                f"cannot save an object of type {type(obj).__name__} at {where} in a .pt file: it holds "
-                "tensors, numbers, strings, None and dicts, lists or tuples of them"
-            )
+class _StorageRecord:
+    """A tensor's bytes, pickled as torch's persistent id ``('storage', class, key, location, numel)``."""
 
-    def tensor(self, t: Tensor) -> None:
+    def __init__(self, array: np.ndarray, kind: _TorchGlobal, key: str, location: str):
+        self.array, self.kind, self.key, self.location = array, kind, key, location
+
+
+class _Pickler(pickle._Pickler):
+    """Python's pickler (its dispatch can be extended, the C one's cannot) with torch's names for tensors."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file: IO[bytes], protocol: int = 2):
+        super().__init__(file, protocol=protocol)  # 2: torch.save's default
+        self.storages: list[_StorageRecord] = []
+        self.names: dict[tuple[str, str], _TorchGlobal] = {}
+
+    def torch_name(self, module: str, name: str) -> _TorchGlobal:
+        if (module, name) not in self.names:  # one object per name, so the memo writes each GLOBAL once
+            self.names[(module, name)] = _TorchGlobal(module, name)
+        return self.names[(module, name)]
+
+    def save_torch_global(self, obj: _TorchGlobal) -> None:
+        self.write(b"c" + obj.module.encode() + b"\n" + obj.name.encode() + b"\n")
+        self.memoize(obj)
+
+    dispatch[_TorchGlobal] = save_torch_global
+
+    def save_dtype(self, obj: dtype) -> None:
+        self.save(self.torch_name("torch", obj.name))
+
+    dispatch[dtype] = save_dtype
+
+    def save_numpy_number(self, obj: np.generic) -> None:
+        # the Python number it holds, which torch.load(weights_only=True) accepts (a NumPy scalar it refuses)
+        self.save(obj.item())
+
+    for _kind in {t for t in np.sctypeDict.values() if issubclass(t, (np.number, np.bool_))}:
+        dispatch[_kind] = save_numpy_number
+    del _kind
+
+    def persistent_id(self, obj: Any) -> tuple | None:
+        if isinstance(obj, _StorageRecord):
+            return ("storage", obj.kind, obj.key, obj.location, int(obj.array.size))
+        return None
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Tensor):
+            return self.reduce_tensor(obj)
+        if isinstance(obj, device):
+            return (self.torch_name("torch", "device"), (str(obj),))
+        return NotImplemented
+
+    def reduce_tensor(self, t: Tensor) -> tuple:
         array = np.require(t.detach().cpu().numpy(), requirements="C")  # ascontiguousarray would make 0-d 1-d
-        storage = _STORAGES.get(array.dtype.name)
-        if storage is None:
-            raise TypeError(f"cannot save a {array.dtype} tensor in a .pt file")
-        parameter = isinstance(t, Parameter)
-        if parameter:
-            self.global_("torch._utils", "_rebuild_parameter")
-            self.out += b"("
-        self.global_("torch._utils", "_rebuild_tensor_v2")
-        self.out += b"("
-        # the storage, as torch's persistent id: ('storage', storage class, key, location, number of elements)
-        self.out += b"("
-        self.value("storage", "")
-        self.global_("torch", storage)
-        self.value(str(len(self.storages)), "")
-        self.value("cpu", "")
-        self.value(int(array.size), "")
-        self.out += b"tQ"  # TUPLE, BINPERSID
-        self.storages.append(array)
-        self.value(0, "")  # storage offset
-        self.value(tuple(int(n) for n in array.shape), "")
+        kind = _STORAGES.get(array.dtype.name)
+        if kind is None:
+            raise TypeError(f"cannot save a {array.dtype} tensor in a .pt file: torch has no storage for it")
+        location = "cpu" if t.device.type == "cpu" else f"{t.device.type}:{t.device.index or 0}"
+        record = _StorageRecord(array, self.torch_name("torch", kind), str(len(self.storages)), location)
+        self.storages.append(record)
         strides = [1] * array.ndim  # C order, as torch describes a contiguous tensor (also an empty one)
         for i in range(array.ndim - 2, -1, -1):
             strides[i] = strides[i + 1] * max(array.shape[i + 1], 1)
-        self.value(tuple(strides), "")
-        self.value(bool(t.requires_grad) and t.is_leaf and not parameter, "")  # a non-leaf comes back as data
-        self.global_("collections", "OrderedDict")
-        self.out += b")R"  # backward hooks: OrderedDict()
-        self.out += b"tR"  # TUPLE, REDUCE: _rebuild_tensor_v2(...)
-        if parameter:
-            self.value(bool(t.requires_grad), "")
-            self.global_("collections", "OrderedDict")
-            self.out += b")RtR"  # _rebuild_parameter(tensor, requires_grad, OrderedDict())
+        parameter = isinstance(t, Parameter)
+        requires_grad = bool(t.requires_grad) and t.is_leaf and not parameter  # a non-leaf comes back as data
+        rebuild = self.torch_name("torch._utils", "_rebuild_tensor_v2")
+        args = (record, 0, tuple(int(n) for n in array.shape), tuple(strides), requires_grad, OrderedDict())
+        if not parameter:
+            return (rebuild, args)
+        inner = _Reduced(rebuild, args)
+        return (self.torch_name("torch._utils", "_rebuild_parameter"), (inner, bool(t.requires_grad), OrderedDict()))
 
 
-def save_torch_file(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``obj`` (a state dict, or dicts, lists and tuples of tensors, numbers and strings) as ``torch.save``
-    would, so that ``torch.load(path, weights_only=True)`` reads it; the file is written whole or not at all.
+class _Reduced:
+    """A value pickled as ``func(*args)``: the plain tensor inside a Parameter's record."""
 
-    >>> import tempfile, pathlib, trainkit
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "w.pt"
-    >>> save_torch_file({"w": trainkit.ones(2)}, path)
-    >>> trainkit.load(path)
+    def __init__(self, func: _TorchGlobal, args: tuple):
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple:
+        return (self.func, self.args)
+
+
+def _write_archive(out: IO[bytes], data: bytes, storages: list[_StorageRecord]) -> None:
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        start = out.tell() if out.seekable() else 0
+        archive.writestr("archive/data.pkl", data)
+        archive.writestr("archive/.format_version", "1")
+        archive.writestr("archive/.storage_alignment", str(_ALIGNMENT))
+        archive.writestr("archive/byteorder", "little")
+        for record in storages:
+            name = f"archive/data/{record.key}"
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            if out.seekable():
+                # pad the local header's extra field (id "FB", as torch's) so the bytes start on a boundary
+                offset = out.tell() - start + 30 + len(name) + 4
+                pad = -offset % _ALIGNMENT
+                info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+            archive.writestr(info, record.array.astype(record.array.dtype.newbyteorder("<")).tobytes())
+        archive.writestr("archive/version", "3\n")
+
+
+def save_torch_file(obj: Any, f: str | os.PathLike | IO[bytes], protocol: int = 2) -> None:
+    """Write ``obj`` as ``torch.save`` would, to a path (written whole or not at all) or a binary file object.
+
+    >>> import io, trainkit
+    >>> buffer = io.BytesIO()
+    >>> save_torch_file({"w": trainkit.ones(2)}, buffer)
+    >>> _ = buffer.seek(0)
+    >>> trainkit.load(buffer)
     {'w': tensor([1., 1.])}
     """
-    pickle = _Pickle()
-    pickle.value(obj, "the top level")
-    tmp = temporary_beside(path)
+    buffer = _PickleBuffer()
+    pickler = _Pickler(buffer, protocol)
     try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
-            archive.writestr("archive/data.pkl", pickle.finish())
-            archive.writestr("archive/byteorder", "little")
-            for key, array in enumerate(pickle.storages):
-                archive.writestr(f"archive/data/{key}", array.astype(array.dtype.newbyteorder("<")).tobytes())
-            archive.writestr("archive/version", "3\n")
-        os.replace(tmp, path)
+        pickler.dump(obj)
+    except (pickle.PicklingError, AttributeError) as err:  # a local class or a lambda: name what could not go
+        raise TypeError(f"cannot save {type(obj).__name__}: {err} (torch.save cannot pickle it either)") from err
+    data = bytes(buffer.data)
+    if hasattr(f, "write"):
+        _write_archive(f, data, pickler.storages)
+        return
+    tmp = temporary_beside(f)
+    try:
+        with open(tmp, "wb") as out:
+            _write_archive(out, data, pickler.storages)
+        os.replace(tmp, f)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+class _PickleBuffer:
+    """Where the pickle goes before the archive is opened (it needs the storages the pickle names)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, chunk: bytes) -> int:
+        self.data += chunk
+        return len(chunk)
