@@ -29,6 +29,7 @@ from .config import ConfigError
 from .dry_run import BatchCheckError, FirstStep, diagnose, one_batch
 from .process import exit_code, keep_freed_memory, sigterm_as_interrupt
 from .run import build, find_checkpoint, saved_beside, saved_classes, start_run
+from .run_torch import run as run_torch_script
 
 _EXAMPLES = {
     "train": """examples:
@@ -101,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trainkit {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a run fails")
-    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench}")
+    commands = parser.add_subparsers(dest="command", metavar="{train,evaluate,check,graph,bench,run-torch}")
     train = _command(commands, "train", "train the model a config describes", names=True)
     train.add_argument(
         "--resume",
@@ -149,6 +150,17 @@ def _parser() -> argparse.ArgumentParser:
         help="run the benchmark suite of a source checkout: python -m benchmarks [ARGS]",
     )
     del bench  # its arguments are the suite's: main passes on whatever follows "bench"
+    run_torch = commands.add_parser(
+        "run-torch",
+        help="run a PyTorch program unmodified: import torch gives trainkit",
+        description="Run SCRIPT as python SCRIPT ARGS would, with import torch (and every torch.X.Y) giving "
+        "trainkit's module of the same path. Exit code and traceback are python's.",
+        epilog="examples:\n  trainkit run-torch train.py --epochs 2\n"
+        "  python -m trainkit.torch_run train.py --epochs 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run_torch.add_argument("script", help="the PyTorch program (a .py file)")
+    run_torch.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments (its sys.argv[1:])")
     return parser
 
 
@@ -163,6 +175,10 @@ def _bench(args) -> int:
         )
     path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     return subprocess.call([sys.executable, "-m", "benchmarks", *args.args], env={**os.environ, "PYTHONPATH": path})
+
+
+def _run_torch(args) -> int:
+    return run_torch_script([args.script, *args.args])
 
 
 def _train(args) -> int:
@@ -313,7 +329,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if launched_size() > 1:
         world().show_traceback = args.debug
-    handler = {"train": _train, "evaluate": _evaluate, "check": _check, "graph": _graph, "bench": _bench}[args.command]
+    handler = {
+        "train": _train,
+        "evaluate": _evaluate,
+        "check": _check,
+        "graph": _graph,
+        "bench": _bench,
+        "run-torch": _run_torch,
+    }[args.command]
     try:
         with sigterm_as_interrupt():
             return handler(args)
