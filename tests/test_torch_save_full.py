@@ -140,6 +140,20 @@ def test_a_whole_trainkit_model_round_trips(torch, tmp_path):
     assert isinstance(again[0].weight, trainkit.nn.Parameter) and again[0].weight.requires_grad
 
 
+def test_a_whole_torch_model_loads_as_trainkits_where_trainkit_has_the_module(torch, tmp_path):
+    pytest.importorskip("trainkit.nn.modules.linear")
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.BatchNorm1d(4))
+    reference(torch.randn(6, 3))
+    reference.eval()
+    torch.save(reference, tmp_path / "model.pt")
+    model = trainkit.load(tmp_path / "model.pt", weights_only=False)  # torch.nn.modules.* as trainkit.nn.modules.*
+    assert isinstance(model, trainkit.nn.Sequential) and not model.training
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_allclose(
+        to_numpy(model(trainkit.tensor(x))), to_numpy(reference(torch.tensor(x))), rtol=1e-6, atol=1e-6
+    )
+
+
 def test_a_torch_name_trainkit_lacks_fails_clearly(tmp_path):
     pkl = b"\x80\x02ctorch.no_such_module\nThing\n)\x81."
     with zipfile.ZipFile(tmp_path / "x.pt", "w") as archive:
@@ -268,6 +282,8 @@ def test_file_objects_both_ways(torch):
 
 def test_npz_and_other_names_keep_trainkits_archive(tmp_path):
     trainkit.save({"w": trainkit.ones(2)}, tmp_path / "w.npz")
+    moved = trainkit.load(tmp_path / "w.npz", map_location=lambda storage, location: storage.cpu())
+    assert moved["w"].device == trainkit.device("cpu")
     assert "__meta__.npy" in zipfile.ZipFile(tmp_path / "w.npz").namelist()
     with pytest.raises(TypeError, match=re.escape("choose a .pt name")):
         trainkit.save(_model(trainkit), tmp_path / "m.npz")
