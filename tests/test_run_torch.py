@@ -182,6 +182,12 @@ def test_missing_module_and_attribute_are_import_and_attribute_errors(tmp_path):
         except ImportError as err:
             assert isinstance(err, ModuleNotFoundError)
             print("module:", err)
+        try:
+            from torch.nn import NoSuchLayer
+        except ImportError as err:
+            print("name:", err)
+        from torch.nn import Linear, modules  # present names and submodules still import
+        from torch import *  # noqa: F403
         assert not hasattr(torch.nn, "NoSuchLayer")
         try:
             torch.nn.NoSuchLayer
@@ -194,7 +200,8 @@ def test_missing_module_and_attribute_are_import_and_attribute_errors(tmp_path):
     assert result.returncode == 1
     assert "module: No module named 'torch.no_such_module'" in result.stdout
     assert "attribute: module 'torch.nn' has no attribute 'NoSuchLayer'" in result.stdout
-    assert result.stdout.count("docs/pytorch-surface.md") == 2
+    assert "name: cannot import name 'NoSuchLayer' from 'torch.nn': trainkit does not provide" in result.stdout
+    assert result.stdout.count("docs/pytorch-surface.md") == 3
     assert result.stderr.splitlines()[-1].startswith("trainkit.torch_alias.TorchModuleNotFoundError: No module named")
     assert "torch_alias.py" not in result.stderr  # the import hook's frames stay out of the traceback
 

@@ -5,8 +5,9 @@
 objects, registered under both names (``sys.modules["torch.nn"] is sys.modules["trainkit.nn"]``), so ``isinstance``
 checks and pickled class paths hold whichever name a program uses. What trainkit lacks fails with the PyTorch name
 and a pointer to ``docs/pytorch-surface.md``: a missing module as ``TorchModuleNotFoundError`` (a
-``ModuleNotFoundError``), a missing attribute of an aliased module as ``TorchAttributeError`` (an
-``AttributeError``), so ``try: import ...`` and ``hasattr`` work as programs expect.
+``ModuleNotFoundError``), ``from torch.X import name`` as ``TorchImportError`` (an ``ImportError``), a missing
+attribute of an aliased module as ``TorchAttributeError`` (an ``AttributeError``), so ``try: import ...`` and
+``hasattr`` work as programs expect.
 
 >>> from trainkit import torch_alias
 >>> torch_alias.install()  # doctest: +SKIP
@@ -19,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -33,6 +35,7 @@ __all__ = [
     "SURFACE_DOC",
     "TorchAliasFinder",
     "TorchAttributeError",
+    "TorchImportError",
     "TorchModuleNotFoundError",
     "install",
     "installed",
@@ -63,6 +66,14 @@ class TorchAttributeError(AttributeError):
     """A name that an aliased trainkit module lacks, reported under PyTorch's name (``hasattr`` sees False).
 
     >>> hasattr(TorchAttributeError("x"), "args")
+    True
+    """
+
+
+class TorchImportError(ImportError):
+    """``from torch.X import name`` where trainkit's ``X`` has no ``name`` (``except ImportError`` catches it).
+
+    >>> issubclass(TorchImportError, ImportError)
     True
     """
 
@@ -161,6 +172,27 @@ def alias(fullname: str, module: types.ModuleType) -> None:
 
 
 FINDER = TorchAliasFinder()
+PYTHON_IMPORT = builtins.__import__
+
+
+def torch_import(name: str, globals=None, locals=None, fromlist=(), level: int = 0):  # noqa: A002
+    """``__import__`` that names PyTorch's module when ``from torch.X import name`` finds no ``name`` (Python's own
+    message would name ``trainkit.X``); every other import is Python's.
+
+    >>> torch_import("os").__name__
+    'os'
+    """
+    module = PYTHON_IMPORT(name, globals, locals, fromlist, level)
+    if fromlist and level == 0 and is_under(name, TORCH) and is_under(getattr(module, "__name__", ""), TRAINKIT):
+        for attr in fromlist:
+            if attr != "*" and not hasattr(module, attr):
+                raise TorchImportError(
+                    f"cannot import name {attr!r} from {name!r}: trainkit does not provide {name}.{attr} "
+                    f"(see {SURFACE_DOC} for the parts of PyTorch trainkit provides)",
+                    name=name,
+                    path=getattr(module, "__file__", None),
+                )
+    return module
 
 
 def install() -> None:
@@ -174,6 +206,7 @@ def install() -> None:
     """
     if FINDER not in sys.meta_path:
         sys.meta_path.insert(0, FINDER)
+    builtins.__import__ = torch_import
     for name, module in list(sys.modules.items()):
         if is_under(name, TRAINKIT) and isinstance(module, types.ModuleType):
             alias(torch_name(name), module)
@@ -196,6 +229,8 @@ def uninstall() -> None:
     """
     while FINDER in sys.meta_path:
         sys.meta_path.remove(FINDER)
+    if builtins.__import__ is torch_import:
+        builtins.__import__ = PYTHON_IMPORT
     for name, module in list(sys.modules.items()):
         if is_under(name, TORCH) and getattr(module, "__name__", "").startswith(TRAINKIT):
             del sys.modules[name]

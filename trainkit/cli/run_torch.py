@@ -12,7 +12,6 @@ traceback and exits 130. Before it starts, ``trainkit.torch_alias.install()`` ma
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import threading
@@ -26,7 +25,6 @@ from .. import torch_alias
 PYTHON_FORMATWARNING = warnings.formatwarning
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 OWN_FILES = {os.path.realpath(__file__), os.path.realpath(torch_alias.__file__)}
-MISSING_NAME = re.compile(r"cannot import name '([^']+)'")
 
 __all__ = ["main", "run"]
 
@@ -82,15 +80,7 @@ def prepare(argv: list[str], filename: str) -> None:
 
 def report(err: BaseException) -> None:
     """Prints ``err`` through ``sys.excepthook`` as python SCRIPT would: the script's frames (and the modules it
-    called) only, with a note where the name is PyTorch's and trainkit lacks it."""
-    if isinstance(err, ImportError) and not isinstance(err, ModuleNotFoundError):
-        module = getattr(err, "name", None) or ""
-        missing = MISSING_NAME.search(str(err))
-        if missing and torch_alias.is_under(module, torch_alias.TRAINKIT):
-            err.add_note(
-                f"trainkit does not provide PyTorch's {torch_alias.torch_name(module)}.{missing.group(1)} "
-                f"(see {torch_alias.SURFACE_DOC} for the parts of PyTorch trainkit provides)"
-            )
+    called) only."""
     sys.excepthook(type(err), err, err.with_traceback(own_frames_removed(err.__traceback__)).__traceback__)
 
 
