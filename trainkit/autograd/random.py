@@ -167,7 +167,8 @@ class Generator:
             else:
                 self._engine.seed(self._seed)
         else:
-            self._rng = module_for(self.device).random.default_rng(self._seed)
+            # CuPy seeds with a signed 64-bit number: the seed is folded into it
+            self._rng = module_for(self.device).random.default_rng(self._seed % (1 << 63))
         return self
 
     def seed(self) -> int:
