@@ -167,7 +167,7 @@ class Generator:
             else:
                 self._engine.seed(self._seed)
         else:
-            # CuPy seeds with a signed 64-bit number: the seed is folded into it
+            # folded below 2^63, the range CuPy's generators have always been seeded with here
             self._rng = module_for(self.device).random.default_rng(self._seed % (1 << 63))
         return self
 
