@@ -100,3 +100,15 @@ def test_hub_refuses_clearly():
         trainkit.hub.load("pytorch/vision", "resnet18")
     with pytest.raises(RuntimeError, match="does not download"):
         trainkit.hub.load_state_dict_from_url("https://example.com/w.pth")
+
+
+def test_onnx_imports_and_its_export_refuses():
+    assert trainkit.onnx.is_in_onnx_export() is False
+    with pytest.raises(RuntimeError, match="trainkit has no ONNX exporter"):
+        trainkit.onnx.export(trainkit.nn.Linear(2, 2), (trainkit.zeros(1, 2),), "model.onnx")
+
+
+def test_multihead_attention_out_proj_class_has_pytorchs_path():
+    attention = trainkit.nn.MultiheadAttention(4, 2)
+    linear = importlib.import_module("trainkit.nn.modules.linear")
+    assert type(attention.out_proj) is linear.NonDynamicallyQuantizableLinear

@@ -156,7 +156,7 @@ def numel(input: Tensor) -> int:  # noqa: A002
     return input.numel()
 
 
-from . import backends, data, datasets, hub, jit, layers, nn, optim, testing, transforms, utils  # noqa: E402
+from . import backends, data, datasets, hub, jit, layers, nn, onnx, optim, testing, transforms, utils  # noqa: E402
 from .autograd.ops import rearrange as _rearrange  # noqa: E402
 from .autograd.ops import shape as _shape  # noqa: E402
 from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402

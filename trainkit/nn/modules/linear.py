@@ -8,5 +8,6 @@ True
 """
 
 from ...layers import Identity, Linear
+from ...layers.attention import NonDynamicallyQuantizableLinear
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
