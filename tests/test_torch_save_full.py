@@ -22,6 +22,7 @@ from trainkit.serialization import (
     add_safe_globals,
     clear_safe_globals,
     get_safe_globals,
+    get_unsafe_globals_in_checkpoint,
     safe_globals,
 )
 
@@ -288,3 +289,24 @@ def test_npz_and_other_names_keep_trainkits_archive(tmp_path):
     with pytest.raises(TypeError, match=re.escape("choose a .pt name")):
         trainkit.save(_model(trainkit), tmp_path / "m.npz")
     assert trainkit.load(tmp_path / "w.npz", weights_only=False)["w"].shape == (2,)
+
+
+def test_unsafe_globals_in_checkpoint_as_torch_lists_them(torch, tmp_path):
+    torch.save({"model": torch.nn.Linear(2, 2), "info": RunInfo("c", 3), "w": torch.ones(1)}, tmp_path / "u.pt")
+    expected = set(torch.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "u.pt"))
+    assert set(get_unsafe_globals_in_checkpoint(tmp_path / "u.pt")) == expected
+    add_safe_globals([RunInfo])
+    assert f"{RunInfo.__module__}.RunInfo" not in get_unsafe_globals_in_checkpoint(tmp_path / "u.pt")
+    trainkit.save({"w": trainkit.ones(1)}, tmp_path / "ok.pt")
+    assert get_unsafe_globals_in_checkpoint(tmp_path / "ok.pt") == []
+
+
+def test_requires_grad_as_torch_saves_it(torch):
+    def saved(lib):
+        leaf = lib.ones(2, requires_grad=True)
+        buffer = io.BytesIO()
+        lib.save({"leaf": leaf, "derived": leaf * 2, "plain": lib.ones(1)}, buffer)
+        buffer.seek(0)
+        return {k: (v.requires_grad, v.is_leaf) for k, v in torch.load(buffer).items()}
+
+    assert saved(trainkit) == saved(torch)

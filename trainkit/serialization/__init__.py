@@ -19,7 +19,7 @@
 from .files import temporary_beside
 from .safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from .save_load import FileFormatError, load, save
-from .torch_pickle import TorchFileError, UnsafeGlobalError, load_torch_file
+from .torch_pickle import TorchFileError, UnsafeGlobalError, get_unsafe_globals_in_checkpoint, load_torch_file
 from .torch_writer import save_torch_file
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "add_safe_globals",
     "clear_safe_globals",
     "get_safe_globals",
+    "get_unsafe_globals_in_checkpoint",
     "load",
     "load_torch_file",
     "safe_globals",

@@ -267,10 +267,11 @@ def load(
         raise FileNotFoundError(f"no such file: {f}")
     if not hasattr(f, "read") and Path(f).suffix == ".safetensors":
         return _on_device(_load_safetensors(Path(f)), place("cpu"))
+    encoding = pickle_load_args.get("encoding", "utf-8")
     if _is_torch_archive(f):  # a file torch.save (or save under a .pt name) wrote
-        return load_torch_file(f, map_location=map_location, weights_only=weights_only)
+        return load_torch_file(f, map_location, weights_only, encoding)
     if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
-        return load_torch_file(f, map_location=map_location, weights_only=weights_only)  # names what is wrong
+        return load_torch_file(f, map_location, weights_only, encoding)  # a damaged .pt file: names what is wrong
     meta, arrays = _read_archive(f, where, _expect)
     try:
         return _decode(meta, arrays, place("cpu"))

@@ -24,6 +24,7 @@ import importlib
 import io
 import os
 import pickle
+import pickletools
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
@@ -42,7 +43,7 @@ from .locations import placement
 from .safe_globals import get_safe_globals, lookup, unsupported_global_message
 from .safetensors_format import widen_bfloat16
 
-__all__ = ["TorchFileError", "UnsafeGlobalError", "load_torch_file"]
+__all__ = ["TorchFileError", "UnsafeGlobalError", "get_unsafe_globals_in_checkpoint", "load_torch_file"]
 
 # torch's legacy (before 1.6) format starts with a protocol-2 pickle of this magic number
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
@@ -138,8 +139,9 @@ class _Unpickler(pickle._Unpickler):
         byteorder: str,
         weights_only: bool = True,
         map_location: Any = None,
+        encoding: str = "utf-8",
     ):
-        super().__init__(file)
+        super().__init__(file, encoding=encoding)  # the encoding of Python 2's strings, as torch.load's
         self.path, self.archive, self.prefix = path, archive, prefix
         self.weights_only, self.place = weights_only, placement(map_location)
         self.order = ">" if byteorder == "big" else "<"
@@ -386,7 +388,9 @@ def _record_prefix(path: Path, names: list[str]) -> str:
     raise TorchFileError(f"{path}: expected one <name>/data.pkl in the archive, found {found}")
 
 
-def load_torch_file(f: str | os.PathLike | IO[bytes], map_location: Any = None, weights_only: bool = True) -> Any:
+def load_torch_file(
+    f: str | os.PathLike | IO[bytes], map_location: Any = None, weights_only: bool = True, encoding: str = "utf-8"
+) -> Any:
     """Load what ``torch.save`` (or ``trainkit.save`` under a ``.pt`` name) wrote, from a path or a binary file
     object, without torch.
 
@@ -407,15 +411,15 @@ def load_torch_file(f: str | os.PathLike | IO[bytes], map_location: Any = None, 
     <All keys matched successfully>
     """
     if hasattr(f, "read"):
-        return _load_from(f, getattr(f, "name", None) or "the file object", map_location, weights_only)
+        return _load_from(f, getattr(f, "name", None) or "the file object", map_location, weights_only, encoding)
     path = Path(f)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     with open(path, "rb") as opened:
-        return _load_from(opened, path, map_location, weights_only)
+        return _load_from(opened, path, map_location, weights_only, encoding)
 
 
-def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: bool) -> Any:
+def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: bool, encoding: str) -> Any:
     start = f.tell()
     if not zipfile.is_zipfile(f):
         f.seek(start)
@@ -435,7 +439,7 @@ def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: 
                 raise TorchFileError(f"{path}: unknown byte order {byteorder!r} in {prefix}byteorder")
         member_size(path, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES)
         data = io.BytesIO(read_member(path, archive, f"{prefix}data.pkl"))
-        unpickler = _Unpickler(data, path, archive, prefix, byteorder, weights_only, map_location)
+        unpickler = _Unpickler(data, path, archive, prefix, byteorder, weights_only, map_location, encoding)
         try:
             result = unpickler.load()
         except TorchFileError:
@@ -450,3 +454,46 @@ def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: 
     if unpickler.bfloat16:
         warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are exact)")
     return result
+
+
+def get_unsafe_globals_in_checkpoint(f: str | os.PathLike | IO[bytes]) -> list[str]:
+    """The globals a ``torch.save`` file names that ``weights_only=True`` would refuse (neither allowed by default
+    nor trusted with ``add_safe_globals``), read from the pickle's opcodes without running it, as
+    ``torch.serialization.get_unsafe_globals_in_checkpoint``.
+
+    >>> import collections, io, trainkit
+    >>> buffer = io.BytesIO()
+    >>> trainkit.save({"w": trainkit.ones(1), "c": collections.ChainMap()}, buffer)
+    >>> get_unsafe_globals_in_checkpoint(buffer)
+    ['collections.ChainMap']
+    """
+    if hasattr(f, "read"):
+        where, opened, start = getattr(f, "name", None) or "the file object", f, f.tell()
+    else:
+        where, opened, start = str(f), open(f, "rb"), 0
+    try:
+        if not zipfile.is_zipfile(opened):
+            opened.seek(start)
+            raise _not_a_zip(where, opened)
+        opened.seek(start)
+        with zipfile.ZipFile(opened) as archive:
+            prefix = _record_prefix(where, archive.namelist())
+            member_size(where, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES)
+            data = read_member(where, archive, f"{prefix}data.pkl")
+    finally:
+        if opened is not f:
+            opened.close()
+        else:
+            f.seek(start)
+    allowed = set(_Unpickler(io.BytesIO(), where, None, prefix, "little").allowed)
+    found: list[str] = []
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in ("GLOBAL", "INST"):
+                module, name = arg.split(" ", 1)
+                qualified = f"{module}.{name}"
+                if (module, name) not in allowed and lookup(module, name) is None and qualified not in found:
+                    found.append(qualified)
+    except ValueError as e:
+        raise TorchFileError(f"{where}: cannot read {prefix}data.pkl: {e} (the file is truncated or corrupt)") from e
+    return found

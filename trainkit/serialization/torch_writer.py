@@ -120,7 +120,7 @@ class _Pickler(pickle._Pickler):
         for i in range(array.ndim - 2, -1, -1):
             strides[i] = strides[i + 1] * max(array.shape[i + 1], 1)
         parameter = isinstance(t, Parameter)
-        requires_grad = bool(t.requires_grad) and t.is_leaf and not parameter  # a non-leaf comes back as data
+        requires_grad = bool(t.requires_grad) and not parameter  # a non-leaf comes back a leaf, as torch's does
         rebuild = self.torch_name("torch._utils", "_rebuild_tensor_v2")
         args = (record, 0, tuple(int(n) for n in array.shape), tuple(strides), requires_grad, OrderedDict())
         if not parameter:
