@@ -163,6 +163,13 @@ def test_string_exit_and_missing_script_are_pythons(tmp_path):
     assert "can't open file" in missing.stderr and "nope.py" in missing.stderr
 
 
+def test_ctrl_c_prints_the_traceback_and_exits_130(tmp_path):
+    script = write(tmp_path, "interrupted.py", "raise KeyboardInterrupt\n")
+    result = run_torch(script, cwd=tmp_path)
+    assert result.returncode == 130
+    assert result.stderr.startswith("Traceback (most recent call last):") and "KeyboardInterrupt" in result.stderr
+
+
 def test_missing_name_points_at_the_surface_document(tmp_path):
     script = write(tmp_path, "missing.py", "import torch\nfrom torch.nn import NoSuchLayer\n")
     result = run_torch(script, cwd=tmp_path)

@@ -38,6 +38,7 @@ SAME = [
     ("trainkit.utils.data.sampler", "RandomSampler", trainkit.data.RandomSampler),
     ("trainkit.autograd.function", "Function", trainkit.autograd.Function),
     ("trainkit.autograd.grad_mode", "no_grad", trainkit.no_grad),
+    ("trainkit.autograd.functional", "jacobian", trainkit.autograd.functional.jacobian),
 ]
 
 
