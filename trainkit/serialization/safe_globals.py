@@ -96,15 +96,17 @@ class safe_globals:  # noqa: N801 - torch's name for the context manager
 
     def __init__(self, safe_globals: list[Callable | tuple[Callable, str]]):
         self.safe_globals = list(safe_globals)
-        self.before: list[Any] = []
+        self.added: list[Any] = []
 
     def __enter__(self) -> None:
-        self.before = get_safe_globals()
+        before = get_safe_globals()
         add_safe_globals(self.safe_globals)
+        self.added = [entry for entry in self.safe_globals if entry not in before]
 
     def __exit__(self, *exc_info: object) -> None:
+        # only what this block added goes: what was trusted before, or added inside the block, stays
         with _LOCK:
-            _ENTRIES[:] = self.before
+            _ENTRIES[:] = [entry for entry in _ENTRIES if entry not in self.added]
 
 
 def lookup(module: str, name: str) -> Any | None:

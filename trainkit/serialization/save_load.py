@@ -168,10 +168,10 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2) -> None:
 
 def _save_to(path: Path, obj, protocol: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".safetensors":
+    if path.suffix.lower() == ".safetensors":
         _save_safetensors(obj, path)
         return
-    if path.suffix in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
+    if path.suffix.lower() in (".pt", ".pth"):  # PyTorch's suffix: PyTorch's format, which torch.load reads
         save_torch_file(obj, path, protocol)
         return
     arrays: list = []
@@ -265,12 +265,12 @@ def load(
     where = (getattr(f, "name", None) or "the file object") if hasattr(f, "read") else str(f)
     if not hasattr(f, "read") and not Path(f).is_file():
         raise FileNotFoundError(f"no such file: {f}")
-    if not hasattr(f, "read") and Path(f).suffix == ".safetensors":
+    if not hasattr(f, "read") and Path(f).suffix.lower() == ".safetensors":
         return _on_device(_load_safetensors(Path(f)), place("cpu"))
     encoding = pickle_load_args.get("encoding", "utf-8")
     if _is_torch_archive(f):  # a file torch.save (or save under a .pt name) wrote
         return load_torch_file(f, map_location, weights_only, encoding)
-    if not hasattr(f, "read") and Path(f).suffix in (".pt", ".pth") and not _written_by_save(f):
+    if not hasattr(f, "read") and Path(f).suffix.lower() in (".pt", ".pth") and not _written_by_save(f):
         return load_torch_file(f, map_location, weights_only, encoding)  # a damaged .pt file: names what is wrong
     meta, arrays = _read_archive(f, where, _expect)
     try:

@@ -154,7 +154,8 @@ def _write_archive(out: IO[bytes], data: bytes, storages: list[_StorageRecord]) 
                 offset = out.tell() - start + 30 + len(name) + 4
                 pad = -offset % _ALIGNMENT
                 info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
-            archive.writestr(info, record.array.astype(record.array.dtype.newbyteorder("<")).tobytes())
+            little = np.ascontiguousarray(record.array, dtype=record.array.dtype.newbyteorder("<"))
+            archive.writestr(info, memoryview(little.reshape(-1)).cast("B"))  # no copy of a little-endian array
         archive.writestr("archive/version", "3\n")
 
 
