@@ -154,6 +154,15 @@ def test_uncaught_exception_prints_pythons_traceback_and_exits_1(tmp_path):
     assert ours.stderr == python.stderr
 
 
+def test_syntax_error_and_builtins_are_pythons(tmp_path):
+    broken = write(tmp_path, "broken.py", "x = (1,\n")
+    python = subprocess.run([sys.executable, str(broken)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    ours = run_torch(broken, cwd=tmp_path)
+    assert (ours.returncode, ours.stderr) == (python.returncode, python.stderr)
+    script = write(tmp_path, "names.py", "print(type(__builtins__).__name__, __loader__.name, __spec__, __doc__)\n")
+    assert run_torch(script, cwd=tmp_path).stdout == "module __main__ None None\n"
+
+
 def test_string_exit_and_missing_script_are_pythons(tmp_path):
     script = write(tmp_path, "bye.py", "import sys\nsys.exit('goodbye')\n")
     ours = run_torch(script, cwd=tmp_path)

@@ -11,6 +11,8 @@ traceback and exits 130. Before it starts, ``trainkit.torch_alias.install()`` ma
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import os
 import signal
 import sys
@@ -47,7 +49,10 @@ def run(argv: list[str]) -> int:
     filename = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
     prepare(argv, filename)
     main_module = types.ModuleType("__main__")
-    main_module.__dict__.update({"__file__": filename, "__builtins__": __builtins__, "__cached__": None})
+    loader = importlib.machinery.SourceFileLoader("__main__", filename)
+    main_module.__dict__.update(
+        {"__file__": filename, "__builtins__": builtins, "__cached__": None, "__loader__": loader}
+    )
     sys.modules["__main__"] = main_module
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
