@@ -16,10 +16,10 @@ import math
 import numpy as np
 
 from ..autograd import api, grad_mode, workspace
-from ..autograd.backend import device_of, on_device, xp_of
+from ..autograd.backend import xp_of
 from ..autograd.function import Op
+from ..autograd.ops.random_fill import bernoulli_keep
 from ..autograd.ops.type_names import scalar_name
-from ..autograd.random import generator_for
 from ..autograd.tensor import Tensor
 from .activation import softmax
 from .parallel import MIN_BYTES, split
@@ -71,16 +71,13 @@ def _run_parts(part, n: int, nbytes: int, xp) -> list:
 
 def _dropout_keep(shape: tuple, p: float, like):
     """The dropout mask, kept weights scaled by 1 / (1 - p), drawn from the default generator of ``like``'s
-    device."""
+    device. The scores are held transposed here, (..., S, L), so the mask is drawn as torch draws it over
+    (..., L, S) and transposed: the same positions are dropped for the same seed."""
     xp = xp_of(like)
     if p >= 1.0:
         return xp.zeros(shape, dtype=like.dtype)
-    dev = device_of(like)
-    with on_device(dev):
-        u = generator_for(dev).rng.random(shape, dtype=np.float64 if like.dtype == np.float64 else np.float32)
-    keep = xp.asarray(u < 1 - p, dtype=like.dtype)
-    keep *= 1 / (1 - p)
-    return keep
+    keep = bernoulli_keep(shape[:-2] + (shape[-1], shape[-2]), 1 - p, like)
+    return xp.ascontiguousarray(xp.swapaxes(xp.asarray(keep), -1, -2))
 
 
 def _repeat_heads(a, groups: int, xp):

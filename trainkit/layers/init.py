@@ -94,12 +94,14 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generato
     >>> bool((w >= -2).all() and (w < 2).all())
     True
     """
-    return _fill(tensor, lambda rng, shape, dt: rng.random(shape, dtype=dt) * (b - a) + a, generator)
+    with no_grad():  # the tensor's own fill draws what torch.nn.init draws for the same seed
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill with values drawn from the normal distribution N(mean, std^2)."""
-    return _fill(tensor, lambda rng, shape, dt: rng.standard_normal(shape, dtype=dt) * std + mean, generator)
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

@@ -219,6 +219,7 @@ class DDPStrategy(Strategy):
             loader.dataset,
             batch_sampler=ShardedBatchSampler(loader.batch_sampler, self.rank, self.world_size),
             collate_fn=None if loader.collate_fn is default_collate else loader.collate_fn,
+            generator=loader.generator,  # each pass draws its seed from the loader's stream, as one process does
         )
         if not shards.slices_tensors:  # a share of a short batch may be empty: there is nothing to collate then
             collate = shards.collate_fn
