@@ -7,7 +7,16 @@
 [4, 4, 2]
 """
 
-from .dataloader import BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler, default_collate
+from .dataloader import (
+    BatchSampler,
+    DataLoader,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+    default_collate,
+)
 from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, as_tensor, random_split
 from .digits import digits
 from .files import MissingDataError, classes_of, load_classes, load_csv, load_npz, save_classes
@@ -23,11 +32,13 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "SubsetRandomSampler",
     "Subset",
     "TensorDataset",
     "TextDataError",
     "TextDataset",
     "Vocabulary",
+    "WeightedRandomSampler",
     "as_tensor",
     "classes_of",
     "default_collate",
