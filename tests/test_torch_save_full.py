@@ -8,6 +8,7 @@ import io
 import os
 import pickle
 import re
+import threading
 import zipfile
 from collections import OrderedDict
 
@@ -310,3 +311,13 @@ def test_requires_grad_as_torch_saves_it(torch):
         return {k: (v.requires_grad, v.is_leaf) for k, v in torch.load(buffer).items()}
 
     assert saved(trainkit) == saved(torch)
+
+
+def test_what_pickle_cannot_save_is_refused_as_torch_refuses_it(torch, tmp_path):
+    for obj in ({"f": lambda x: x}, {"lock": threading.Lock()}):
+        with pytest.raises((pickle.PicklingError, TypeError, AttributeError)) as got:
+            trainkit.save(obj, tmp_path / "x.pt")
+        with pytest.raises((pickle.PicklingError, TypeError, AttributeError)) as expected:
+            torch.save(obj, io.BytesIO())
+        assert type(got.value) is type(expected.value), (got.value, expected.value)
+        assert list(tmp_path.iterdir()) == []  # no file, nor a temporary one, is left behind

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+import types
 import zipfile
 from collections import OrderedDict
 from typing import IO, Any
@@ -82,6 +83,14 @@ class _Pickler(pickle._Pickler):
         self.memoize(obj)
 
     dispatch[_TorchGlobal] = save_torch_global
+
+    def save_global(self, obj: Any, name: str | None = None) -> None:
+        qualname = name or getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "")
+        if "<locals>" in qualname:  # the error C's pickler (torch.save's) gives, not the Python one's
+            raise AttributeError(f"Can't pickle local object {qualname!r}")
+        super().save_global(obj, name)
+
+    dispatch[types.FunctionType] = save_global
 
     def save_dtype(self, obj: dtype) -> None:
         self.save(self.torch_name("torch", obj.name))
@@ -171,10 +180,7 @@ def save_torch_file(obj: Any, f: str | os.PathLike | IO[bytes], protocol: int = 
     """
     buffer = _PickleBuffer()
     pickler = _Pickler(buffer, protocol)
-    try:
-        pickler.dump(obj)
-    except (pickle.PicklingError, AttributeError) as err:  # a local class or a lambda: name what could not go
-        raise TypeError(f"cannot save {type(obj).__name__}: {err} (torch.save cannot pickle it either)") from err
+    pickler.dump(obj)  # pickle's own error for a lambda, a local class or a lock, as torch.save raises it
     data = bytes(buffer.data)
     if hasattr(f, "write"):
         _write_archive(f, data, pickler.storages)
