@@ -321,3 +321,26 @@ def test_what_pickle_cannot_save_is_refused_as_torch_refuses_it(torch, tmp_path)
             torch.save(obj, io.BytesIO())
         assert type(got.value) is type(expected.value), (got.value, expected.value)
         assert list(tmp_path.iterdir()) == []  # no file, nor a temporary one, is left behind
+
+
+def test_views_of_one_tensor_share_one_storage_as_in_torch(torch):
+    def saved(lib):
+        base = lib.arange(12.0).reshape(3, 4)
+        buffer = io.BytesIO()
+        lib.save({"base": base, "rows": base[1:], "t": base.T, "one": base[1, 2], "empty": lib.zeros(0)}, buffer)
+        return buffer
+
+    ours, theirs = saved(trainkit), saved(torch)
+    for buffer in (ours, theirs):
+        names = zipfile.ZipFile(buffer).namelist()
+        assert sum(name.startswith("archive/data/") for name in names) == 2  # base (and its views), empty
+    ours.seek(0), theirs.seek(0)
+    got, expected = torch.load(ours), torch.load(theirs)
+    for key in expected:
+        assert (
+            got[key].stride() == expected[key].stride() and got[key].storage_offset() == expected[key].storage_offset()
+        )
+        np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy())
+    ours.seek(0)
+    back = trainkit.load(ours)
+    assert np.shares_memory(back["base"].numpy(), back["t"].numpy())

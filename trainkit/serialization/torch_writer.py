@@ -1,7 +1,8 @@
 """Write PyTorch's ``.pt`` format without PyTorch: ``torch.load`` reads the result, and ``trainkit.load`` too.
 
 The file is what ``torch.save`` writes: a zip archive with ``archive/data.pkl`` (a protocol-2 pickle of the object),
-``archive/data/<key>`` (each tensor's bytes, one storage per tensor, 64-byte aligned), ``archive/byteorder`` and
+``archive/data/<key>`` (each storage's bytes, 64-byte aligned; views of one array share one storage, as torch's
+views do), ``archive/byteorder`` and
 ``archive/version``. Any picklable object may be saved. Tensors are pickled as torch pickles its own: a call to
 ``torch._utils._rebuild_tensor_v2`` on a *persistent id* naming a typed storage (``torch.FloatStorage``), wrapped
 in ``_rebuild_parameter`` for a Parameter; trainkit's dtypes and devices become ``torch.float32`` and
@@ -71,6 +72,7 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file: IO[bytes], protocol: int = 2):
         super().__init__(file, protocol=protocol)  # 2: torch.save's default
         self.storages: list[_StorageRecord] = []
+        self.records: dict[int, _StorageRecord] = {}  # id of a storage's array -> its record
         self.names: dict[tuple[str, str], _TorchGlobal] = {}
 
     def torch_name(self, module: str, name: str) -> _TorchGlobal:
@@ -118,24 +120,54 @@ class _Pickler(pickle._Pickler):
         return NotImplemented
 
     def reduce_tensor(self, t: Tensor) -> tuple:
-        array = np.require(t.detach().cpu().numpy(), requirements="C")  # ascontiguousarray would make 0-d 1-d
+        array = t.detach().cpu().numpy()
         kind = _STORAGES.get(array.dtype.name)
         if kind is None:
             raise TypeError(f"cannot save a {array.dtype} tensor in a .pt file: torch has no storage for it")
         location = "cpu" if t.device.type == "cpu" else f"{t.device.type}:{t.device.index or 0}"
-        record = _StorageRecord(array, self.torch_name("torch", kind), str(len(self.storages)), location)
-        self.storages.append(record)
-        strides = [1] * array.ndim  # C order, as torch describes a contiguous tensor (also an empty one)
-        for i in range(array.ndim - 2, -1, -1):
-            strides[i] = strides[i + 1] * max(array.shape[i + 1], 1)
+        root, offset, strides = _in_storage(array)
+        record = self.records.get(id(root))
+        if record is None or record.array.base is not root:
+            record = _StorageRecord(root.reshape(-1), self.torch_name("torch", kind), str(len(self.storages)), location)
+            self.storages.append(record)
+            self.records[id(root)] = record  # the record keeps root alive, so its id is not reused meanwhile
         parameter = isinstance(t, Parameter)
         requires_grad = bool(t.requires_grad) and not parameter  # a non-leaf comes back a leaf, as torch's does
         rebuild = self.torch_name("torch._utils", "_rebuild_tensor_v2")
-        args = (record, 0, tuple(int(n) for n in array.shape), tuple(strides), requires_grad, OrderedDict())
+        args = (record, offset, tuple(int(n) for n in array.shape), strides, requires_grad, OrderedDict())
         if not parameter:
             return (rebuild, args)
         inner = _Reduced(rebuild, args)
         return (self.torch_name("torch._utils", "_rebuild_parameter"), (inner, bool(t.requires_grad), OrderedDict()))
+
+
+def _in_storage(array: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]]:
+    """The array whose memory ``array`` views (its storage), the offset and strides in elements: views of one
+    array are saved as views of one storage, as torch saves views. A layout torch cannot describe (negative or
+    uneven strides, another dtype, no memory) is saved as a contiguous copy of its own."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    size = array.itemsize
+    start = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    steps = [stride // size for stride in array.strides]
+    if (
+        array.size
+        and root.dtype == array.dtype
+        and root.flags.c_contiguous
+        and start >= 0
+        and start % size == 0
+        and all(stride >= 0 and stride % size == 0 for stride in array.strides)
+        and start // size + sum((n - 1) * s for n, s in zip(array.shape, steps)) < root.size
+    ):
+        return root, start // size, tuple(steps)
+    copy = np.require(array, requirements="C")  # ascontiguousarray would make 0-d 1-d
+    strides = [1] * copy.ndim  # C order, as torch describes a contiguous tensor (also an empty one)
+    for i in range(copy.ndim - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(copy.shape[i + 1], 1)
+    if copy is array:
+        copy = array.copy()  # an array of its own: no other tensor's storage is keyed by it
+    return copy, 0, tuple(strides)
 
 
 class _Reduced:
