@@ -344,3 +344,10 @@ def test_views_of_one_tensor_share_one_storage_as_in_torch(torch):
     ours.seek(0)
     back = trainkit.load(ours)
     assert np.shares_memory(back["base"].numpy(), back["t"].numpy())
+
+
+def test_large_inline_objects_load_from_a_trusted_file(tmp_path):
+    trainkit.save({"a": np.zeros(9_000_000)}, tmp_path / "big.pt")  # 72 MB of pickle, past the structure limit
+    assert trainkit.load(tmp_path / "big.pt", weights_only=False)["a"].shape == (9_000_000,)
+    with pytest.raises(TorchFileError, match="big.pt: archive/data.pkl is .* bytes.*weights_only=False"):
+        trainkit.load(tmp_path / "big.pt")

@@ -331,7 +331,10 @@ def member_size(path: Path, archive: zipfile.ZipFile, name: str, limit: int | No
             "its members uncompressed, so this file was not written by it"
         )
     if limit is not None and info.file_size > limit:
-        raise TorchFileError(f"{path}: {name} is {info.file_size} bytes, more than a state dict's structure needs")
+        raise TorchFileError(
+            f"{path}: {name} is {info.file_size} bytes, more than a state dict's structure needs (objects pickled "
+            "inline, such as NumPy arrays, load from a file you trust with weights_only=False)"
+        )
     return info.file_size
 
 
@@ -437,7 +440,8 @@ def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: 
             byteorder = read_member(path, archive, f"{prefix}byteorder").decode("ascii", "replace").strip()
             if byteorder not in ("little", "big"):
                 raise TorchFileError(f"{path}: unknown byte order {byteorder!r} in {prefix}byteorder")
-        member_size(path, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES)
+        # a trusted pickle may hold large objects inline (NumPy arrays); an allowlisted one holds a structure only
+        member_size(path, archive, f"{prefix}data.pkl", limit=MAX_STRUCTURE_BYTES if weights_only else None)
         data = io.BytesIO(read_member(path, archive, f"{prefix}data.pkl"))
         unpickler = _Unpickler(data, path, archive, prefix, byteorder, weights_only, map_location, encoding)
         try:
