@@ -38,11 +38,13 @@ from .autograd.creation import (  # noqa: E402
     full,
     full_like,
     linspace,
+    normal,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
@@ -117,7 +119,7 @@ from .autograd.ops.reduction import (  # noqa: E402
     var,
     var_mean,
 )
-from .autograd.ops.sampling import multinomial  # noqa: E402
+from .autograd.ops.sampling import bernoulli, multinomial  # noqa: E402
 from .autograd.ops.shape import (  # noqa: E402
     cat,
     chunk,
@@ -135,7 +137,7 @@ from .autograd.ops.shape import (  # noqa: E402
     unbind,
     unsqueeze,
 )
-from .autograd.random import Generator, initial_seed, manual_seed, seed  # noqa: E402
+from .autograd.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from .autograd.tensor import Size, Tensor, is_tensor  # noqa: E402
 
 float = float32  # noqa: A001
@@ -156,7 +158,7 @@ def numel(input: Tensor) -> int:  # noqa: A002
     return input.numel()
 
 
-from . import backends, data, datasets, hub, jit, layers, nn, onnx, optim, testing, transforms, utils  # noqa: E402
+from . import backends, data, datasets, hub, jit, layers, nn, onnx, optim, random, testing, transforms, utils  # noqa: E402
 from .autograd.ops import rearrange as _rearrange  # noqa: E402
 from .autograd.ops import shape as _shape  # noqa: E402
 from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402

@@ -47,7 +47,14 @@ SKIPPED: dict[str, str] = {
         f"torch.{n}": _GRAD_MODE
         for n in ("enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled")
     },
-    **{f"torch.{n}": _RNG for n in ("Generator", "initial_seed", "manual_seed", "seed")},
+    **{
+        f"torch.{n}": _RNG
+        for n in ("Generator", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state")
+    },
+    **{
+        f"torch.{n}": "random draws: compared with torch's for the same seed by test_rng_parity.py"
+        for n in ("bernoulli", "normal", "randint_like")
+    },
     **{
         f"Tensor.{n}": "random draws: compared with torch's for the same seed by test_rng_parity.py"
         for n in ("bernoulli", "bernoulli_", "exponential_", "normal_", "random_", "uniform_")
