@@ -1,11 +1,12 @@
 """``map_location`` as ``torch.load`` takes it: where each loaded tensor goes, given the location its storage was
 saved from (``'cpu'``, ``'cuda:0'``).
 
-- ``None``: the CPU (trainkit reads every storage into host memory first);
+- ``None``: where it was saved from, as torch restores it: a ``'cuda:N'`` storage to that GPU when one answers,
+  else (unlike torch, which refuses) to the CPU; every other location to the CPU;
 - a string or a ``trainkit.device``: that device for every tensor;
-- a dict of location strings: ``{'cuda:0': 'cpu'}`` remaps the locations it names, the others stay;
+- a dict of location strings: ``{'cuda:0': 'cpu'}`` remaps the locations it names, the others go as with ``None``;
 - a callable ``f(storage, location)``: returns the storage moved (``storage.cpu()``, ``storage.cuda(1)``,
-  ``storage.to(device)``), or ``None`` for the default.
+  ``storage.to(device)``), or ``None`` to place it as with ``None``.
 
 >>> placement("cpu")("cuda:0")
 device(type='cpu')
@@ -22,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.backend import CPU, device
+from ..autograd.backend import CPU, cuda_is_available, device
 
-__all__ = ["MappedStorage", "placement"]
+__all__ = ["MappedStorage", "placement", "saved_place"]
 
 
 class MappedStorage:
@@ -71,10 +72,24 @@ def _device(location: Any) -> device:
     return device(location)
 
 
+def saved_place(location: str) -> device:
+    """Where a storage saved from ``location`` goes without ``map_location``.
+
+    >>> saved_place("cpu")
+    device(type='cpu')
+    """
+    if isinstance(location, str) and location.startswith("cuda") and cuda_is_available():
+        try:
+            return device(location)
+        except (TypeError, ValueError):
+            return CPU
+    return CPU
+
+
 def placement(map_location: Any) -> Callable[..., device]:
     """A function from (saved location[, the storage's array]) to the device a tensor goes to.
 
-    >>> placement(None)("cuda:0")
+    >>> placement(None)("cpu")
     device(type='cpu')
     >>> placement(3.5)
     Traceback (most recent call last):
@@ -82,7 +97,7 @@ def placement(map_location: Any) -> Callable[..., device]:
     TypeError: map_location must be a device, a string such as 'cpu' or 'cuda:0', a dict of locations or a ...
     """
     if map_location is None:
-        return lambda location, array=None: CPU
+        return lambda location, array=None: saved_place(location)
     if isinstance(map_location, (str, device)):
         target = _device(map_location)
         return lambda location, array=None: target
@@ -91,7 +106,7 @@ def placement(map_location: Any) -> Callable[..., device]:
 
         def mapped(location: str, array: np.ndarray | None = None) -> device:
             target = mapping.get(location)
-            return target if target is not None else CPU
+            return target if target is not None else saved_place(location)
 
         return mapped
     if callable(map_location):
@@ -99,7 +114,7 @@ def placement(map_location: Any) -> Callable[..., device]:
         def called(location: str, array: np.ndarray | None = None) -> device:
             result = map_location(MappedStorage(np.empty(0) if array is None else array, CPU), location)
             if result is None:
-                return CPU
+                return saved_place(location)
             if not isinstance(result, MappedStorage):
                 raise TypeError(
                     f"map_location returned a {type(result).__name__}; it returns the storage it was given, "

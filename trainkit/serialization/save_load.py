@@ -244,10 +244,11 @@ def load(
     torch's own safe types, plus the classes and functions ``trainkit.serialization.add_safe_globals`` trusts;
     anything else is refused in torch's words, naming the global, before anything in the file runs.
     ``weights_only=False`` unpickles whatever the file holds (a whole model): only for files you trust. Names under
-    ``torch.`` in a file torch saved are looked up under ``trainkit.``. Tensors come back as trainkit Tensors on the
-    CPU, or where ``map_location`` sends them: a device or a string (``"cpu"``, ``"cuda:0"``), a dict of saved
-    locations (``{"cuda:0": "cpu"}``) or a callable ``(storage, location)``. ``mmap`` is accepted and the file is
-    read whole. trainkit's ``.npz`` archives and ``.safetensors`` files never hold code, whatever ``weights_only``.
+    ``torch.`` in a file torch saved are looked up under ``trainkit.``. Tensors come back as trainkit Tensors where
+    they were saved from (a GPU's on that GPU when one answers, else on the CPU), or where ``map_location`` sends
+    them: a device or a string (``"cpu"``, ``"cuda:0"``), a dict of saved locations (``{"cuda:0": "cpu"}``) or a
+    callable ``(storage, location)``. ``mmap`` is accepted and the file is read whole. trainkit's ``.npz`` archives
+    and ``.safetensors`` files never hold code, whatever ``weights_only``.
 
     >>> import io, trainkit
     >>> buffer = io.BytesIO()

@@ -11,7 +11,8 @@ dtypes, devices and the primitive containers), each mapped to this module's rebu
 Python or trainkit counterpart, plus what ``add_safe_globals`` trusts; anything else is refused with
 ``UnsafeGlobalError`` (torch's words) before it is looked up, so nothing in the file is imported or run, and BUILD
 may not change those shared objects. Storages become NumPy arrays, tensors trainkit Tensors viewing them (views of
-one storage share memory, as in torch), on the CPU or where ``map_location`` sends them.
+one storage share memory, as in torch), where they were saved from (the CPU when that GPU is not here) or where
+``map_location`` sends them.
 
 With ``weights_only=False`` the pickle runs as Python's pickle runs it (only for files you trust): classes are
 imported, a name under ``torch.`` is looked up under ``trainkit.`` instead (``torch.nn.modules.linear.Linear``
@@ -397,7 +398,8 @@ def load_torch_file(
     """Load what ``torch.save`` (or ``trainkit.save`` under a ``.pt`` name) wrote, from a path or a binary file
     object, without torch.
 
-    Tensors come back as trainkit Tensors on the CPU or where ``map_location`` sends them (Parameters where they
+    Tensors come back as trainkit Tensors where they were saved from (the CPU when that GPU is not here) or where
+    ``map_location`` sends them (Parameters where they
     were saved as ones, with the saved ``requires_grad``), views of one storage sharing memory; bfloat16 becomes
     float32 (exactly; a warning says so). With ``weights_only=True`` (the default, as torch's) a pickle naming
     anything but tensors, storages, plain containers and what ``add_safe_globals`` trusts raises
