@@ -47,6 +47,14 @@ NON_LEAF_GRAD_WARNING = (
 )
 
 
+DETACH_VIEW_MESSAGE = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, "
+    "and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+    "called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution."
+)
+
+
 class Size(tuple):
     """A tensor's shape: a tuple that prints as ``trainkit.Size([2, 3])``."""
 
@@ -315,10 +323,8 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad, in place."""
-        if self._view is not None and self._view[0]._requires_grad:
-            raise RuntimeError(
-                "Can't detach views in-place. Use detach() instead, or clone() the view before detaching it."
-            )
+        if self._view is not None:  # PyTorch refuses any view, whether or not it is in a graph
+            raise RuntimeError(DETACH_VIEW_MESSAGE)
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False

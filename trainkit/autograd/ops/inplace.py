@@ -203,9 +203,9 @@ def _inplace_on_view(view: Tensor, run, keep_old: bool) -> Tensor:
 _UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide"}
 
 
-def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=None) -> Tensor:
+def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=math.ROUNDING_NOT_GIVEN) -> Tensor:
     """``add_``, ``sub_``, ``mul_``, ``div_``: a ufunc writing into the storage when no graph is recorded."""
-    if rounding_mode is not None:
+    if rounding_mode is not math.ROUNDING_NOT_GIVEN:
         return function_inplace(self, math.div, other, rounding_mode=rounding_mode)
     if alpha != 1:
         other = math.mul(other, alpha)

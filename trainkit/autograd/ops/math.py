@@ -385,13 +385,34 @@ def mul(input, other) -> Tensor:
     return binary(Mul, input, other)
 
 
-def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
-    """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds, with a zero gradient."""
-    if rounding_mode is None:
+class DivMode(Div, name="DivBackward2"):
+    """``div(x, y, rounding_mode=None)``: true division through PyTorch's overload with a rounding mode, which
+    names its node apart from the plain ``x / y``.   dx = g / y,  dy = -g * (x / y) / y."""
+
+
+class _NotGiven:
+    """The default of ``rounding_mode``: PyTorch records ``rounding_mode=None`` given explicitly as another node."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+ROUNDING_NOT_GIVEN = _NotGiven()
+
+
+def div(input, other, *, rounding_mode: str | None = ROUNDING_NOT_GIVEN) -> Tensor:
+    """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds, with a zero gradient.
+
+    >>> import trainkit
+    >>> x = trainkit.tensor([3.0], requires_grad=True)
+    >>> div(x, 2).grad_fn.name(), div(x, 2, rounding_mode=None).grad_fn.name()
+    ('DivBackward0', 'DivBackward2')
+    """
+    if rounding_mode is None or rounding_mode is ROUNDING_NOT_GIVEN:
         a, b = promote(input, other, true_divide=True)
         if not isinstance(a, Tensor) and isinstance(b, Tensor):  # PyTorch wraps the number as a 0-d tensor
             a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
-        return Div.apply(a, b)
+        return (Div if rounding_mode is ROUNDING_NOT_GIVEN else DivMode).apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"

@@ -254,7 +254,7 @@ _METHODS.update(
         "add_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "add", other, alpha),
         "sub_": lambda self, other, *, alpha=1: arithmetic_inplace(self, "sub", other, alpha),
         "mul_": lambda self, other: arithmetic_inplace(self, "mul", other),
-        "div_": lambda self, other, *, rounding_mode=None: arithmetic_inplace(
+        "div_": lambda self, other, *, rounding_mode=math.ROUNDING_NOT_GIVEN: arithmetic_inplace(
             self, "div", other, rounding_mode=rounding_mode
         ),
         "clamp_": _clamp_,

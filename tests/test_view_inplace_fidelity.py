@@ -1,0 +1,90 @@
+"""In-place ops through views, detach_, division nodes and fills, against torch: the same errors (class and
+message), the same grad_fn names and structure, the same values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainkit
+from tests.conftest import assert_same_error, to_numpy
+
+
+def names(t, depth: int = 2):
+    """The node of ``t`` and, to ``depth``, its next functions' names: the shape of the graph PyTorch prints."""
+
+    def walk(node, d):
+        if node is None:
+            return None
+        if d == 0:
+            return type(node).__name__
+        return (type(node).__name__, [walk(n, d - 1) for n, _ in node.next_functions])
+
+    return walk(t.grad_fn, depth)
+
+
+# --- detach_ ------------------------------------------------------------------------------------------------
+
+DETACH_VIEWS = {
+    "view of a leaf that requires grad": lambda L: L.ones(3, requires_grad=True)[1:],
+    "view of a non-leaf": lambda L: L.ones(3, requires_grad=True).clone()[1:],
+    "view of a plain tensor": lambda L: L.ones(3)[1:],
+    "view of a view": lambda L: L.ones(3)[1:][1:],
+    "view of a detached tensor": lambda L: L.ones(3, requires_grad=True).detach().unsqueeze(0),
+    "output of unbind": lambda L: L.ones(3, 2, requires_grad=True).clone().unbind()[0],
+}
+
+
+@pytest.mark.parametrize("make", DETACH_VIEWS.values(), ids=DETACH_VIEWS.keys())
+def test_detach_in_place_refuses_every_view(torch, make):
+    got, want = assert_same_error(torch, lambda L, dev: make(L).detach_(), "Can't detach views in-place")
+    assert str(got) == str(want)
+
+
+def test_detach_in_place_of_a_tensor_that_is_not_a_view(torch):
+    for L in (trainkit, torch):
+        x = L.ones(3, requires_grad=True)
+        y = (x * 2).detach_()
+        assert not y.requires_grad and y.grad_fn is None and x.detach().detach_().grad_fn is None
+
+
+# --- division nodes -----------------------------------------------------------------------------------------
+
+DIVISIONS = {
+    "x / 2": lambda L, x: x / 2,
+    "x.div(2)": lambda L, x: x.div(2),
+    "x / tensor": lambda L, x: x / L.full((3,), 2.0),
+    "true_divide": lambda L, x: L.true_divide(x, 2),
+    "rounding_mode=None, number": lambda L, x: L.div(x, 2, rounding_mode=None),
+    "rounding_mode=None, tensor": lambda L, x: L.div(x, L.full((3,), 2.0), rounding_mode=None),
+    "method, rounding_mode=None": lambda L, x: x.div(2, rounding_mode=None),
+    "divide, rounding_mode=None": lambda L, x: L.divide(x, 2, rounding_mode=None),
+    "number / x, rounding_mode=None": lambda L, x: L.div(2, x, rounding_mode=None),
+    "floor": lambda L, x: L.div(x, 2, rounding_mode="floor"),
+    "trunc, tensor": lambda L, x: L.div(x, L.full((3,), 2.0), rounding_mode="trunc"),
+    "div_": lambda L, x: x.clone().div_(2),
+    "div_, rounding_mode=None": lambda L, x: x.clone().div_(L.full((3,), 2.0), rounding_mode=None),
+    "div_, floor": lambda L, x: x.clone().div_(2, rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", DIVISIONS.values(), ids=DIVISIONS.keys())
+def test_division_nodes_values_and_grads_match_torch(torch, fn, dtype):
+    out = {}
+    for L in (trainkit, torch):
+        x = L.tensor([1.5, -3.0, 4.0], dtype=getattr(L, dtype), requires_grad=True)
+        y = fn(L, x)
+        y.backward(L.tensor([1.0, 2.0, -1.0], dtype=y.dtype))
+        out[L.__name__] = (type(y.grad_fn).__name__, to_numpy(y), to_numpy(x.grad), y.dtype)
+    got, want = out["trainkit"], out["torch"]
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+    assert str(got[3]).split(".")[-1] == str(want[3]).split(".")[-1]
+
+
+def test_true_division_with_an_explicit_none_mode_is_differentiable_twice():
+    x = trainkit.tensor([1.5, 2.0], dtype=trainkit.float64, requires_grad=True)
+    assert trainkit.autograd.gradcheck(lambda a: trainkit.div(a, a * a + 1, rounding_mode=None), (x,))
+    assert trainkit.autograd.gradgradcheck(lambda a: trainkit.div(1.0, a, rounding_mode=None), (x,))
