@@ -88,3 +88,63 @@ def test_true_division_with_an_explicit_none_mode_is_differentiable_twice():
     x = trainkit.tensor([1.5, 2.0], dtype=trainkit.float64, requires_grad=True)
     assert trainkit.autograd.gradcheck(lambda a: trainkit.div(a, a * a + 1, rounding_mode=None), (x,))
     assert trainkit.autograd.gradgradcheck(lambda a: trainkit.div(1.0, a, rounding_mode=None), (x,))
+
+
+# --- in-place changes through views of leaves and views made in no_grad mode -------------------------------------
+
+
+def _made_in_no_grad(L, base, view=lambda t: t[1:]):
+    with L.no_grad():
+        return view(base)
+
+
+REFUSED = {
+    "view of a leaf": lambda L: L.ones(3, requires_grad=True)[1:].mul_(2),
+    "view of a view of a leaf": lambda L: L.ones(3, 4, requires_grad=True)[1:].t().mul_(2),
+    "select, narrow, view, diagonal": lambda L: L.ones(3, 3, requires_grad=True).diagonal().add_(1),
+    "reshape of a leaf": lambda L: L.ones(3, 3, requires_grad=True).reshape(9).zero_(),
+    "copy_ into a view of a leaf": lambda L: L.ones(3, 3, requires_grad=True)[0].copy_(L.zeros(3)),
+    "fill_ of a view of a leaf": lambda L: L.ones(3, 3, requires_grad=True).narrow(0, 1, 1).fill_(1),
+    "expanded view of a leaf (before the overlap check)": lambda L: (
+        L.ones(1, 3, requires_grad=True).expand(3, 3).mul_(2)
+    ),
+    "leaf[0] = v writes through a view": lambda L: L.ones(3, 3, requires_grad=True).__setitem__(0, 5.0),
+    "leaf[1:] = v": lambda L: L.ones(3, 3, requires_grad=True).__setitem__(slice(1, None), 5.0),
+    "leaf[0, [1]] = v": lambda L: L.ones(3, 3, requires_grad=True).__setitem__((0, [1]), 5.0),
+    "leaf[...] = v writes into the leaf": lambda L: L.ones(3, requires_grad=True).__setitem__(Ellipsis, 5.0),
+    "leaf[mask] = v": lambda L: L.ones(3, requires_grad=True).__setitem__(L.tensor([True, False, True]), 5.0),
+    "a leaf itself": lambda L: L.ones(3, requires_grad=True).mul_(2),
+    "view made before requires_grad_()": lambda L: (lambda x: (x[1:], x.requires_grad_())[0].mul_(2))(L.ones(3)),
+    "no_grad view of a leaf": lambda L: _made_in_no_grad(L, L.ones(3, requires_grad=True)).mul_(2),
+    "no_grad view of a non-leaf": lambda L: _made_in_no_grad(L, L.ones(3, requires_grad=True).clone()).mul_(2),
+    "no_grad view, operand requires grad": lambda L: _made_in_no_grad(L, L.ones(3)).add_(L.ones(2, requires_grad=True)),
+    "no_grad view, item set": lambda L: _made_in_no_grad(L, L.ones(3, requires_grad=True).clone()).__setitem__(0, 1.0),
+    "view of a no_grad view": lambda L: _made_in_no_grad(L, L.ones(3, requires_grad=True).clone())[1:].mul_(2),
+    "output of unbind": lambda L: L.ones(3, 3, requires_grad=True).clone().unbind()[0].mul_(2),
+}
+
+
+@pytest.mark.parametrize("fn", REFUSED.values(), ids=REFUSED.keys())
+def test_in_place_refusals_match_torch_word_for_word(torch, fn):
+    got, want = assert_same_error(torch, lambda L, dev: fn(L), "in")
+    assert str(got) == str(want)
+
+
+ALLOWED = {
+    "view of a leaf under no_grad": lambda L: _no_grad_call(L, lambda x: x[1:].mul_(2)),
+    "no_grad view of a plain tensor, grad mode": lambda L: _made_in_no_grad(L, L.ones(3)).mul_(2),
+    "view of a detached leaf": lambda L: L.ones(3, requires_grad=True).detach()[1:].mul_(2),
+    "integer view": lambda L: L.ones(3, dtype=L.int64)[1:].add_(1),
+}
+
+
+def _no_grad_call(L, fn):
+    x = L.ones(3, requires_grad=True)
+    with L.no_grad():
+        fn(x)
+    return x
+
+
+@pytest.mark.parametrize("fn", ALLOWED.values(), ids=ALLOWED.keys())
+def test_in_place_changes_torch_allows(torch, fn):
+    np.testing.assert_array_equal(to_numpy(fn(trainkit)), to_numpy(fn(torch)))

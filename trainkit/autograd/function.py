@@ -199,6 +199,11 @@ def _apply_of(cls):
         if is_view and out.base is not None:  # it shares its input's storage, and so its version counter
             result._version_counter = inputs[0]._version_counter
             result._view = (inputs[0], cls, params)
+            # PyTorch refuses to record an in-place change through a view made in no_grad mode, or a view of one
+            if grad_mode.disabled_threads and not grad_mode.state.enabled:
+                result._no_grad_view = 1
+            elif inputs[0]._no_grad_view:
+                result._no_grad_view = 2
         else:
             result._version_counter = [0]
         if not record:

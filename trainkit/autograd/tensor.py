@@ -95,6 +95,7 @@ class Tensor:
     _hooks = None
     _acc = None
     _view = None
+    _no_grad_view = 0  # 1: a view made in no_grad mode, 2: a view of one
     _post_accumulate_hooks = None
 
     @staticmethod

@@ -22,6 +22,12 @@ from .type_names import legacy_type_name, scalar_name
 __all__ = ["apply_inplace", "arithmetic_inplace", "check_overlap", "function_inplace", "setitem"]
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+NO_GRAD_HINT = (
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+    "both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked)."
+)
 OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
@@ -51,18 +57,61 @@ def _writable(data):
     return alias
 
 
-def _in_graph(self: Tensor, others, integral: bool = False) -> bool:
-    """Whether the op is recorded. An integer or bool tensor written from a tensor that requires grad stays out of
-    the graph, except (``integral``) where PyTorch records it all the same: fill_ with a 0-d tensor."""
+def _root(view: Tensor) -> Tensor:
+    """The tensor that owns the storage a view (of a view...) looks into."""
+    while view._view is not None:
+        view = view._view[0]
+    return view
+
+
+def _in_graph(self: Tensor, others, integral: bool = False, view_name: str | None = None) -> bool:
+    """Whether the op is recorded, after PyTorch's checks of what may be changed in place in a graph (a view made
+    in no_grad mode, an output of a multi-view op, a view of a leaf, a leaf). An integer or bool tensor written
+    from a tensor that requires grad stays out of the graph, except (``integral``) where PyTorch records it all the
+    same: fill_ with a 0-d tensor. ``view_name``: PyTorch writes through a view of ``self`` made by this op
+    (``x[0] = v`` is ``x.select(0, 0).copy_(v)``)."""
     if not grad_mode.state.enabled:
         return False
-    if self._requires_grad:
-        if self._grad_fn is None:
-            raise RuntimeError(LEAF_MESSAGE)
-        return True
-    if not integral and self._data.dtype.kind not in "fc":
+    is_view = self._view is not None
+    requires = self._requires_grad or (is_view and _root(self)._requires_grad)
+    if not requires and (integral or self._data.dtype.kind in "fc"):
+        requires = any(isinstance(o, Tensor) and o._requires_grad for o in others)
+    if not requires:
         return False
-    return any(isinstance(o, Tensor) and o._requires_grad for o in others)
+    if is_view or view_name is not None:
+        _check_view(self, view_name)
+    if self._requires_grad and self._grad_fn is None:
+        raise RuntimeError(LEAF_MESSAGE)
+    return True
+
+
+def _check_view(self: Tensor, view_name: str | None) -> None:
+    """PyTorch's refusals of an in-place change recorded through a view."""
+    if self._no_grad_view:
+        if view_name is None and self._no_grad_view == 1:
+            prefix = "A view was created in"
+        else:
+            name = view_name or self._view[1].__name__
+            nr = 0 if view_name else self._output_nr
+            prefix = f"Output {nr} of {_op_name(name)} is a view of a view which was created in"
+        raise RuntimeError(
+            f"{prefix} no_grad mode and is being modified inplace with grad mode enabled. {NO_GRAD_HINT}"
+        )
+    if self._view is not None and self._view[1] is None:
+        raise RuntimeError(
+            f"Output {self._output_nr} of {_op_name(self._grad_fn.name()) if self._grad_fn else 'a multi-output op'} "
+            "is a view and is being modified inplace. This view is the output of a function that returns multiple "
+            "views. Such functions do not allow the output views to be modified inplace. You should replace the "
+            "inplace operation by an out-of-place one."
+        )
+    root = _root(self)
+    if root._requires_grad and root._grad_fn is None and (self._view is not None or view_name is not None):
+        raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+
+
+def _op_name(node_name: str) -> str:
+    """The op a node belongs to, as PyTorch's view errors name it: ``SelectBackward0`` -> ``Select``."""
+    return node_name.rstrip("0123456789").removesuffix("Backward")
 
 
 def _write(self: Tensor, out) -> None:
@@ -91,9 +140,10 @@ def _rebind(self: Tensor, result: Tensor) -> None:
 
 def apply_inplace(self: Tensor, cls, *others, **params) -> Tensor:
     """Run op ``cls`` on (self, *others) and store the result in self."""
+    in_graph = _in_graph(self, others, cls is copy.FillTensor)  # PyTorch checks the graph before the memory
     if not getattr(cls, "allows_overlap", False):
         check_overlap(self._data)
-    if not _in_graph(self, others, cls is copy.FillTensor):
+    if not in_graph:
         node = cls()
         out = node.forward(self._data, *[o._data if isinstance(o, Tensor) else o for o in others], **params)
         _write(self, xp_of(self._data).asarray(out))
@@ -180,18 +230,7 @@ def _inplace_on_view(view: Tensor, run, keep_old: bool) -> Tensor:
     """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
     view's new value into it, and the view becomes a fresh view of the updated base."""
     base, view_cls, view_params = view._view
-    if view_cls is None:
-        raise RuntimeError(
-            f"Output {view._output_nr} of {view._grad_fn.name() if view._grad_fn else 'a multi-output op'} is a view "
-            "and is being modified inplace. This view is the output of a function that returns multiple views. "
-            "Such functions do not allow the output views to be modified inplace. You should replace the inplace "
-            "operation by an out-of-place one."
-        )
-    root = base
-    while root._view is not None:
-        root = root._view[0]
-    if root._requires_grad and root._grad_fn is None:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    _check_view(view, None)
     old_data = view._data.copy() if keep_old else view._data
     source = Tensor._make(old_data, view._requires_grad, view._grad_fn, view._output_nr)
     new_value = run(source)
@@ -260,7 +299,7 @@ def setitem(self: Tensor, key, value) -> None:
             and value._requires_grad
             and _fills(self, index, value, advanced)
         )
-        if _in_graph(self, (value,), integral):
+        if _in_graph(self, (value,), integral, _view_step(index)):
             _record_setitem(self, index, kind, value)
             return
         data = self._data
@@ -271,6 +310,20 @@ def setitem(self: Tensor, key, value) -> None:
         _check_value_shape(self._data, index, advanced, value)
         raise
     self._version_counter[0] += 1
+
+
+def _view_step(index) -> str | None:
+    """The node of the view PyTorch takes before writing ``x[index] = value`` (None when it writes into ``x``
+    itself: a full slice, an ellipsis, an advanced index alone)."""
+    name = None
+    for p in index if isinstance(index, tuple) else (index,):
+        if p is None:
+            name = "UnsqueezeBackward0"
+        elif isinstance(p, (int, np.integer)) and not isinstance(p, bool):
+            name = "SelectBackward0"
+        elif isinstance(p, slice) and p != slice(None):
+            name = "SliceBackward0"
+    return name
 
 
 def _fills(self: Tensor, index, value: Tensor, advanced: bool) -> bool:
