@@ -18,11 +18,12 @@
 
 from .files import temporary_beside
 from .safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
-from .save_load import FileFormatError, load, save
+from .save_load import DEFAULT_PROTOCOL, FileFormatError, load, save
 from .torch_pickle import TorchFileError, UnsafeGlobalError, get_unsafe_globals_in_checkpoint, load_torch_file
 from .torch_writer import save_torch_file
 
 __all__ = [
+    "DEFAULT_PROTOCOL",
     "FileFormatError",
     "TorchFileError",
     "UnsafeGlobalError",

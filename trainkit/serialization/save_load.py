@@ -39,7 +39,9 @@ from .safetensors_format import read_safetensors
 from .torch_pickle import load_torch_file
 from .torch_writer import save_torch_file
 
-__all__ = ["FileFormatError", "load", "save"]
+__all__ = ["DEFAULT_PROTOCOL", "FileFormatError", "load", "save"]
+
+DEFAULT_PROTOCOL = 2  # the pickle protocol torch.save writes by default
 
 # Markers in the JSON document where a value is not plain JSON.
 _META = "__meta__"  # the archive entry holding the JSON document
@@ -135,7 +137,7 @@ def _write(f, meta, arrays) -> None:
     np.savez(f, **{_META: np.array(json.dumps(meta))}, **{f"a{i}": a for i, a in enumerate(arrays)})
 
 
-def save(obj, f, pickle_module=None, pickle_protocol: int = 2) -> None:
+def save(obj, f, pickle_module=None, pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
     """Save ``obj`` to ``f``, a path (written atomically: to a temporary file first, then renamed) or a binary file
     object, as ``torch.save`` does.
 
