@@ -39,9 +39,9 @@ from ..autograd.creation import from_numpy
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
+from .allowlist import get_safe_globals, lookup, unsupported_global_message
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES
 from .locations import placement
-from .safe_globals import get_safe_globals, lookup, unsupported_global_message
 from .safetensors_format import widen_bfloat16
 
 __all__ = ["TorchFileError", "UnsafeGlobalError", "get_unsafe_globals_in_checkpoint", "load_torch_file"]
