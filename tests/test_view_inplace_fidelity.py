@@ -148,3 +148,117 @@ def _no_grad_call(L, fn):
 @pytest.mark.parametrize("fn", ALLOWED.values(), ids=ALLOWED.keys())
 def test_in_place_changes_torch_allows(torch, fn):
     np.testing.assert_array_equal(to_numpy(fn(trainkit)), to_numpy(fn(torch)))
+
+
+# --- grad_fn names and graph structure after in-place changes through views ---------------------------------
+
+VIEWS = {
+    "slice": lambda a: a[1:],
+    "select": lambda a: a[1],
+    "t": lambda a: a.t(),
+    "transpose": lambda a: a.transpose(0, 1),
+    "narrow": lambda a: a.narrow(1, 1, 2),
+    "view": lambda a: a.view(24),
+    "reshape": lambda a: a.reshape(2, 12),
+    "permute": lambda a: a.permute(1, 0),
+    "unsqueeze": lambda a: a.unsqueeze(0),
+    "diagonal": lambda a: a.diagonal(),
+    "slice of a slice": lambda a: a[1:][:, ::2],
+    "t of a slice": lambda a: a[1:].t(),
+    "select of a transpose": lambda a: a.t()[2],
+    "view of a view": lambda a: a.view(24).view(2, 12),
+    "squeeze of an unsqueeze": lambda a: a.unsqueeze(0).squeeze(0),
+    "expand of a row": lambda a: a[:1].expand(1, 6),
+}
+
+CHANGES = {
+    "mul_ by a number": lambda L, v, y: v.mul_(2),
+    "mul_ by a tensor": lambda L, v, y: v.mul_(y[:1]),
+    "copy_": lambda L, v, y: v.copy_(y[1:2] * 3),
+    "add_": lambda L, v, y: v.add_(y.sum()),
+    "clamp_": lambda L, v, y: v.clamp_(-0.5, 0.5),
+    "item set": lambda L, v, y: v.__setitem__((0,) * max(v.dim(), 1) if v.dim() else Ellipsis, y.sum()),
+}
+
+
+def _change_through_view(L, view, change, dtype="float64"):
+    rng = np.random.default_rng(0)
+    leaf = L.tensor(rng.standard_normal((4, 6)), dtype=getattr(L, dtype), requires_grad=True)
+    y = L.tensor(rng.standard_normal(6), dtype=getattr(L, dtype), requires_grad=True)
+    a = leaf.clone()
+    v = view(a)
+    change(L, v, y)
+    structure = names(a, 2), names(v, 2)
+    (a * L.arange(24.0, dtype=a.dtype).reshape(4, 6)).sum().backward()
+    return structure, to_numpy(a), to_numpy(leaf.grad), None if y.grad is None else to_numpy(y.grad)
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+@pytest.mark.parametrize("view", VIEWS.values(), ids=VIEWS.keys())
+def test_in_place_through_views_records_torch_graph(torch, view, change):
+    got, want = _change_through_view(trainkit, view, change), _change_through_view(torch, view, change)
+    assert got[0] == want[0]
+    for g, w in zip(got[1:], want[1:]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def _stale(kind):
+    def run(L):
+        w = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = L.tensor([5.0, 6.0, 7.0, 8.0], requires_grad=True)
+        a = w.clone() if kind != "plain base" else L.zeros(4)
+        v, u = a[1:], a[:2]
+        if kind == "base changed":
+            a.mul_(3)
+        elif kind == "sibling changed":
+            u.mul_(5)
+        elif kind == "plain base":
+            a.add_(y)
+        elif kind == "view of the view changed":
+            v[1:].mul_(7)
+        elif kind == "changed under no_grad":
+            with L.no_grad():
+                a.mul_(2)
+        structure = (v.requires_grad, names(v, 1))
+        (v * L.tensor([1.0, 10.0, 100.0])).sum().backward()
+        return structure, *(None if t.grad is None else to_numpy(t.grad) for t in (w, y))
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "kind", ["base changed", "sibling changed", "plain base", "view of the view changed", "changed under no_grad"]
+)
+def test_a_view_follows_later_in_place_changes_of_its_base(torch, kind):
+    got, want = _stale(kind)(trainkit), _stale(kind)(torch)
+    assert got[0] == want[0]
+    for g, w in zip(got[1:], want[1:]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g, w)
+
+
+def test_float32_stays_float32_through_copy_slices():
+    leaf = trainkit.ones(3, 4, requires_grad=True)
+    y = trainkit.full((4,), 2.0, requires_grad=True)
+    a = leaf.clone()
+    a[1:].t()[1].mul_(y[:2])
+    a.sum().backward()
+    assert leaf.grad.dtype == trainkit.float32 and y.grad.dtype == trainkit.float32
+
+
+def test_in_place_through_views_passes_gradcheck_and_gradgradcheck():
+    def fn(x, y):
+        a = x * 1.5
+        a[1:].t()[0].mul_(y)
+        v = a.view(-1)[2:5]
+        v.copy_(x[0, :3] * y.sum())
+        return a.sin()
+
+    rng = np.random.default_rng(1)
+    x = trainkit.tensor(rng.standard_normal((3, 4)), dtype=trainkit.float64, requires_grad=True)
+    y = trainkit.tensor(rng.standard_normal(2), dtype=trainkit.float64, requires_grad=True)
+    assert trainkit.autograd.gradcheck(fn, (x, y))
+    assert trainkit.autograd.gradgradcheck(fn, (x, y))

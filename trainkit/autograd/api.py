@@ -6,7 +6,7 @@ import warnings
 
 from .backend import as_array, xp_of
 from .engine import accumulate, accumulator, run_backward
-from .tensor import Tensor
+from .tensor import Tensor, refresh_view
 
 
 def _as_tuple(x) -> tuple:
@@ -20,6 +20,7 @@ def _roots(tensors: tuple) -> list:
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"element {i} of tensors is a {type(t).__name__}, not a Tensor")
+        refresh_view(t)
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append((t._grad_fn if t._grad_fn is not None else accumulator(t), t._output_nr))
@@ -118,6 +119,7 @@ def _places(inputs: tuple) -> list:
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+        refresh_view(t)
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         places.append((t._grad_fn if t._grad_fn is not None else accumulator(t), t._output_nr))

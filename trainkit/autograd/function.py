@@ -14,7 +14,7 @@ from . import grad_mode
 from .backend import as_array, xp_of
 from .engine import Node, accumulator, next_seq
 from .saved import ALL_SAME, FREED_MESSAGE, OUTPUT0, SAME_AS_OUTPUT, SavedOutput, unpack_tensor
-from .tensor import Tensor
+from .tensor import Tensor, refresh_view
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
 
@@ -174,6 +174,8 @@ def _apply_of(cls):
         requires = False
         for x in inputs:
             if isinstance(x, Tensor):
+                if x._view is not None and x._view_version != x._version_counter[0]:
+                    refresh_view(x)  # its base changed in place since its grad_fn was set
                 a = x._data
                 if type(a) is not kind:
                     if kind is not None:
@@ -199,6 +201,8 @@ def _apply_of(cls):
         if is_view and out.base is not None:  # it shares its input's storage, and so its version counter
             result._version_counter = inputs[0]._version_counter
             result._view = (inputs[0], cls, params)
+            if result._version_counter[0]:
+                result._view_version = result._version_counter[0]
             # PyTorch refuses to record an in-place change through a view made in no_grad mode, or a view of one
             if grad_mode.disabled_threads and not grad_mode.state.enabled:
                 result._no_grad_view = 1
@@ -368,6 +372,8 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         node = cls._backward_cls()
         tensor_args = [a for a in args if isinstance(a, Tensor)]
+        for t in tensor_args:
+            refresh_view(t)
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         with grad_mode.no_grad():
             outputs = cls.forward(node, *args, **kwargs)

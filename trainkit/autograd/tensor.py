@@ -55,6 +55,17 @@ DETACH_VIEW_MESSAGE = (
 )
 
 
+# Set by ops.view_replay: makes a view's grad_fn again after an in-place change of its base (views of a base share
+# its version counter, so a view whose counter moved since its grad_fn was set may describe an older base).
+view_refresher = None
+
+
+def refresh_view(t: Tensor) -> None:
+    """Bring a view's ``grad_fn`` and ``requires_grad`` up to date with in-place changes of its base."""
+    if t._view is not None and t._view_version != t._version_counter[0] and view_refresher is not None:
+        view_refresher(t)
+
+
 class Size(tuple):
     """A tensor's shape: a tuple that prints as ``trainkit.Size([2, 3])``."""
 
@@ -96,6 +107,7 @@ class Tensor:
     _acc = None
     _view = None
     _no_grad_view = 0  # 1: a view made in no_grad mode, 2: a view of one
+    _view_version = 0  # a view's grad_fn is current while the version counter still reads this
     _post_accumulate_hooks = None
 
     @staticmethod
@@ -147,6 +159,7 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        refresh_view(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -179,10 +192,12 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        refresh_view(self)
         return self._grad_fn is None
 
     @property
     def grad_fn(self):
+        refresh_view(self)
         return self._grad_fn
 
     @property

@@ -28,4 +28,5 @@ from . import (  # noqa: F401
     triangular,
     trigonometric,
     type_names,
+    view_replay,
 )

@@ -14,10 +14,11 @@ from .. import grad_mode
 from ..backend import xp_of
 from ..function import device_error
 from ..saved import SAME_AS_OUTPUT
-from ..tensor import Tensor
+from ..tensor import Tensor, refresh_view
 from . import copy, math
-from .shape import IndexPut, SetItem, WriteView, normalize_index
+from .shape import IndexPut, SetItem, normalize_index
 from .type_names import legacy_type_name, scalar_name
+from .view_replay import copy_slices, view_chain
 
 __all__ = ["apply_inplace", "arithmetic_inplace", "check_overlap", "function_inplace", "setitem"]
 
@@ -227,15 +228,25 @@ def _keep_input_dtypes(result: Tensor) -> None:
 
 
 def _inplace_on_view(view: Tensor, run, keep_old: bool) -> Tensor:
-    """An in-place op through a view, recorded as PyTorch does: the base takes a ``CopySlices`` node that writes the
-    view's new value into it, and the view becomes a fresh view of the updated base."""
-    base, view_cls, view_params = view._view
+    """An in-place op through a view, recorded as PyTorch does: the view's new value is written into the storage,
+    the root takes a ``CopySlices`` node holding the op's node, and the view's grad_fn becomes an
+    ``AsStridedBackward0`` of that node."""
     _check_view(view, None)
+    refresh_view(view)
+    root, chain = view_chain(view)
     old_data = view._data.copy() if keep_old else view._data
     source = Tensor._make(old_data, view._requires_grad, view._grad_fn, view._output_nr)
     new_value = run(source)
-    apply_inplace(base, WriteView, new_value, view_cls=view_cls, view_params=view_params)
-    _rebind(view, view_cls.apply(base, **view_params))
+    check_overlap(view._data)
+    _write(view, new_value._data)
+    if new_value._grad_fn is None:
+        return view
+    if new_value._data.dtype != view._data.dtype:
+        _keep_input_dtypes(new_value)
+    node = copy_slices(root, chain, view, source, new_value)
+    _rebind(root, Tensor._make(root._data, True, node))
+    view._view_version = -1  # made again from the root's new node on its next use
+    refresh_view(view)
     return view
 
 

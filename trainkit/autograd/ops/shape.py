@@ -258,30 +258,6 @@ class SetItem(Op, name="CopySlices"):
         return gx, gv
 
 
-class WriteView(Op, name="CopySlices"):
-    """out = base with the region a view op selects replaced by value.   dbase = g with that region zeroed,
-    dvalue = that region of g."""
-
-    def forward(self, base, value, view_cls, view_params):
-        self.view_cls, self.view_params = view_cls, view_params
-        out = base.copy()
-        self._select(out)[...] = value
-        return out
-
-    def _select(self, array):
-        """The region of ``array`` the view covers, as a writable NumPy/CuPy view."""
-        return self.view_cls.forward(object.__new__(self.view_cls), array, **self.view_params)
-
-    def backward(self, g):
-        if isinstance(g, Tensor):
-            keep = xp_of(g._data).ones(g._data.shape, dtype=g._data.dtype)
-            self._select(keep)[...] = 0
-            return g * keep, self.view_cls.apply(g, **self.view_params)
-        gb = g.copy()
-        self._select(gb)[...] = 0
-        return gb, self._select(g)
-
-
 class IndexPut(SetItem, name="IndexPutBackward0"):
     """``x[index] = value`` with tensor (advanced) indices."""
 
