@@ -262,3 +262,56 @@ def test_in_place_through_views_passes_gradcheck_and_gradgradcheck():
     y = trainkit.tensor(rng.standard_normal(2), dtype=trainkit.float64, requires_grad=True)
     assert trainkit.autograd.gradcheck(fn, (x, y))
     assert trainkit.autograd.gradgradcheck(fn, (x, y))
+
+
+# --- numbers that do not fit the destination dtype ------------------------------------------------------------
+
+FILLS = {
+    "fill_ 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(300),
+    "fill_ -256 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(-256),
+    "fill_ -1.0 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(-1.0),
+    "fill_ 255.5 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(255.5),
+    "fill_ 2**31 int32": lambda L: L.zeros(2, dtype=L.int32).fill_(2**31),
+    "fill_ 2**63 int64": lambda L: L.zeros(2, dtype=L.int64).fill_(2**63),
+    "fill_ 1e20 int64": lambda L: L.zeros(2, dtype=L.int64).fill_(1e20),
+    "fill_ 128 int8": lambda L: L.zeros(2, dtype=L.int8).fill_(128),
+    "fill_ 32767.9 int16": lambda L: L.zeros(2, dtype=L.int16).fill_(32767.9),
+    "fill_ inf int32": lambda L: L.zeros(2, dtype=L.int32).fill_(float("inf")),
+    "fill_ nan int64": lambda L: L.zeros(2, dtype=L.int64).fill_(float("nan")),
+    "fill_ 1e39 float32": lambda L: L.zeros(2).fill_(1e39),
+    "fill_ 70000 float16": lambda L: L.zeros(2, dtype=L.float16).fill_(70000),
+    "fill_ 1j float32": lambda L: L.zeros(2).fill_(1j),
+    "masked_fill 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).masked_fill(L.tensor([True, False]), 300),
+    "masked_fill_ 2**31 int32": lambda L: L.zeros(2, dtype=L.int32).masked_fill_(L.tensor([True, False]), 2**31),
+    "x[0] = 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).__setitem__(0, 300),
+    "x[mask] = 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).__setitem__(L.tensor([True, False]), 300),
+    "new_full 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).new_full((2,), 300),
+    "scatter_ value 300 uint8": lambda L: L.zeros(2, dtype=L.uint8).scatter_(0, L.tensor([0]), 300),
+}
+
+
+@pytest.mark.parametrize("fn", FILLS.values(), ids=FILLS.keys())
+def test_a_number_that_does_not_fit_is_refused_as_torch_refuses_it(torch, fn):
+    got, want = assert_same_error(torch, lambda L, dev: fn(L), "without overflow")
+    assert str(got) == str(want)
+
+
+FITTING = {
+    "fill_ -1 uint8 wraps": lambda L: L.zeros(2, dtype=L.uint8).fill_(-1),
+    "fill_ -255 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(-255),
+    "fill_ 255 uint8": lambda L: L.zeros(2, dtype=L.uint8).fill_(255),
+    "fill_ 1.5 uint8 truncates": lambda L: L.zeros(2, dtype=L.uint8).fill_(1.5),
+    "fill_ inf float32": lambda L: L.zeros(2).fill_(float("inf")),
+    "fill_ nan float16": lambda L: L.zeros(2, dtype=L.float16).fill_(float("nan")),
+    "fill_ 1+0j float32": lambda L: L.zeros(2).fill_(1 + 0j),
+    "fill_ 5 bool": lambda L: L.zeros(2, dtype=L.bool).fill_(5),
+    "fill_ 0-d tensor 300 uint8 wraps": lambda L: L.zeros(2, dtype=L.uint8).fill_(L.tensor(300)),
+    "fill_ -2**63 int64": lambda L: L.zeros(2, dtype=L.int64).fill_(-(2**63)),
+    "masked_fill_ -1 uint8": lambda L: L.zeros(2, dtype=L.uint8).masked_fill_(L.tensor([True, False]), -1),
+    "x[0] = -1 uint8": lambda L: (lambda x: (x.__setitem__(0, -1), x)[1])(L.zeros(2, dtype=L.uint8)),
+}
+
+
+@pytest.mark.parametrize("fn", FITTING.values(), ids=FITTING.keys())
+def test_numbers_that_fit_are_stored_as_torch_stores_them(torch, fn):
+    np.testing.assert_array_equal(to_numpy(fn(trainkit)), to_numpy(fn(torch)))

@@ -36,6 +36,7 @@ from .backend import (
     xp_of,
 )
 from .hooks import HookDict, NodeHooks, add_hook
+from .scalar_fit import stored_value
 
 _new = object.__new__
 
@@ -431,7 +432,7 @@ class Tensor:
     def _new_filled(self, fill, sizes, dtype, requires_grad) -> Tensor:
         xp = xp_of(self._data)
         dt = self._data.dtype if dtype is None else to_dtype(dtype).np
-        t = Tensor._make(xp.full(flatten_sizes(sizes), fill, dtype=dt))
+        t = Tensor._make(xp.full(flatten_sizes(sizes), stored_value(fill, dt), dtype=dt))
         return t.requires_grad_(requires_grad) if requires_grad else t
 
     def new_zeros(self, *size, dtype=None, requires_grad=False) -> Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..backend import as_array, device, device_of, to_device, to_dtype, xp_of
 from ..function import Op
+from ..scalar_fit import stored_value
 from ..tensor import Tensor
 
 __all__ = ["clone", "contiguous", "to"]
@@ -58,7 +59,7 @@ class Fill(Op, name="FillBackward2"):
     allows_overlap = True  # one number written everywhere: elements that share memory agree, as PyTorch allows
 
     def forward(self, x, value):
-        return xp_of(x).full(x.shape, value, dtype=x.dtype)
+        return xp_of(x).full(x.shape, stored_value(value, x.dtype), dtype=x.dtype)
 
     def backward(self, g):
         return g * 0, g.sum()

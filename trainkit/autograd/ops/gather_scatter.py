@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import xp_of
 from ..function import Op, shape_error
+from ..scalar_fit import stored_value
 from ..tensor import Tensor
 from . import dual
 from .inplace import apply_inplace
@@ -269,6 +270,7 @@ def _scatter_op(input: Tensor, dim: int, index: Tensor, src, value, reduce):
             return ScatterReduceLegacy, src, {"index": along(idx, d), "ufunc": reduce}
         return Scatter, src, {"index": along(idx, d)}
     _check_along("scatter", input, idx, d)
+    src = stored_value(src, input._data.dtype)
     if reduce is not None:
         return ScatterReduceLegacy, src, {"index": along(idx, d), "ufunc": reduce}
     return ScatterValue, src, {"index": along(idx, d)}

@@ -14,6 +14,7 @@ from .. import grad_mode
 from ..backend import xp_of
 from ..function import device_error
 from ..saved import SAME_AS_OUTPUT
+from ..scalar_fit import stored_value
 from ..tensor import Tensor, refresh_view
 from . import copy, math
 from .shape import IndexPut, SetItem, normalize_index
@@ -290,6 +291,8 @@ def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=ma
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value``: an in-place op, recorded as ``CopySlices`` when a graph is involved."""
     index, kind = normalize_index(key, self._data)
+    if isinstance(value, (int, float)):
+        value = stored_value(value, self._data.dtype)
     if not isinstance(value, (Tensor, bool, int, float)):
         value = Tensor._make(xp_of(self._data).asarray(value, dtype=self._data.dtype))
     if isinstance(value, Tensor) and type(value._data) is not type(self._data):

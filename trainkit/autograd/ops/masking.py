@@ -6,6 +6,7 @@ import numpy as np
 
 from ..backend import xp_of
 from ..function import Op, shape_error
+from ..scalar_fit import check_fits
 from ..tensor import Tensor
 from . import dual
 from .shape import Index
@@ -74,26 +75,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
                 f"Autograd not support dtype: {scalar_name(dtype)}: the result of masked_fill has "
                 f"the input's dtype, which has no gradient; pass value.detach() or a floating input"
             )
-        _check_fits(value._data.item(), dtype)
+        check_fits(value._data.item(), dtype)
         return MaskedFillTensor.apply(input, mask, value)
-    _check_fits(value, dtype)
+    check_fits(value, dtype)
     return MaskedFill.apply(input, mask, value)
-
-
-def _check_fits(value, dtype) -> None:
-    """PyTorch's error for a fill value that the tensor's dtype cannot hold (inf or NaN in an integer tensor)."""
-    if dtype.kind in "iu" and isinstance(value, float):
-        info = np.iinfo(dtype)
-        fits = info.min <= value <= info.max  # False for NaN too
-    elif dtype.kind == "f" and isinstance(value, (int, float)) and dtype.itemsize < 8:
-        fits = not (np.isfinite(value) and abs(value) > float(np.finfo(dtype).max))  # inf and NaN are floats
-    else:
-        return
-    if not fits:
-        c_name = {"float32": "float", "float16": "c10::Half"}.get(dtype.name, f"{dtype.name}_t")
-        raise RuntimeError(
-            f"value cannot be converted to type {c_name} without overflow: {value} is outside the range of {dtype.name}"
-        )
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:

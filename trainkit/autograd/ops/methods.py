@@ -96,6 +96,7 @@ _FUNCTION_INPLACE = {
     "remainder_": math.remainder,
     "fmod_": elementwise.fmod,
     "floor_divide_": math.floor_divide,
+    "masked_fill_": masking.masked_fill,
     "sign_": math.sign,
     "reciprocal_": math.reciprocal,
     "square_": elementwise.square,
