@@ -153,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     run_torch = commands.add_parser(
         "run-torch",
         help="run a PyTorch program unmodified: import torch gives trainkit",
-        description="Run SCRIPT as python SCRIPT ARGS would, with import torch (and every torch.X.Y) giving "
+        description="Run SCRIPT as python SCRIPT ARGS would, with import torch (and every torch.X.Y) giving\n"
         "trainkit's module of the same path. Exit code and traceback are python's.",
         epilog="examples:\n  trainkit run-torch train.py --epochs 2\n"
         "  python -m trainkit.torch_run train.py --epochs 2",
