@@ -34,6 +34,8 @@ CASES = [
     ("dtype_differs", ([1.0], "float32"), ([1.0], "float64"), {}),
     ("dtype_unchecked", ([1.0, 2.0], "float32"), ([1.0, 2.0], "float64"), {"check_dtype": False}),
     ("dtype_unchecked_fails", ([1.0, 2.0], "float32"), ([1.0, 2.1], "float64"), {"check_dtype": False}),
+    ("int_and_float32_unchecked", ([1, 3], "int64"), ([1.0, 2.9], "float32"), {"check_dtype": False}),
+    ("bool_and_int_unchecked", ([True, False], "bool"), ([1, 1], "int32"), {"check_dtype": False}),
     ("shape", ([1.0], "float32"), ([1.0, 2.0], "float32"), {}),
     ("shape_2d", (np.zeros((2, 3)).tolist(), "float32"), (np.zeros((3, 2)).tolist(), "float32"), {}),
     ("empty", ([], "float32"), ([], "float32"), {}),

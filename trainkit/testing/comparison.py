@@ -226,7 +226,7 @@ def compare_tensors(actual: Tensor, expected: Tensor, where: tuple, options: dic
     a, e = to_numpy(actual), to_numpy(expected)
     rtol, atol = tolerances(options, a.dtype, e.dtype)
     if a.dtype != e.dtype:
-        common = np.result_type(a.dtype, e.dtype)
+        common = promoted(a.dtype, e.dtype)
         a, e = a.astype(common), e.astype(common)
     matches = close(a, e, rtol, atol, options["equal_nan"])
     if matches.all():
@@ -234,6 +234,19 @@ def compare_tensors(actual: Tensor, expected: Tensor, where: tuple, options: dic
     if a.ndim == 0:
         raise Mismatch(AssertionError, scalar_message(a.item(), e.item(), rtol, atol), where)
     raise Mismatch(AssertionError, tensor_message(a, e, matches, rtol, atol), where)
+
+
+def promoted(first: np.dtype, second: np.dtype) -> np.dtype:
+    """PyTorch's type promotion of two tensors: a floating dtype wins over integers and booleans unchanged
+    (int64 with float32 is float32, where NumPy would say float64).
+
+    >>> promoted(np.dtype(np.int64), np.dtype(np.float32))
+    dtype('float32')
+    """
+    floating = [d for d in (first, second) if d.kind in "fc"]
+    if len(floating) == 1:
+        return floating[0]
+    return np.result_type(first, second)
 
 
 def to_numpy(tensor: Tensor) -> np.ndarray:
