@@ -10,7 +10,6 @@ True
 
 from ...data import *  # noqa: F403
 from ...data import __all__ as data_names
-from ...data.dataloader import SubsetRandomSampler, WeightedRandomSampler
 from . import dataloader, dataset, sampler
 
-__all__ = sorted({*data_names, "SubsetRandomSampler", "WeightedRandomSampler"})
+__all__ = [*data_names, "dataloader", "dataset", "sampler"]
