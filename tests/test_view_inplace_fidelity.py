@@ -315,3 +315,27 @@ FITTING = {
 @pytest.mark.parametrize("fn", FITTING.values(), ids=FITTING.keys())
 def test_numbers_that_fit_are_stored_as_torch_stores_them(torch, fn):
     np.testing.assert_array_equal(to_numpy(fn(trainkit)), to_numpy(fn(torch)))
+
+
+# --- device('cpu:0') ------------------------------------------------------------------------------------------
+
+
+def test_cpu_device_with_an_index_is_told_apart_as_in_torch(torch):
+    for L in (trainkit, torch):
+        d = L.device("cpu:0")
+        assert (d.type, d.index, str(d)) == ("cpu", 0, "cpu:0")
+        assert repr(d).endswith("device(type='cpu', index=0)")
+        assert d != L.device("cpu") and L.device("cpu", 0) == d and hash(d) != hash(L.device("cpu"))
+        assert L.device("cpu:1").index == 1
+        made = (
+            L.zeros(2, device="cpu:0"),
+            L.tensor([1.0], device=d),
+            L.arange(3, device="cpu:1"),
+            L.zeros(2).to("cpu:0"),
+        )
+        assert all(t.device == L.device("cpu") for t in made)
+
+
+def test_a_negative_device_index_is_refused(torch):
+    got, want = assert_same_error(torch, lambda L, dev: L.device("cpu", -1), "must not be negative")
+    assert str(got) == str(want)

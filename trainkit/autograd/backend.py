@@ -89,8 +89,8 @@ class device:
     Used as a context manager, it is the default device of the factories (``zeros``, ``tensor``, ...) inside the
     block, as ``set_default_device`` is outside of one.
 
-    >>> device('cuda:1').index, device('cpu') == 'cpu'
-    (1, True)
+    >>> device('cuda:1').index, device('cpu') == 'cpu', device('cpu:0').index, device('cpu:0') == 'cpu'
+    (1, True, 0, False)
     >>> with device('cpu'):
     ...     get_default_device()
     device(type='cpu')
@@ -110,10 +110,10 @@ class device:
             if not num.isdigit():
                 raise RuntimeError(f"Invalid device string: '{spec}'")
             index = int(num)
-        if kind == "cpu" and index not in (None, 0):
-            raise RuntimeError(f"CPU device index must be 0 or absent, got {index}")
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         self.type = kind
-        self.index = index if kind == "cuda" else None
+        self.index = index  # 'cpu:0' keeps its index and differs from 'cpu', as in PyTorch (tensors say 'cpu')
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
