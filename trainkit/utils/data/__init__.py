@@ -12,4 +12,4 @@ from ...data import *  # noqa: F403
 from ...data import __all__ as data_names
 from . import dataloader, dataset, sampler
 
-__all__ = [*data_names, "dataloader", "dataset", "sampler"]
+__all__ = list(data_names)
