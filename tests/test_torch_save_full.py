@@ -354,3 +354,18 @@ def test_large_inline_objects_load_from_a_trusted_file(tmp_path):
     assert trainkit.load(tmp_path / "big.pt", weights_only=False)["a"].shape == (9_000_000,)
     with pytest.raises(TorchFileError, match="big.pt: archive/data.pkl is .* bytes.*weights_only=False"):
         trainkit.load(tmp_path / "big.pt")
+
+
+def test_a_whole_model_loads_with_its_classes_allowlisted(tmp_path):
+    """A Module's hook tables are plain dicts (where torch pickles OrderedDicts): allowlisting the model's own
+    classes is enough, as with torch."""
+    from trainkit.serialization import UnsafeGlobalError, safe_globals
+
+    model = trainkit.nn.Sequential(trainkit.nn.Linear(2, 3), trainkit.nn.ReLU())
+    trainkit.save(model, tmp_path / "m.pt")
+    with pytest.raises(UnsafeGlobalError, match="Sequential"):
+        trainkit.load(tmp_path / "m.pt")
+    with safe_globals([trainkit.nn.Sequential, trainkit.nn.Linear, trainkit.nn.ReLU]):
+        loaded = trainkit.load(tmp_path / "m.pt")
+    x = trainkit.ones(4, 2)
+    assert trainkit.equal(loaded(x), model(x))

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..autograd.backend import bool_, device, float16, float32, float64, int8, int16, int32, int64, uint8
 from ..autograd.creation import from_numpy
+from ..autograd.hooks import HookDict
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
@@ -153,6 +154,8 @@ class _Unpickler(pickle._Unpickler):
         self.allowed: dict[tuple[str, str], Any] = {
             ("collections", "OrderedDict"): OrderedDict,
             ("collections", "Counter"): Counter,
+            # a Module's hook tables, where torch pickles an OrderedDict: a plain dict that runs nothing
+            ("trainkit.autograd.hooks", "HookDict"): HookDict,
             ("torch", "Size"): tuple,
             ("torch", "device"): device,
             ("torch._utils", "_rebuild_tensor"): self.rebuild_tensor,
@@ -177,7 +180,7 @@ class _Unpickler(pickle._Unpickler):
         if not self.weights_only or any(type(inst) is t for t in trusted):
             self.stack.append(state)  # pickle's own BUILD: __setstate__, or the instance's __dict__ and slots
             pickle._Unpickler.load_build(self)
-        elif type(inst) in (OrderedDict, Counter) or isinstance(inst, Tensor):
+        elif type(inst) in (OrderedDict, Counter, HookDict) or isinstance(inst, Tensor):
             self.set_state(inst, state)
         else:
             raise self.fail(
