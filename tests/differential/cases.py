@@ -15,6 +15,7 @@ import numpy as np
 from .harness import Case, D, T, describe
 from .sequence_cases import sequences
 from .surface import SKIPPED, surface_names
+from .view_cases import views_inplace
 
 INF, NAN = math.inf, math.nan
 FLOATS = ("f32", "f64")
@@ -1568,6 +1569,7 @@ FAMILIES = {
     "activations": activations,
     "convolutions": convolutions,
     "sequences": sequences,
+    "views_inplace": views_inplace,
 }
 
 

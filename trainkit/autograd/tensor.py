@@ -160,8 +160,12 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        refresh_view(self)
-        return self._requires_grad
+        if self._requires_grad or self._view is None:
+            return self._requires_grad
+        base = self._view[0]  # a view requires grad when the tensor it looks into does, as in PyTorch
+        while base._view is not None:
+            base = base._view[0]
+        return base._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:

@@ -75,14 +75,17 @@ def _in_graph(self: Tensor, others, integral: bool = False, view_name: str | Non
     if not grad_mode.state.enabled:
         return False
     is_view = self._view is not None
-    requires = self._requires_grad or (is_view and _root(self)._requires_grad)
+    own = self._requires_grad or (is_view and _root(self)._requires_grad)
+    requires = own
     if not requires and (integral or self._data.dtype.kind in "fc"):
         requires = any(isinstance(o, Tensor) and o._requires_grad for o in others)
     if not requires:
         return False
     if is_view or view_name is not None:
         _check_view(self, view_name)
-    if self._requires_grad and self._grad_fn is None:
+    # a view made while its base did not require grad has no node until it is used again after the base came
+    # into the graph; PyTorch takes it for a leaf until then
+    if own and self._grad_fn is None:
         raise RuntimeError(LEAF_MESSAGE)
     return True
 

@@ -303,6 +303,12 @@ class RPow(Op, name="PowBackward2"):
     def backward(self, g):
         x, out = self.saved_tensors
         base = self.base
+        if isinstance(base, bool):
+            # PyTorch's backward cannot read a bool base back as a number and fails (an internal assert)
+            raise RuntimeError(
+                f"pow backward: a bool base ({base}) raised to a tensor power has no derivative; "
+                f"write {float(base)} ** x instead"
+            )
         if base > 0:
             return g * (out * _math.log(base))
         if base < 0:
