@@ -57,7 +57,17 @@ SKIPPED: dict[str, str] = {
     },
     **{
         f"Tensor.{n}": "random draws: compared with torch's for the same seed by test_rng_parity.py"
-        for n in ("bernoulli", "bernoulli_", "exponential_", "normal_", "random_", "uniform_")
+        for n in (
+            "bernoulli",
+            "bernoulli_",
+            "cauchy_",
+            "exponential_",
+            "geometric_",
+            "log_normal_",
+            "normal_",
+            "random_",
+            "uniform_",
+        )
     },
     "torch.device": _DEVICE,
     "torch.get_default_device": _DEVICE,

@@ -32,7 +32,10 @@ from .vector_math import cephes_log, cephes_sincos, fma32
 __all__ = [
     "bernoulli_scalar",
     "bernoulli_tensor",
+    "cauchy",
     "exponential",
+    "geometric",
+    "log_normal",
     "normal",
     "random_bits",
     "random_from_to",
@@ -50,6 +53,10 @@ _F32_MASK = np.uint32((1 << 24) - 1)
 # float64 Box-Muller and exponentials call the C library's log, log1p, sin and cos, as PyTorch does: Python's math
 # module is that library, so these give PyTorch's last bits (NumPy's own float64 functions differ in a few)
 _LOG, _LOG1P, _SIN, _COS = (np.frompyfunc(f, 1, 1) for f in (math.log, math.log1p, math.sin, math.cos))
+_TAN = np.frompyfunc(math.tan, 1, 1)
+# the C library gives -inf and inf where Python's math raises (a uniform of exactly 0, an exponent past 709.78)
+_EXP = np.frompyfunc(lambda x: math.exp(x) if x < 709.8 else math.inf, 1, 1)
+_LOG0 = np.frompyfunc(lambda x: math.log(x) if x > 0 else -math.inf, 1, 1)
 
 
 def _libm(fn, x: np.ndarray) -> np.ndarray:
@@ -208,3 +215,23 @@ def exponential(engine: MT19937, shape: tuple, dtype, lambd: float = 1.0) -> np.
     """``exponential_(lambd)``: -1 / lambd * log1p(-u) with a float64 uniform, stored as ``dtype``."""
     u = uniform_bits(engine, math.prod(shape), np.float64)
     return ((-1.0 / lambd) * _libm(_LOG1P, -u)).astype(dtype).reshape(shape)
+
+
+def cauchy(engine: MT19937, shape: tuple, dtype, median: float = 0.0, sigma: float = 1.0) -> np.ndarray:
+    """``cauchy_(median, sigma)``: median + sigma * tan(pi * (u - 1/2)) with a float64 uniform, stored as ``dtype``."""
+    u = uniform_bits(engine, math.prod(shape), np.float64)
+    return (median + sigma * _libm(_TAN, math.pi * (u - 0.5))).astype(dtype).reshape(shape)
+
+
+def log_normal(engine: MT19937, shape: tuple, dtype, mean: float = 1.0, std: float = 2.0) -> np.ndarray:
+    """``log_normal_(mean, std)``: exp of a float64 normal (one Box-Muller number at a time, as PyTorch's serial
+    kernel draws them), stored as ``dtype``."""
+    normals = _box_muller_pairs(engine, math.prod(shape), mean, std)
+    return _libm(_EXP, normals).astype(dtype).reshape(shape)
+
+
+def geometric(engine: MT19937, shape: tuple, dtype, p: float) -> np.ndarray:
+    """``geometric_(p)``: the number of Bernoulli(p) trials up to the first success, ceil(log(u) / log1p(-p)) with a
+    float64 uniform, stored as ``dtype``."""
+    u = uniform_bits(engine, math.prod(shape), np.float64)
+    return np.ceil(_libm(_LOG0, u) / math.log1p(-p)).astype(dtype).reshape(shape)

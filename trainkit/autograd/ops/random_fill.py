@@ -18,7 +18,17 @@ from ..tensor import Tensor
 from .inplace import apply_inplace
 from .type_names import scalar_name
 
-__all__ = ["bernoulli", "bernoulli_", "exponential_", "normal_", "random_", "uniform_"]
+__all__ = [
+    "bernoulli",
+    "bernoulli_",
+    "cauchy_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "normal_",
+    "random_",
+    "uniform_",
+]
 
 
 class RandomFill(Op, name="UniformBackward0"):
@@ -49,6 +59,18 @@ class IntegerFill(RandomFill, name="RandomBackward2"):
     pass
 
 
+class CauchyFill(RandomFill, name="CauchyBackward0"):
+    pass
+
+
+class LogNormalFill(RandomFill, name="LogNormalBackward0"):
+    pass
+
+
+class GeometricFill(RandomFill, name="GeometricBackward0"):
+    pass
+
+
 def _stream(t: Tensor, generator: Generator | None) -> Generator:
     return generator_for(t.device, generator)
 
@@ -73,6 +95,21 @@ def _fill(t: Tensor, cls, cpu, gpu, generator) -> Tensor:
             return xp_of(x).asarray(gpu(g.rng, x.shape, x.dtype), dtype=x.dtype)
 
     return apply_inplace(t, cls, draw=draw)
+
+
+# the C++ names PyTorch's messages give integer dtypes (its kernels print the scalar type's typeid)
+_C_NAMES = {
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}
+
+
+def _c_name(t: Tensor) -> str:
+    return _C_NAMES.get(t._data.dtype.name, t._data.dtype.name)
 
 
 def _float_work(dtype) -> type:
@@ -136,6 +173,66 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | Non
         ExponentialFill,
         lambda e, shape, dt, *_: dist.exponential(e, shape, dt, lambd),
         lambda rng, shape, dt: rng.standard_exponential(shape, dtype=_float_work(dt)) / lambd,
+        generator,
+    )
+
+
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill with numbers drawn from the Cauchy distribution, density sigma / (pi * ((x - median)^2 + sigma^2)).
+
+    >>> import trainkit
+    >>> trainkit.empty(4).cauchy_().shape
+    trainkit.Size([4])
+    """
+    if self._data.dtype.kind != "f":
+        raise RuntimeError(
+            "Cauchy distribution is a continuous probability distribution. dtype must be a floating point but you "
+            f"specified {_c_name(self)}"
+        )
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    return _fill(
+        self,
+        CauchyFill,
+        lambda e, shape, dt, *_: dist.cauchy(e, shape, dt, median, sigma),
+        lambda rng, shape, dt: median + sigma * rng.standard_cauchy(shape).astype(_float_work(dt)),
+        generator,
+    )
+
+
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill with numbers whose logarithm is normal with ``mean`` and ``std``: exp(N(mean, std^2)).
+
+    >>> import trainkit
+    >>> bool((trainkit.empty(100).log_normal_() > 0).all())
+    True
+    """
+    _require_float(self, "log_normal_cpu")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    return _fill(
+        self,
+        LogNormalFill,
+        lambda e, shape, dt, *_: dist.log_normal(e, shape, dt, mean, std),
+        lambda rng, shape, dt: rng.lognormal(mean, std, shape).astype(_float_work(dt)),
+        generator,
+    )
+
+
+def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
+    """Fill with the number of Bernoulli(p) trials up to and including the first success (1, 2, ...), in any dtype.
+
+    >>> import trainkit
+    >>> bool((trainkit.empty(100).geometric_(0.5) >= 1).all())
+    True
+    """
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    return _fill(
+        self,
+        GeometricFill,
+        lambda e, shape, dt, *_: dist.geometric(e, shape, dt, p),
+        lambda rng, shape, dt: rng.geometric(p, shape),
         generator,
     )
 

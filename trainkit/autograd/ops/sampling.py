@@ -16,11 +16,32 @@ from .. import distributions as dist
 from ..backend import xp_of
 from ..random import Generator, generator_for
 from ..tensor import Tensor
-from .random_fill import bernoulli, bernoulli_, exponential_, normal_, random_, uniform_
+from .random_fill import (
+    bernoulli,
+    bernoulli_,
+    cauchy_,
+    exponential_,
+    geometric_,
+    log_normal_,
+    normal_,
+    random_,
+    uniform_,
+)
 from .type_names import scalar_name
 
 # the fills are Tensor methods too: ``x.uniform_(-1, 1)``
-__all__ = ["bernoulli", "bernoulli_", "exponential_", "multinomial", "normal_", "random_", "uniform_"]
+__all__ = [
+    "bernoulli",
+    "bernoulli_",
+    "cauchy_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "multinomial",
+    "normal_",
+    "random_",
+    "uniform_",
+]
 
 _MAX_CATEGORIES = 1 << 24
 
