@@ -175,7 +175,7 @@ CHANGES = {
     "mul_ by a number": lambda L, v, y: v.mul_(2),
     "mul_ by a tensor": lambda L, v, y: v.mul_(y[:1]),
     "copy_": lambda L, v, y: v.copy_(y[1:2] * 3),
-    "add_": lambda L, v, y: v.add_(y.sum()),
+    "add_ with alpha": lambda L, v, y: v.add_(y.sum(), alpha=3),
     "clamp_": lambda L, v, y: v.clamp_(-0.5, 0.5),
     "item set": lambda L, v, y: v.__setitem__((0,) * max(v.dim(), 1) if v.dim() else Ellipsis, y.sum()),
 }

@@ -937,6 +937,7 @@ def gather_scatter(b: Builder) -> None:
             (T((3, 4), "b", grad=False), 2),
         ):
             b.each("masked_fill", inp, mask, value)
+            b.add("Tensor.masked_fill_", functools.partial(call_inplace, "masked_fill_"), inp, mask, value)
         for mask in (
             T((3, 4), "b", grad=False),
             T((4,), "b", grad=False),

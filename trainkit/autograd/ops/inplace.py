@@ -261,10 +261,13 @@ def arithmetic_inplace(self: Tensor, name: str, other, alpha=1, rounding_mode=ma
     """``add_``, ``sub_``, ``mul_``, ``div_``: a ufunc writing into the storage when no graph is recorded."""
     if rounding_mode is not math.ROUNDING_NOT_GIVEN:
         return function_inplace(self, math.div, other, rounding_mode=rounding_mode)
-    if alpha != 1:
-        other = math.mul(other, alpha)
     if isinstance(other, Tensor) and type(other._data) is not type(self._data):
         raise device_error((self, other))
+    if alpha != 1 and name in ("add", "sub") and _in_graph(self, (other,)):
+        # one node with alpha inside, as PyTorch records it
+        return function_inplace(self, math.add if name == "add" else math.sub, other, alpha=alpha)
+    if alpha != 1:
+        other = math.mul(other, alpha)
     if _in_graph(self, (other,)):
         cls = {"add": math.Add, "sub": math.Sub, "mul": math.Mul, "div": math.Div}[name]
         return apply_inplace(self, cls, other)

@@ -333,6 +333,37 @@ class Where(Op, name="WhereBackward0"):
 
 
 # --------------------------------------------------------------------------------------------------- functions
+class AddScaled(Op, name="AddBackward0"):
+    """out = x + alpha y (one node, as PyTorch records ``add(x, y, alpha=a)``).   dx = g,  dy = alpha g."""
+
+    def forward(self, x, y, alpha):
+        self.alpha = alpha
+        return x + y * alpha
+
+    def backward(self, g):
+        return g, g * self.alpha if self.next_functions[1][0] is not None else None
+
+
+class SubScaled(AddScaled, name="SubBackward0"):
+    """out = x - alpha y.   dx = g,  dy = -alpha g."""
+
+    def forward(self, x, y, alpha):
+        return super().forward(x, y, -alpha)
+
+
+def _with_alpha(cls, input, other, alpha) -> Tensor | None:
+    """``cls`` (AddScaled, SubScaled) on two tensors of one floating dtype, or None for the general path."""
+    if (
+        isinstance(input, Tensor)
+        and isinstance(other, Tensor)
+        and input._data.dtype is other._data.dtype
+        and input._data.dtype.kind == "f"
+        and type(alpha) in (int, float)
+    ):
+        return cls.apply(input, other, alpha=alpha)
+    return None
+
+
 def add(input, other, *, alpha=1) -> Tensor:
     """``input + alpha * other``.
 
@@ -342,6 +373,9 @@ def add(input, other, *, alpha=1) -> Tensor:
     """
     if alpha != 1 or type(alpha) is not int:
         alpha = checked_alpha(input, other, alpha)
+        scaled = _with_alpha(AddScaled, input, other, alpha) if alpha != 1 else None
+        if scaled is not None:
+            return scaled
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Add.apply(input, other)  # the common case, without the promotion step
@@ -357,6 +391,9 @@ def sub(input, other, *, alpha=1) -> Tensor:
     """``input - alpha * other`` (bool operands are an error, as in PyTorch)."""
     if alpha != 1 or type(alpha) is not int:
         alpha = checked_alpha(input, other, alpha)
+        scaled = _with_alpha(SubScaled, input, other, alpha) if alpha != 1 else None
+        if scaled is not None:
+            return scaled
         other = other if alpha == 1 else _scaled(other, alpha)
     elif isinstance(input, Tensor) and isinstance(other, Tensor) and input._data.dtype is other._data.dtype:
         return Sub.apply(input, other)  # as in add
