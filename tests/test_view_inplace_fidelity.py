@@ -339,3 +339,25 @@ def test_cpu_device_with_an_index_is_told_apart_as_in_torch(torch):
 def test_a_negative_device_index_is_refused(torch):
     got, want = assert_same_error(torch, lambda L, dev: L.device("cpu", -1), "must not be negative")
     assert str(got) == str(want)
+
+
+def test_a_view_requires_grad_when_its_base_does(torch):
+    for L in (trainkit, torch):
+        x = L.ones(3)
+        v = x[1:]
+        x.requires_grad_()
+        assert v.requires_grad
+        with L.no_grad():
+            u = x[:2]
+        assert u.requires_grad and u.is_leaf
+
+
+def test_a_bool_base_to_a_tensor_power_refuses_backward_as_torch_does(torch):
+    def fn(L, dev):
+        x = L.ones(3, requires_grad=True)
+        (True**x).sum().backward()
+
+    assert_same_error(torch, fn)
+    x = trainkit.ones(3, requires_grad=True)
+    (1.0**x).sum().backward()
+    np.testing.assert_array_equal(to_numpy(x.grad), np.zeros(3))
