@@ -7,16 +7,14 @@ Broadcast inputs get a gradient of the output's shape: the engine sums it back.
 
 from __future__ import annotations
 
-import math as _math
-
 from ..backend import get_default_dtype, result_type, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels, no_gradient
 from .clamp import Clamp, ClampMax, ClampMaxTensor, ClampMin, ClampMinTensor, ClampTensor, Maximum, Minimum
 from .division import DivRounding, NotDifferentiable, Remainder, RemainderTensor
-from .kernels import not_implemented
 from .operands import checked_alpha, operand, tensors_only
+from .power import BOOL_SUB_MESSAGE, Pow, PowTensor, RPow
 from .table import cast, elementwise
 
 __all__ = [
@@ -86,10 +84,6 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 _NUMBERS = (bool, int, float)
 _INT_OR_FLOAT = (int, float)
-_BOOL_SUB = (
-    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-    "use the `~` or `logical_not()` operator instead."
-)
 
 
 def promote(a, b, true_divide: bool = False):
@@ -186,7 +180,7 @@ class Sub(Op, name="SubBackward0"):
         try:
             return x - y
         except TypeError:  # NumPy refuses bool - bool
-            raise RuntimeError(_BOOL_SUB) from None
+            raise RuntimeError(BOOL_SUB_MESSAGE) from None
 
     def backward(self, g):
         return g, -g if self.next_functions[1][0] is not None else None
@@ -232,88 +226,6 @@ class Div(Op, name="DivBackward0"):
         # (x / y) / y in this order, as PyTorch: it overflows (and underflows) where PyTorch's does
         gy = -g * (x / y / y) if self.next_functions[1][0] is not None else None
         return gx, gy
-
-
-class Pow(Op, name="PowBackward0"):
-    """out = x ** p for a number p.   dx = g * p * x^(p-1)."""
-
-    save_inputs = (0,)
-
-    def forward(self, x, p):
-        self.p = p
-        if p == -0.5:  # as PyTorch: 1 / sqrt(x), so that -0.0 gives -inf
-            return 1 / xp_of(x).sqrt(x)
-        if x.dtype.kind == "b":  # a bool tensor to a bool power stays bool
-            return x | (not p)
-        return x**p
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        p = self.p
-        if p == 0:
-            return dual.zeros_grad(g)
-        return g * (p * x ** (p - 1))
-
-
-class PowTensor(Op, name="PowBackward1"):
-    """out = x ** y.   dx = g * (y * x^(y-1))  (0 where y = 0),  dy = g * (out * log(x))  (0 where x = 0 and
-    y >= 0); the products are grouped as PyTorch groups them, which decides where a gradient overflows."""
-
-    save_inputs = (0, 1)
-    save_output = True
-
-    def forward(self, x, y, bool_exponent=False):
-        self.bool_exponent = bool_exponent
-        if x.dtype.kind in "iu":
-            return kernels.int_power(x, y)
-        if x.dtype.kind == "b":
-            raise not_implemented("pow", x.dtype)
-        return x**y
-
-    def backward(self, g):
-        x, y, out = self.saved_tensors
-        xd, yd = dual.data(x), dual.data(y)
-        gx = None
-        if self.next_functions[0][0] is not None:
-            if self.bool_exponent:  # PyTorch's formula takes y - 1 of the bool exponent itself
-                raise RuntimeError(_BOOL_SUB)
-            gx = dual.where(yd == 0, 0, g * (y * x ** (y - 1)))
-        gy = None
-        if self.next_functions[1][0] is not None:
-            zero = (xd == 0) & (yd >= 0)
-            gy = g * dual.where(zero, 0, out * dual.log(dual.where(zero, 1, x)))
-        return gx, gy
-
-
-class RPow(Op, name="PowBackward2"):
-    """out = b ** x for a number b.   dx = g * (out * log(b))  (NaN for b < 0; for b = 0, 0 where x >= 0)."""
-
-    save_inputs = (0,)
-    save_only_for = {0: 0}
-    save_output = True
-
-    def forward(self, x, base):
-        self.base = base
-        if x.dtype.kind in "iu":
-            return kernels.int_power(xp_of(x).asarray(base, dtype=x.dtype), x)
-        if x.dtype.kind == "b":
-            raise not_implemented("pow", x.dtype)
-        return base**x
-
-    def backward(self, g):
-        x, out = self.saved_tensors
-        base = self.base
-        if isinstance(base, bool):
-            # PyTorch's backward cannot read a bool base back as a number and fails (an internal assert)
-            raise RuntimeError(
-                f"pow backward: a bool base ({base}) raised to a tensor power has no derivative; "
-                f"write {float(base)} ** x instead"
-            )
-        if base > 0:
-            return g * (out * _math.log(base))
-        if base < 0:
-            return g * (out * _math.nan)
-        return g * dual.where(dual.data(x) >= 0, 0, out * -_math.inf)
 
 
 class Where(Op, name="WhereBackward0"):
@@ -404,7 +316,7 @@ def sub(input, other, *, alpha=1) -> Tensor:
 def _no_bool_sub(a, b) -> None:
     for v in (a, b):
         if type(v) is bool or isinstance(v, Tensor) and v._data.dtype.kind == "b":
-            raise RuntimeError(_BOOL_SUB)
+            raise RuntimeError(BOOL_SUB_MESSAGE)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
