@@ -123,7 +123,11 @@ def test_print_config_shows_every_default_and_loads_back(tmp_path):
 
 def test_a_minimal_config_resolves_to_every_section(minimal):
     loaded = cfg.load(minimal)
-    assert loaded.name == "minimal" and dataclasses.asdict(loaded.scheduler) == {"name": None, "options": {}, "interval": "epoch"}
+    assert loaded.name == "minimal" and dataclasses.asdict(loaded.scheduler) == {
+        "name": None,
+        "options": {},
+        "interval": "epoch",
+    }
     for name, section in _sections().items():
         assert type(getattr(loaded, name)) is section, name
         assert list(dataclasses.asdict(getattr(loaded, name))) == [f.name for f in dataclasses.fields(section)], name

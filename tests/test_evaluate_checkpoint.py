@@ -102,6 +102,5 @@ def test_a_file_that_is_neither_says_so_in_one_line(tmp_path):
     assert f"{tmp_path / 'other.pt'}: its weights do not fit the config's model: " in other.stderr
     assert "Missing key(s)" in other.stderr
     assert absent.stderr.strip() == (
-        f"trainkit: error: --checkpoint {tmp_path / 'absent'}: no such run folder, checkpoint or "
-        "weights file"
+        f"trainkit: error: --checkpoint {tmp_path / 'absent'}: no such run folder, checkpoint or weights file"
     )
