@@ -148,8 +148,8 @@ def test_resume_from_a_broken_checkpoint_names_it(tmp_path):
         text=True,
         timeout=300,
     )
-    assert resumed.returncode == 1
-    assert f"FileFormatError: {last}: not a file written by trainkit.save" in resumed.stderr
+    assert resumed.returncode == 2  # a file the user named: exit 2, one line
+    assert resumed.stderr.strip().startswith(f"trainkit: error: {last}: not a file written by trainkit.save")
     assert "Traceback" not in resumed.stderr
 
 

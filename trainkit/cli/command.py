@@ -23,6 +23,7 @@ from ..callbacks import EarlyStopping, TerminateOnNaN
 from ..data.files import classes_of
 from ..distributed import launched_size, world
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS
+from ..serialization import FileFormatError, TorchFileError
 from ..training.checkpoint import CheckpointError, load_weights
 from . import config as cfg
 from .config import ConfigError
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             world().abort(f"config error: {err}", 2)
         print(f"trainkit: config error: {err}", file=sys.stderr)
         return 2
-    except CheckpointError as err:  # what the user named as a checkpoint or a run to resume
+    except (CheckpointError, FileFormatError, TorchFileError) as err:  # a file the user named that cannot be used
         if launched_size() > 1:
             world().abort(f"error: {err}", 2)
         print(f"trainkit: error: {err}", file=sys.stderr)
