@@ -7,7 +7,6 @@ the CPU when neither is in effect). The ``*_like`` ones take the device of their
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from .backend import (
     xp_of,
 )
 from .random import generator_for
+from .scalar_fit import stored_value
 from .tensor import Tensor, flatten_sizes
 
 _device_cls = device
@@ -223,33 +223,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         elif isinstance(fill_value, (int, np.integer)):
             dtype = "int64"
     if dtype is not None and not isinstance(fill_value, bool):
-        fill_value = _fitted(fill_value, to_dtype(dtype).np)
+        fill_value = stored_value(fill_value, to_dtype(dtype).np)  # refused outside the dtype, as torch
     return _make_filled(flatten_sizes((size,)), fill_value, dtype, device, requires_grad)
-
-
-# the C type PyTorch names when a number does not fit an integer dtype
-_C_TYPES = {
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-}
-
-
-def _fitted(value, dt: np.dtype):
-    """The fill value as PyTorch stores it in an integer dtype: refused outside the dtype's range (inf, nan, 1e300
-    as int64 ...), a fraction truncated, and for uint8 an integer down to -255 wrapped around (-1 is 255)."""
-    if dt.kind not in "iu" or not isinstance(value, (int, float, np.integer, np.floating)):
-        return value
-    info = np.iinfo(dt)
-    low = -255 if dt == np.uint8 and isinstance(value, (int, np.integer)) else info.min
-    if not (math.isfinite(value) and low <= value <= info.max):
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without overflow")
-    return int(value) % 256 if value < 0 and dt == np.uint8 else value
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
