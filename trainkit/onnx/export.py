@@ -70,9 +70,11 @@ def _op_key(cls: type) -> str:
 
 
 def _layer_converter(module) -> Any:
+    """The converter of a layer written as one ONNX op, when ``module`` is that layer (or a subclass that keeps
+    its ``forward``: a subclass with a forward of its own is traced op by op)."""
     for cls in type(module).__mro__:
         if cls in LAYER_CONVERTERS:
-            return LAYER_CONVERTERS[cls]
+            return LAYER_CONVERTERS[cls] if type(module).forward is cls.forward else None
     return None
 
 
@@ -160,8 +162,7 @@ def _second_args(args, kwargs, names, dynamic, steps):
 
 
 def _run(model, args, kwargs):
-    whole = tuple(LAYER_CONVERTERS)
-    with Tracer(model, whole) as tracer, grad_mode.no_grad():
+    with Tracer(model, _layer_converter) as tracer, grad_mode.no_grad():
         output = model(*args, **kwargs)
     return tracer.records, output
 
@@ -314,7 +315,7 @@ def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -
         names = ["output"]
     known = {(a, b): sym for a, b, name, axis in sources for sym in [dynamic[name][axis]]}
     out = []
-    for k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
+    for _k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
         value = g.value(a)
         g.claim(name)
         g.node("Identity", [value], outputs=[name])
