@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import layers as nn
 from .context import Context
+from .graph import array_of
 from .rnn import RNN_CONVERTERS
 
 __all__ = ["LAYER_CONVERTERS"]
@@ -21,8 +22,8 @@ def _tuple(v, n: int) -> list[int]:
 def _weight_t(cx: Context, w) -> str:
     """``W^T`` of a Linear's weight: a transposed initializer (or a ``Transpose`` when parameters are inputs)."""
     if cx.g.export_params:
-        name = cx.g.param_names.get(id(w._data), "weight")
-        return cx.g.initializer(np.asarray(w.detach().cpu().numpy()).T, f"{name}_t")
+        name = cx.g.param_names.get(id(array_of(w)), "weight")
+        return cx.g.initializer(array_of(w).T, f"{name}_t")
     return cx.node("Transpose", [cx.g.value(w)], perm=[1, 0])
 
 
