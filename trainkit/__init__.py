@@ -267,6 +267,7 @@ from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
 from .autograd.ops.triangular import diag, diagonal, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402
 from .autograd.out import wrap_namespace as _wrap_namespace  # noqa: E402
+from .compiler import compile  # noqa: E402
 from .layers.summary import summary  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .trainer import Trainer  # noqa: E402
