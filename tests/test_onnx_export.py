@@ -205,6 +205,43 @@ def test_multihead_attention_with_weights_and_a_key_padding_mask(tmp_path):
     roundtrip(tmp_path, mha, (x, x, x), ["q", "k", "v"], atol=1e-5)
 
 
+def test_comparisons_masks_and_padding_follow_the_inputs(tmp_path):
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 6, padding_idx=0)
+
+        def forward(self, ids):
+            pad = (ids == 0) | (ids > 10)
+            x = self.emb(ids).masked_fill(pad.unsqueeze(-1), -1.0)
+            x = F.pad(x, (1, 2), value=0.5) * (x.abs() + 1).rsqrt().mean(-1, keepdim=True)
+            return x.sum(1) / (~pad).float().sum(1, keepdim=True), x.amax(-1) >= 0
+
+    ids = trainkit.tensor([[0, 3, 11, 5], [4, 4, 0, 0]])
+    others = [(trainkit.tensor([[1, 0, 2, 0, 7, 11]]),)]
+    proto = roundtrip(tmp_path, Masked(), (ids,), ["ids"], {"ids": {0: "B", 1: "T"}}, others)
+    assert {"Equal", "Greater", "Or", "Not", "Pad", "Where"} <= ops_of(proto)
+
+
+def test_transformer_encoder_with_a_key_padding_mask_input(tmp_path):
+    trainkit.manual_seed(8)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
+
+    class Encode(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = model
+
+        def forward(self, x, pad):
+            return self.encoder(x, src_key_padding_mask=pad)
+
+    pad = trainkit.tensor([[False, False, True], [False, False, False]])
+    other = (trainkit.randn(3, 5, 8), trainkit.tensor([[False] * 5, [False] * 2 + [True] * 3, [False] * 4 + [True]]))
+    dynamic = {"x": {0: "B", 1: "T"}, "pad": {0: "B", 1: "T"}}
+    roundtrip(tmp_path, Encode(), (trainkit.randn(2, 3, 8), pad), ["x", "pad"], dynamic, [other])
+
+
 # ------------------------------------------------------------------------------------------------------ models
 class GPTBlock(nn.Module):
     """A GPT block as nanoGPT writes it: causal attention through scaled_dot_product_attention, then an MLP."""
@@ -379,11 +416,44 @@ def test_refusals_name_the_culprit(tmp_path):
             T = x.shape[1]
             return x.masked_fill(trainkit.ones(T, T).triu(1).bool(), 0.0)
 
+    # a tensor of one value (ones, zeros_like) follows the axes; the triangle is then an op on it
+    dynamic = {"x": {1: "T", 2: "T"}}
+    roundtrip(tmp_path, Mask(), (trainkit.randn(2, 4, 4),), ["x"], dynamic, [(trainkit.randn(2, 7, 7),)])
+
+    class Positions(nn.Module):
+        def forward(self, x):
+            return x + trainkit.arange(x.shape[1])
+
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="made inside forward whose size follows a dynamic"):
-        trainkit.onnx.export(
-            Mask(), (trainkit.randn(2, 4, 4),), tmp_path / "m.onnx", dynamic_axes={"x": {1: "T", 2: "T"}}
-        )
-    roundtrip(tmp_path, Mask(), (trainkit.randn(2, 4, 4),), ["x"])  # at a fixed size the mask is a constant
+        trainkit.onnx.export(Positions(), (trainkit.randn(2, 4),), tmp_path / "m.onnx", dynamic_axes={"x": [1]})
+    roundtrip(tmp_path, Positions(), (trainkit.randn(2, 4),), ["x"])  # at a fixed size the range is a constant
+
+    class Untraced(nn.Module):
+        def forward(self, x):
+            return x + trainkit.from_numpy(x.numpy() * 2)  # through NumPy: nothing is recorded
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="changes with the inputs' values"):
+        trainkit.onnx.export(Untraced(), (trainkit.randn(2, 3),), tmp_path / "m.onnx")
+
+    class Branches(nn.Module):
+        def forward(self, x):
+            return x.relu() if x.shape[0] <= 2 else x.tanh().tanh()
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="branches on their sizes or values"):
+        trainkit.onnx.export(Branches(), (trainkit.ones(2, 3),), tmp_path / "m.onnx", dynamic_axes={"x": [0]})
+
+
+def test_verbose_prints_the_nodes_and_forward_sees_the_export(tmp_path, capsys):
+    seen = []
+
+    class Looks(nn.Module):
+        def forward(self, x):
+            seen.append(trainkit.onnx.is_in_onnx_export())
+            return x.relu()
+
+    trainkit.onnx.export(Looks(), (trainkit.randn(2, 3),), tmp_path / "m.onnx", verbose=True)
+    assert seen and all(seen) and not trainkit.onnx.is_in_onnx_export()
+    assert "Relu(x)" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------------- the launcher

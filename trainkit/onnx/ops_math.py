@@ -309,7 +309,105 @@ def attention(cx: Context) -> None:
     cx.bind(cx.node("MatMul", [cx.node("Softmax", [scores], axis=-1), v]))
 
 
+def compare(op_type: str, negate: bool = False):
+    def convert(cx: Context) -> None:
+        a, b = _operands(cx)
+        out = cx.node(op_type, [a, b])
+        cx.bind(cx.node("Not", [out]) if negate else out)
+
+    convert.__doc__ = f"ONNX {op_type} of two tensors (or a tensor and a number): a bool tensor."
+    return convert
+
+
+def _as_bool(cx: Context, name: str) -> str:
+    if cx.dtype(name) == np.bool_:
+        return name
+    if cx.rec.target.__name__ in ("and", "or", "xor", "invert"):
+        raise cx.refuse("a bitwise op on an integer tensor (only bool tensors are exported)")
+    return cx.node("Cast", [name], to=9)  # logical ops: nonzero is True
+
+
+def logical(op_type: str):
+    """``&``, ``|``, ``^`` of bool tensors, ``logical_and`` and the rest of any tensors."""
+
+    def convert(cx: Context) -> None:
+        a, b = _operands(cx)
+        cx.bind(cx.node(op_type, [_as_bool(cx, a), _as_bool(cx, b)]))
+
+    return convert
+
+
+def invert(cx: Context) -> None:
+    cx.bind(cx.node("Not", [_as_bool(cx, cx.input(0))]))
+
+
+def canonical_mask(cx: Context) -> None:
+    """A bool attention mask (True = masked out) as the float mask added to the scores: -inf and 0."""
+    mask = cx.input(0)
+    if cx.dtype(mask) != np.bool_:
+        cx.bind(cx.node("Identity", [mask]))
+        return
+    dtype = np.dtype(cx.rec.inputs[4] if len(cx.rec.inputs) > 4 else cx.params["target_type"])
+    inf, zero = cx.g.const(np.asarray(-np.inf, dtype)), cx.g.const(np.asarray(0, dtype))
+    cx.bind(cx.node("Where", [mask, inf, zero]))
+
+
+def rsqrt(cx: Context) -> None:
+    cx.bind(cx.node("Reciprocal", [cx.node("Sqrt", [cx.input(0)])]))
+
+
+def log1p(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Log", [cx.node("Add", [x, cx.const_like(1, x)])]))
+
+
+def expm1(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Sub", [cx.node("Exp", [x]), cx.const_like(1, x)]))
+
+
+def constant_pad(cx: Context) -> None:
+    """``F.pad(x, widths, value=v)``: ``Pad`` with the amounts before and after each axis (negative crops)."""
+    x = cx.input(0)
+    widths = [(int(b), int(a)) for b, a in cx.params["widths"]]
+    pads = [b for b, _ in widths] + [a for _, a in widths]
+    cx.bind(cx.node("Pad", [x, cx.g.ints(pads), cx.const_like(cx.params.get("value", 0) or 0, x)], mode="constant"))
+
+
+def cast(cx: Context) -> None:
+    """``x.to(dtype)``, ``x.bool()``, ``x.long()``, ...: ``Cast`` to the dtype of the result."""
+    from onnx import helper
+
+    x = cx.input(0)
+    dtype = np.dtype(cx.out_arrays()[0].dtype)
+    if cx.dtype(x) == dtype:
+        cx.bind(cx.node("Identity", [x]))
+        return
+    cx.bind(cx.node("Cast", [x], to=helper.np_dtype_to_tensor_dtype(dtype)))
+
+
 MATH_CONVERTERS = {
+    "tensor.to": cast,
+    "elementwise.RsqrtBackward0": rsqrt,
+    "elementwise.Log1PBackward0": log1p,
+    "elementwise.Expm1Backward0": expm1,
+    "padding.ConstantPadNdBackward0": constant_pad,
+    "function.canonical_mask": canonical_mask,
+    "tensor.eq": compare("Equal"),
+    "tensor.ne": compare("Equal", negate=True),
+    "tensor.lt": compare("Less"),
+    "tensor.le": compare("LessOrEqual"),
+    "tensor.gt": compare("Greater"),
+    "tensor.ge": compare("GreaterOrEqual"),
+    "tensor.and": logical("And"),
+    "tensor.or": logical("Or"),
+    "tensor.xor": logical("Xor"),
+    "tensor.logical_and": logical("And"),
+    "tensor.logical_or": logical("Or"),
+    "tensor.logical_xor": logical("Xor"),
+    "tensor.invert": invert,
+    "tensor.logical_not": invert,
+    "tensor.isnan": unary("IsNaN"),
     "math.AddBackward0": add,
     "math.SubBackward0": sub,
     "math.RsubBackward0": rsub,
