@@ -388,6 +388,28 @@ def test_model_stays_in_its_mode_and_export_returns_a_program(tmp_path):
     assert trainkit.onnx.is_in_onnx_export() is False
 
 
+def test_pytorch_switches(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    x = trainkit.randn(2, 3)
+    proto = roundtrip(
+        tmp_path,
+        model,
+        (x,),
+        ["x"],
+        keep_initializers_as_inputs=True,
+        training=trainkit.onnx.TrainingMode.EVAL,
+        dynamo=False,
+        do_constant_folding=False,
+        external_data=False,
+    )
+    assert {"0.weight", "1.running_mean"} <= {i.name for i in proto.graph.input}
+    model.train()
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="training=TrainingMode.TRAINING"):
+        trainkit.onnx.export(model, (x,), None, training=trainkit.onnx.TrainingMode.PRESERVE)
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="custom_translation_table"):
+        trainkit.onnx.export(model, (x,), None, custom_translation_table={abs: abs})
+
+
 # ------------------------------------------------------------------------------------------------------ refusals
 def test_an_op_without_converter_names_the_op_and_the_module(tmp_path):
     class Sorts(nn.Module):

@@ -22,13 +22,12 @@ from .graph import GraphBuilder, OnnxExporterError, array_of
 from .layers import LAYER_CONVERTERS
 from .ops_math import MATH_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
+from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
 from .shapes import Dims
 from .trace import Tracer
 
-__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "export", "is_in_onnx_export"]
+__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "export", "is_in_onnx_export"]
 
-DEFAULT_OPSET = 18  # what torch 2.13's exporter writes
-MIN_OPSET, MAX_OPSET = 13, 21
 OP_CONVERTERS = {**MATH_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
 
@@ -304,19 +303,42 @@ def export(
     f: Any = None,
     *,
     kwargs: dict | None = None,
-    export_params: bool = True,
     verbose: bool | None = None,
     input_names=None,
     output_names=None,
     opset_version: int | None = None,
-    dynamic_axes=None,
-    do_constant_folding: bool = True,
     dynamo: bool = True,
+    external_data: bool = True,
     dynamic_shapes=None,
-    **ignored: Any,
+    custom_translation_table=None,
+    report: bool = False,
+    optimize: bool = True,
+    verify: bool = False,
+    profile: bool = False,
+    dump_exported_program: bool = False,
+    artifacts_dir: Any = ".",
+    export_params: bool = True,
+    keep_initializers_as_inputs: bool = False,
+    dynamic_axes=None,
+    training: Any = TrainingMode.EVAL,
+    operator_export_type: Any = None,
+    do_constant_folding: bool = True,
+    custom_opsets=None,
+    export_modules_as_functions: Any = False,
+    autograd_inlining: bool = True,
 ) -> ONNXProgram:
     """Write ``model`` called on ``args`` as an ONNX model to ``f`` (a path or a binary file object; None: only
-    return it), as ``torch.onnx.export``. See :mod:`trainkit.onnx`."""
+    return it), as ``torch.onnx.export``; returns the ``ONNXProgram``. docs/onnx.md lists the arguments, what
+    exports and what is refused (``OnnxExporterError``, naming the op and the module).
+
+    >>> import io, trainkit
+    >>> from trainkit import nn
+    >>> buffer = io.BytesIO()
+    >>> program = export(nn.Sequential(nn.Linear(3, 2), nn.ReLU()), (trainkit.ones(1, 3),), buffer,
+    ...                  input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    >>> [node.op_type for node in program.model_proto.graph.node]
+    ['Gemm', 'Relu', 'Identity']
+    """
     try:
         import onnx
     except ImportError:
@@ -325,12 +347,8 @@ def export(
         ) from None
     if not hasattr(model, "named_modules") or not callable(model):
         raise OnnxExporterError(f"torch.onnx.export: model must be a Module, got {type(model).__name__}")
-    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise OnnxExporterError(
-            f"torch.onnx.export: opset_version={opset_version} is not supported; trainkit writes opsets "
-            f"{MIN_OPSET} to {MAX_OPSET}"
-        )
+    opset = opset_of(opset_version)
+    check_options(model, training, custom_translation_table, custom_opsets, operator_export_type)
     args, kwargs = _split_args(args, kwargs)
     model, args, kwargs = _on_cpu(model, args, kwargs)
     names = _input_names(model, args, kwargs, input_names)
@@ -361,7 +379,7 @@ def export(
         _state["exporting"] = False
         for m, flag in was_training:
             m.training = flag
-    proto = g.model(graph_inputs, outputs, "trainkit")
+    proto = g.model(graph_inputs, outputs, "trainkit", keep_initializers_as_inputs)
     onnx.checker.check_model(proto)
     program = ONNXProgram(proto)
     if f is not None:
