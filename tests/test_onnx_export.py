@@ -205,6 +205,51 @@ def test_multihead_attention_with_weights_and_a_key_padding_mask(tmp_path):
     roundtrip(tmp_path, mha, (x, x, x), ["q", "k", "v"], atol=1e-5)
 
 
+class TensorOps(nn.Module):
+    """The tensor ops models use in forward, each an output of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(trainkit.randn(6, 5))
+        self.register_buffer("idx", trainkit.tensor([2, 0, 1]))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        u, v = trainkit.stack([x, x * 2], dim=1).unbind(1)
+        values, indices = x.max(dim=-1)
+        gathered = x[:, :, self.idx] + x.permute(0, 2, 1)[:, :3, :].transpose(1, 2)
+        spread = (x.sum(1, keepdim=True).expand(B, T, C) - x.amax(-1, keepdim=True)).clamp(-1, 1) ** 2
+        chosen = trainkit.where(x > 0, x.abs().sqrt(), (x.exp() + 1).log())
+        arithmetic = 1 - x / (x.abs() + 1) - (-x)
+        scores = trainkit.bmm(x, x.transpose(1, 2)).softmax(-1) + (x @ x.transpose(1, 2)).log_softmax(-1)
+        linear = F.linear(x, self.w.t()[:, :C], None)
+        gates = x.sigmoid() * x.tanh() * F.silu(x)
+        return (
+            u + v,
+            values,
+            indices,
+            x.argmin(1),
+            gathered,
+            spread,
+            chosen,
+            arithmetic,
+            scores,
+            x.cumsum(1),
+            linear,
+            gates,
+            x.mean((1, 2)),
+            x[:, -1],
+            x[..., None, 1:3],
+            x.min(),
+        )
+
+
+def test_tensor_ops_in_forward(tmp_path):
+    trainkit.manual_seed(9)
+    x = trainkit.randn(2, 4, 5)
+    roundtrip(tmp_path, TensorOps(), (x,), ["x"], {"x": {0: "B", 1: "T"}}, [(trainkit.randn(3, 7, 5),)])
+
+
 def test_comparisons_masks_and_padding_follow_the_inputs(tmp_path):
     class Masked(nn.Module):
         def __init__(self):

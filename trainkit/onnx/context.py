@@ -51,6 +51,10 @@ class Context:
         """The value name of the record's ``i``-th input (a number becomes a constant of ``like``'s dtype)."""
         return self.g.value(self.rec.inputs[i], like)
 
+    def arg(self, i: int, name: str, default=None):
+        """The op's argument ``name``, given as its ``i``-th positional input or by keyword."""
+        return self.rec.inputs[i] if len(self.rec.inputs) > i else self.rec.params.get(name, default)
+
     def shape(self, i: int = 0) -> tuple:
         x = self.rec.inputs[i]
         return tuple(x.shape) if hasattr(x, "shape") else ()

@@ -32,11 +32,12 @@ def binary(op_type: str, swap: bool = False):
 
 def _operands(cx: Context) -> tuple[str, str]:
     """The names of inputs 0 and 1; a number takes the dtype of the tensor beside it."""
-    x, y = cx.rec.inputs[0], cx.rec.inputs[1]
+    x = cx.rec.inputs[0]
+    y = cx.arg(1, "y", cx.params.get("other"))
     if hasattr(x, "shape") or not hasattr(y, "shape"):
         a = cx.input(0)
-        return a, cx.input(1, like=a)
-    b = cx.input(1)
+        return a, cx.g.value(y, like=a)
+    b = cx.g.value(y)
     return cx.input(0, like=b), b
 
 
@@ -92,7 +93,7 @@ def pow_base(cx: Context) -> None:
 def where(cx: Context) -> None:
     x = cx.input(0)
     y = cx.input(1, like=x)
-    cx.bind(cx.node("Where", [cx.input(2), x, y]))
+    cx.bind(cx.node("Where", [cx.g.value(cx.arg(2, "cond")), x, y]))
 
 
 def masked_fill(cx: Context) -> None:
@@ -102,10 +103,10 @@ def masked_fill(cx: Context) -> None:
 
 def clamp(cx: Context) -> None:
     x = cx.input(0)
-    lo, hi = cx.rec.inputs[1], cx.rec.inputs[2]
+    lo, hi = cx.arg(1, "lo"), cx.arg(2, "hi")
     if hasattr(lo, "shape") or hasattr(hi, "shape"):  # tensor bounds: Max and Min broadcast, Clip does not
-        out = x if lo is None else cx.node("Max", [x, cx.input(1, like=x)])
-        cx.bind(out if hi is None else cx.node("Min", [out, cx.input(2, like=x)]))
+        out = x if lo is None else cx.node("Max", [x, cx.g.value(lo, like=x)])
+        cx.bind(out if hi is None else cx.node("Min", [out, cx.g.value(hi, like=x)]))
         return
     args = [x, "" if lo is None else cx.const_like(lo, x), "" if hi is None else cx.const_like(hi, x)]
     while args[-1] == "":
@@ -197,6 +198,49 @@ def reduce(op_type: str, axes_input_since: int = 18):
             cx.bind(cx.node(op_type, [x], axes=axes, keepdims=keep))
 
     convert.__doc__ = f"ONNX {op_type} over the axes, ``keepdims`` as ``keepdim``."
+    return convert
+
+
+def _dim_args(cx: Context) -> tuple:
+    rest = list(cx.rec.inputs[1:])
+    dim = rest[0] if rest else cx.params.get("dim", cx.params.get("other"))
+    keepdim = rest[1] if len(rest) > 1 else cx.params.get("keepdim", False)
+    return dim, int(bool(keepdim))
+
+
+def extreme(op_type: str, arg_type: str, pairwise: str):
+    """``x.max()``, ``x.max(dim)`` (values and indices) and ``x.max(other)``."""
+
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        dim, keep = _dim_args(cx)
+        if hasattr(dim, "shape"):
+            cx.bind(cx.node(pairwise, [x, cx.g.value(dim)]))
+            return
+        if dim is None:
+            cx.bind(cx.node(op_type, [x], keepdims=0))
+            return
+        dim = int(dim) % max(len(cx.shape(0)), 1)
+        if cx.opset >= 18:
+            values = cx.node(op_type, [x, cx.g.ints([dim])], keepdims=keep)
+        else:
+            values = cx.node(op_type, [x], axes=[dim], keepdims=keep)
+        cx.bind([values, cx.node(arg_type, [x], axis=dim, keepdims=keep)])
+
+    return convert
+
+
+def arg_extreme(arg_type: str):
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        dim, keep = _dim_args(cx)
+        if dim is None:
+            if keep:
+                raise cx.refuse("argmax/argmin with keepdim=True and no dim")
+            cx.bind(cx.node(arg_type, [cx.node("Reshape", [x, cx.g.ints([-1])])], axis=0, keepdims=0))
+            return
+        cx.bind(cx.node(arg_type, [x], axis=int(dim) % max(len(cx.shape(0)), 1), keepdims=keep))
+
     return convert
 
 
@@ -388,6 +432,10 @@ def cast(cx: Context) -> None:
 
 MATH_CONVERTERS = {
     "tensor.to": cast,
+    "tensor.max": extreme("ReduceMax", "ArgMax", "Max"),
+    "tensor.min": extreme("ReduceMin", "ArgMin", "Min"),
+    "tensor.argmax": arg_extreme("ArgMax"),
+    "tensor.argmin": arg_extreme("ArgMin"),
     "elementwise.RsqrtBackward0": rsqrt,
     "elementwise.Log1PBackward0": log1p,
     "elementwise.Expm1Backward0": expm1,

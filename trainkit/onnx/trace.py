@@ -27,6 +27,8 @@ TENSOR_METHODS = {
     **{"logical_not": "logical_not", "bitwise_not": "invert", "isnan": "isnan"},
     # casts to integer or bool types make their tensor without an op; the others run ToCopy, noted once here
     **{n: "to" for n in ("to", "bool", "long", "int", "short", "float", "double", "half", "type_as")},
+    # max(dim) and min(dim) find their indices outside the op that gathers the values
+    **{n: n for n in ("max", "min", "argmax", "argmin")},
 }
 
 # functions that make a tensor without an op, by the modules that call them: recorded as one call each
@@ -133,9 +135,14 @@ class Tracer:
                 out = original(*args, **kwargs)
             finally:
                 tracer.depth -= 1
-            if isinstance(out, Tensor) and out is not args[0]:
+            outs = out if isinstance(out, tuple) else (out,)
+            if all(isinstance(t, Tensor) for t in outs) and out is not args[0]:
                 inputs = tuple(a.numpy(force=True) if isinstance(a, Tensor) else a for a in args)
-                tracer.records.append(Record(target, inputs, kwargs, out.numpy(force=True), tracer.scopes[-1]))
+                arrays = [t.numpy(force=True) for t in outs]
+                record = Record(
+                    target, inputs, kwargs, arrays if isinstance(out, tuple) else arrays[0], tracer.scopes[-1]
+                )
+                tracer.records.append(record)
             return out
 
         return method
