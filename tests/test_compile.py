@@ -39,16 +39,29 @@ class _LSTMNet(nn.Module):
         return self.head(out[:, -1])
 
 
+class _Attention(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
 class _Block(nn.Module):
     def __init__(self, width, heads):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
-        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.attn = _Attention(width, heads)
         self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
-    def forward(self, x, mask):
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
 
@@ -60,12 +73,11 @@ class _GPT(nn.Module):
         self.blocks = nn.ModuleList([_Block(width, heads) for _ in range(blocks)])
         self.ln = nn.LayerNorm(width)
         self.head = nn.Linear(width, 3)
-        self.register_buffer("mask", trainkit.triu(trainkit.ones(context, context, dtype=trainkit.bool), diagonal=1))
 
     def forward(self, x):
         h = self.tok(x) + self.pos
         for block in self.blocks:
-            h = block(h, self.mask)
+            h = block(h)
         return self.head(self.ln(h)[:, -1])
 
 

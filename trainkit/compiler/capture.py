@@ -17,6 +17,7 @@ numbers drawn, a tensor changed in place, a custom ``autograd.Function``, ``crea
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -28,8 +29,11 @@ from ..layers.module import Module
 from ..optim.optimizer import Optimizer
 from .errors import CompileError
 from .plan import WANTED, BackwardStep, CallStep, Const, OpStep, Refused, schedule
-from .prepared import PREPARED, after_apply
+from .prepared import BUMPED, PREPARED, after_apply
 
+# Modules whose tensors made during a capture are constants of the region: creation functions (zeros, arange,
+# tensor(...)), whose values follow from their arguments; random ones are caught by the generator's state.
+CONSTANT_MAKERS = {"trainkit.autograd.creation"}
 READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__")
 
 
@@ -41,21 +45,23 @@ def flatten(args: tuple, kwargs: dict) -> tuple:
     (('v', 1), ('l', (('v', 2.5), ('v', 'a'))), ('d', ()))
     """
     tensors: list = []
-
-    def walk(x):
-        if isinstance(x, Tensor):
-            tensors.append(x)
-            return ("t",)
-        if isinstance(x, (list, tuple)):
-            return ("l" if isinstance(x, list) else type(x).__name__, tuple(walk(v) for v in x))
-        if isinstance(x, dict):
-            return ("d", tuple((k, walk(v)) for k, v in x.items()))
-        if x is None or isinstance(x, (bool, int, float, str, complex, type(Ellipsis), slice)):
-            return ("v", x)
-        return ("o", id(x))  # another object: the same one must come again
-
-    structure = tuple(walk(a) for a in args) + (("d", tuple((k, walk(v)) for k, v in kwargs.items())),)
+    structure = tuple(_walk(a, tensors) for a in args) + (
+        ("d", tuple((k, _walk(v, tensors)) for k, v in kwargs.items())),
+    )
     return structure, tensors
+
+
+def _walk(x, tensors: list):
+    if isinstance(x, Tensor):
+        tensors.append(x)
+        return ("t",)
+    if isinstance(x, (list, tuple)):
+        return ("l" if isinstance(x, list) else type(x).__name__, tuple(_walk(v, tensors) for v in x))
+    if isinstance(x, dict):
+        return ("d", tuple((k, _walk(v, tensors)) for k, v in x.items()))
+    if x is None or isinstance(x, (bool, int, float, str, complex, type(Ellipsis), slice)):
+        return ("v", x)
+    return ("o", id(x))  # another object: the same one must come again
 
 
 def signature(tensors: list) -> tuple:
@@ -77,6 +83,9 @@ class Recorder:
         self.versions: dict = {}  # slot -> version seen when first read
         self.op_of: dict = {}  # id(node) -> OpStep
         self.modules: dict = {}  # id(module) -> module, every module called
+        self.view_of: dict = {}  # slot of a view -> slot of the tensor whose version counter it shares
+        self.owners: dict = {}  # id(array) -> the parameter or buffer that holds it, for modules called
+        self.fresh: dict = {}  # id(tensor) -> (tensor, maker's module): tensors made by Tensor._make meanwhile
         self.refusal: str | None = None
         self.opaque = 0
         self.start_seq = engine.next_seq()
@@ -102,9 +111,22 @@ class Recorder:
                 f"a tensor made by {fn.name()}, which the compiler cannot replay (a custom autograd.Function or an "
                 "in-place op)"
             )
+        made = self.fresh.get(id(t))
+        if made is not None and made[0] is t and made[1] not in CONSTANT_MAKERS:
+            raise Refused(
+                f"a tensor made outside the ops by {made[1]} (a comparison, a mask or the like): a replay would not "
+                "recompute it"
+            )
         slot = self.new_slot(t)
         self.externals.append((slot, t))
         return slot
+
+    def known(self, module) -> None:
+        """Note the arrays of a module's parameters and buffers: an op may take one as a keyword argument
+        (batch norm's running statistics)."""
+        for t in (*module._parameters.values(), *module._buffers.values()):
+            if t is not None:
+                self.owners[id(t._data)] = t
 
     def refuse(self, reason: str) -> None:
         if self.refusal is None:
@@ -151,7 +173,14 @@ class Recorder:
         outs = result if multi else (result,)
         step = OpStep(cls, spec, static, tuple(refs), tuple(self.new_slot(t) for t in outs), multi)
         step.prepare = prepare[1] if prepare is not None else None
+        if cls in BUMPED and params.get("training"):
+            step.bumps = tuple(s for key, s, _ in refs if key in BUMPED[cls])
+            for s in step.bumps:
+                self.versions[s] += 1  # the function bumps it right after apply
         step.index = len(self.steps)
+        first = inputs[0] if inputs else None
+        if isinstance(first, Tensor) and outs[0]._version_counter is first._version_counter:
+            self.view_of[step.outs[0]] = self.view_of.get(spec[0], spec[0])  # a view: its base's versions
         step.out_shapes = tuple((t._data.shape, t._data.dtype) for t in outs)
         node = outs[0]._grad_fn if outs[0]._requires_grad else None
         if node is not None and type(node) is cls:
@@ -178,11 +207,15 @@ class Recorder:
         if not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
             return None
         slot = self.array_slot.get(id(value))
+        if slot is None and id(value) in self.owners:
+            slot = self.slot(self.owners[id(value)])
         if slot is not None:
             return slot, None
         base = value.base
         while base is not None:
             slot = self.array_slot.get(id(base))
+            if slot is None and id(base) in self.owners:
+                slot = self.slot(self.owners[id(base)])
             if slot is not None:
                 src = self.tensors[slot]._data
                 if value.size == src.size and value.flags.c_contiguous and src.flags.c_contiguous:
@@ -294,6 +327,7 @@ class Patches:
         grad = Tensor.__dict__["grad"]
         self.put(Tensor, "grad", property(grad.fget, _grad_setter(rec, grad.fset, mine), grad.fdel, grad.__doc__))
         self.put(Module, "__call__", _module_call(rec, Module.__call__, mine))
+        self.put(Tensor, "_make", staticmethod(_making(rec, Tensor._make, mine)))
         self.put(Module, "zero_grad", _opaque(rec, "zero_grad", Module.zero_grad, mine))
         self.put(Optimizer, "zero_grad", _opaque(rec, "zero_grad", Optimizer.zero_grad, mine))
         for cls in _subclasses(Optimizer):
@@ -321,13 +355,25 @@ def _active(rec: Recorder, mine: int) -> bool:
 
 def _reading(rec, name, method, mine):
     def wrapper(self, *args, **kwargs):
-        if _active(rec, mine) and id(self) in rec.slot_of and rec.refusal is None:
+        if _active(rec, mine) and (id(self) in rec.slot_of or id(self) in rec.fresh) and rec.refusal is None:
             shown = {"__bool__": "bool(tensor)", "__float__": "float(tensor)", "__int__": "int(tensor)"}
             rec.refuse(
                 f"{shown.get(name, f'tensor.{name}()')} reads a value inside the region: Python code may branch on "
                 "it (data-dependent control flow); read it outside the compiled function"
             )
         return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _making(rec, make, mine):
+    """``Tensor._make``, noting each tensor made outside an op's ``apply`` and the module that made it."""
+
+    def wrapper(*args, **kwargs):
+        t = make(*args, **kwargs)
+        if _active(rec, mine):
+            rec.fresh[id(t)] = (t, sys._getframe(1).f_globals.get("__name__", "?"))
+        return t
 
     return wrapper
 
@@ -365,6 +411,12 @@ def _module_call(rec, method, mine):
     def call(self, *args, **kwargs):
         if _active(rec, mine):
             rec.modules[id(self)] = self
+            rec.known(self)
+            counter = getattr(self, "num_batches_tracked", None)
+            if self.training and getattr(self, "track_running_stats", False) and isinstance(counter, Tensor):
+                if getattr(self, "momentum", 0.1) is None:
+                    rec.refuse(f"{type(self).__name__}(momentum=None) reads its batch count in Python")
+                rec.steps.append(CallStep("count", counter, (), f"{type(self).__name__}.num_batches_tracked += 1"))
             if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
                 rec.refuse(f"{type(self).__name__} has forward or backward hooks")
         return method(self, *args, **kwargs)

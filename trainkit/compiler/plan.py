@@ -77,6 +77,7 @@ class OpStep:
     out_shapes: tuple = ()
     frees: tuple = ()
     after: object = None
+    bumps: tuple = ()
     prepare: object = None
 
 
@@ -222,30 +223,7 @@ def build(rec, result, guards) -> Plan:
     outputs: list = []
     passes = [s for s in rec.steps if isinstance(s, BackwardStep)]
 
-    def spec(x):
-        if hasattr(x, "_data") and hasattr(x, "_version_counter"):
-            slot = rec.slot_of.get(id(x))
-            if slot is None:
-                raise Refused("the region returns a tensor no op made (trainkit.zeros(...) and the like)")
-            if slot in inputs:
-                return ("in", slot)
-            node = x._grad_fn if x._requires_grad else None
-            if node is not None and id(node) not in rec.op_of:
-                raise Refused("the region returns a tensor whose history the compiler did not record")
-            if node is not None and passes and not rec.op_of[id(node)].backward:
-                raise Refused("the region returns a tensor with history that its own backward() did not use")
-            nr = -1
-            if node is not None:
-                nr = len(outputs)
-                outputs.append((node, x._output_nr, slot))
-            return ("out", slot, nr)
-        if isinstance(x, (list, tuple)):
-            return (type(x), tuple(spec(v) for v in x))
-        if isinstance(x, dict):
-            return (dict, tuple((k, spec(v)) for k, v in x.items()))
-        return ("v", x)
-
-    shape = spec(result)
+    shape = _spec(result, rec, inputs, outputs, passes)
     boundary = None
     if outputs and not passes:
         rec.check_nodes(rec.steps)
@@ -265,21 +243,47 @@ def build(rec, result, guards) -> Plan:
         if isinstance(step, BackwardStep):
             keep |= {g for g, _ in step.grads_out}
     liveness(plan, keep)
-    plan.saved_inputs = tuple(
-        sorted(
-            {
-                step.inputs[i]
-                for step in rec.steps
-                if isinstance(step, OpStep) and step.backward and step.saved
-                for i in step.saved
-                if i is not None and i >= 0 and type(step.inputs[i]) is int and step.inputs[i] in inputs
-            }
-        )
-    )
+    # the inputs whose in-place change before the boundary's backward eager mode would refuse: those saved by a
+    # node, directly or through a view (which shares their version counter)
+    saved = {
+        rec.view_of.get(step.inputs[i], step.inputs[i])
+        for step in rec.steps
+        if isinstance(step, OpStep) and step.backward and step.saved
+        for i in step.saved
+        if i is not None and i >= 0 and type(step.inputs[i]) is int
+    }
+    plan.saved_inputs = tuple(sorted(saved & inputs))
     for step in rec.steps:
         if isinstance(step, OpStep):
             step.node = None  # the capture's graph may go
     return plan
+
+
+def _spec(x, rec, inputs: set, outputs: list, passes: list):
+    """How to rebuild the value ``x`` the region returned: ``("in", slot)`` for a tensor it was given or found,
+    ``("out", slot, nr)`` for one an op made (``nr``: its output number on the boundary node, -1 without
+    history), containers of those, ``("v", value)`` for anything else."""
+    if hasattr(x, "_data") and hasattr(x, "_version_counter"):
+        slot = rec.slot_of.get(id(x))
+        if slot is None:
+            raise Refused("the region returns a tensor no op made (trainkit.zeros(...) and the like)")
+        if slot in inputs:
+            return ("in", slot)
+        node = x._grad_fn if x._requires_grad else None
+        if node is not None and id(node) not in rec.op_of:
+            raise Refused("the region returns a tensor whose history the compiler did not record")
+        if node is not None and passes and not rec.op_of[id(node)].backward:
+            raise Refused("the region returns a tensor with history that its own backward() did not use")
+        nr = -1
+        if node is not None:
+            nr = len(outputs)
+            outputs.append((node, x._output_nr, slot))
+        return ("out", slot, nr)
+    if isinstance(x, (list, tuple)):
+        return (type(x), tuple(_spec(v, rec, inputs, outputs, passes) for v in x))
+    if isinstance(x, dict):
+        return (dict, tuple((k, _spec(v, rec, inputs, outputs, passes)) for k, v in x.items()))
+    return ("v", x)
 
 
 def _returned(shape) -> set:

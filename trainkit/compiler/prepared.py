@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ..functional.attention import ScaledDotProductAttention
+from ..functional.normalization import BatchNorm
 from ..functional.pooling import MaxPool2DWithIndices, max_pool_scan
 from ..functional.rnn_steps import FusedLayer
 
@@ -25,6 +26,11 @@ def _max_pool(arrays: list, params: dict) -> dict:
 
 # op class -> (the keyword arguments recomputed at each replay, the function that recomputes them)
 PREPARED = {MaxPool2DWithIndices: (("found",), _max_pool)}
+
+
+# Ops whose function bumps the version of tensors whose arrays the op updated in place (batch norm's running
+# statistics, in training): op class -> the keyword arguments holding those arrays.
+BUMPED = {BatchNorm: ("running_mean", "running_var")}
 
 
 # Ops whose function changes the node after ``apply`` (adds saved arrays its backward reads): a replay repeats

@@ -29,7 +29,7 @@ _ZERO = [0]  # the version counter of a replay's saved arrays: nothing outside t
 _ndarray = np.ndarray
 
 
-def run_op(step: OpStep, env: list, nodes: list) -> None:
+def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
     """One op's forward on the slots' arrays; its node is kept when a backward runs through it."""
     arrays = [env[i] if type(i) is int else i.value for i in step.inputs]
     params = step.params
@@ -59,6 +59,8 @@ def run_op(step: OpStep, env: list, nodes: list) -> None:
         if step.after is not None:  # what the op's function does to the node after apply (prepared.py)
             step.after(node, _ZERO)
         nodes[step.index] = node
+    for s in step.bumps:  # arrays the op updated in place (running statistics): their tensors' versions move on
+        tensors[s]._version_counter[0] += 1
     for s in step.frees:
         env[s] = None
 
@@ -134,6 +136,9 @@ def run_call(step: CallStep) -> None:
             params = [p for p in group["params"] if p._grad is not None]
             if params:
                 method(opt, group, params)
+    elif step.kind == "count":
+        with grad_mode.no_grad():
+            step.target.add_(1)
     elif step.kind == "zero_grad":
         method, args, kwargs = step.args
         method(step.target, *args, **kwargs)
@@ -153,7 +158,7 @@ def replay(plan, arg_tensors: list, recompute=None):
     for step in plan.steps:
         kind = type(step)
         if kind is OpStep:
-            run_op(step, env, nodes)
+            run_op(step, env, nodes, tensors)
         elif kind is BackwardStep:
             run_backward_step(step, env, tensors, nodes)
         elif step.kind == "set_grad":
