@@ -180,6 +180,37 @@ def group_norm(cx: Context) -> None:
     cx.bind(y)
 
 
+RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "trilinear": "linear"}
+
+
+def upsample(cx: Context) -> None:
+    """``nn.Upsample``: ``Resize`` with PyTorch's pixel mapping (nearest: ``asymmetric`` and ``floor``; linear:
+    ``pytorch_half_pixel``, or ``align_corners``; bicubic: ``cubic_coeff_a=-0.75``)."""
+    m = cx.rec.module
+    x = cx.input(0)
+    n = len(cx.shape(0)) - 2
+    if m.mode not in RESIZE_MODES and m.mode != "bicubic":
+        raise cx.refuse(f"mode={m.mode!r} (nearest, linear, bilinear, trilinear and bicubic are exported)")
+    attrs: dict = {"mode": RESIZE_MODES.get(m.mode, "cubic")}
+    if m.mode == "nearest":
+        attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    else:
+        attrs["coordinate_transformation_mode"] = "align_corners" if m.align_corners else "pytorch_half_pixel"
+        if m.mode == "bicubic":
+            attrs["cubic_coeff_a"] = -0.75
+    if m.size is not None or m.recompute_scale_factor:
+        out = cx.out_arrays()[0].shape
+        if cx.rec2 is not None and cx.shape(0)[2:] != cx.shape2(0)[2:] and m.size is None:
+            raise cx.refuse("recompute_scale_factor=True with spatial axes that change")
+        batch_channels = cx.node("Slice", [cx.node("Shape", [x]), cx.g.ints([0]), cx.g.ints([2])])
+        sizes = cx.node("Concat", [batch_channels, cx.g.ints(out[2:])], axis=0)
+        cx.bind(cx.node("Resize", [x, "", "", sizes], **attrs))
+        return
+    factors = m.scale_factor if isinstance(m.scale_factor, tuple) else (m.scale_factor,) * n
+    scales = cx.g.const(np.asarray([1.0, 1.0, *factors], dtype=np.float32))
+    cx.bind(cx.node("Resize", [x, "", scales], **attrs))
+
+
 def identity(cx: Context) -> None:
     cx.bind(cx.node("Identity", [cx.input(0)]))
 
@@ -200,6 +231,7 @@ LAYER_CONVERTERS = {
     nn.BatchNorm1d: batch_norm,
     nn.BatchNorm2d: batch_norm,
     nn.GroupNorm: group_norm,
+    nn.Upsample: upsample,
     nn.Dropout: identity,
     nn.Identity: identity,
     **RNN_CONVERTERS,
