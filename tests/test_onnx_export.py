@@ -492,6 +492,12 @@ def test_refusals_name_the_culprit(tmp_path):
         trainkit.onnx.export(nn.LayerNorm(3), (x,), tmp_path / "m.onnx", opset_version=16)
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="input_names has 2 names for 1"):
         trainkit.onnx.export(nn.Linear(3, 3), (x,), tmp_path / "m.onnx", input_names=["a", "b"])
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"dynamic_axes\['x'\] names axis 2, but the input"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, input_names=["x"], dynamic_axes={"x": [0, 2]})
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"dynamic_axes\['y'\] names axis 3, but the output"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, output_names=["y"], dynamic_axes={"y": {3: "n"}})
+    with pytest.warns(UserWarning, match="Provided key z for dynamic axes is not a valid input/output name"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, dynamic_axes={"z": [0]})
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="model must be a Module"):
         trainkit.onnx.export(lambda t: t, (x,), tmp_path / "m.onnx")
 

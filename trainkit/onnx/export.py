@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -354,6 +355,13 @@ def export(
     names = _input_names(model, args, kwargs, input_names)
     inputs = flat_arrays(list(args) + list(kwargs.values()))
     dynamic = _dynamic(dynamic_axes, dynamic_shapes, names)
+    for name, a in zip(names, inputs):
+        bad = [axis for axis in dynamic.get(name, {}) if not 0 <= axis < a.ndim]
+        if bad:
+            raise OnnxExporterError(
+                f"torch.onnx.export: dynamic_axes[{name!r}] names axis {bad[0]}, but the input {name!r} has "
+                f"{a.ndim} dimensions"
+            )
     was_training = [(m, m.training) for m in model.modules()]
     model.eval()
     _state["exporting"] = True
@@ -375,6 +383,12 @@ def export(
         dims_helper = Dims(g, sources)
         _convert(g, dims_helper, records, records2, opset, verbose, do_constant_folding)
         outputs = _outputs(g, output, output2, output_names, dynamic, sources)
+        for name in set(dynamic) - set(names) - {n for n, _, _ in outputs}:
+            warnings.warn(
+                f"Provided key {name} for dynamic axes is not a valid input/output name (inputs {names}, outputs "
+                f"{[n for n, _, _ in outputs]}); it is ignored",
+                stacklevel=2,
+            )
     finally:
         _state["exporting"] = False
         for m, flag in was_training:
@@ -391,6 +405,19 @@ def export(
     return program
 
 
+def _check_axes(dynamic: dict, outputs: dict) -> None:
+    """An output axis that does not exist is refused; a name that is no output is warned about (it is checked
+    against the inputs first), as PyTorch warns."""
+    for name, axes in dynamic.items():
+        if name in outputs:
+            bad = [a for a in axes if not 0 <= a < outputs[name].ndim]
+            if bad:
+                raise OnnxExporterError(
+                    f"torch.onnx.export: dynamic_axes[{name!r}] names axis {bad[0]}, but the output {name!r} has "
+                    f"{outputs[name].ndim} dimensions"
+                )
+
+
 def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -> list:
     arrays = flat_arrays(output)
     arrays2 = flat_arrays(output2) if output2 is not None else [None] * len(arrays)
@@ -403,6 +430,7 @@ def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -
     if len(arrays) == 1 and not given:
         names = ["output"]
     known = {(a, b): sym for a, b, name, axis in sources for sym in [dynamic[name][axis]]}
+    _check_axes(dynamic, dict(zip(names, arrays)))
     out = []
     for _k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
         value = g.value(a)

@@ -10,7 +10,7 @@ not. The wrappers and the modules' ``forward`` attributes are removed when the c
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..autograd.function import Op
@@ -57,6 +57,9 @@ class Record:
     ``inputs``: the op's positional arguments (arrays or numbers) or the module's (Tensors and other values);
     ``params``: keyword arguments; ``output``: what it returned; ``scope``: the qualified name of the innermost
     module running it ('' for the model itself).
+
+    >>> Record(TensorMethod("eq"), (1, 2), {}, False, "").scope
+    ''
     """
 
     target: Any
@@ -65,7 +68,6 @@ class Record:
     output: Any
     scope: str
     module: Any = None
-    keep: list = field(default_factory=list)
 
 
 def op_classes() -> list[type]:
