@@ -163,7 +163,7 @@ def _second_args(args, kwargs, names, dynamic, steps):
                 a = (rng.standard_normal(a.shape) * (spread or 1.0) + float(a.mean() if spread else 0)).astype(a.dtype)
             elif a.size:
                 a = np.roll(a, 1)
-            made[id(v)] = from_numpy(np.ascontiguousarray(a))
+            made[id(v)] = from_numpy(np.array(a, order="C"))
             return made[id(v)]
         if isinstance(v, (list, tuple)):
             return type(v)(resize(x) for x in v)

@@ -118,7 +118,7 @@ class GraphBuilder:
                 self.taken.add(name)
             host = array_of(a)
             if self.export_params:
-                self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(host), name))
+                self.initializers.append(self.numpy_helper.from_array(np.asarray(host, order="C"), name))
             else:
                 self.param_inputs.append(self.helper.make_tensor_value_info(name, _elem_type(host.dtype), host.shape))
             return self.bind(a, name)
@@ -127,7 +127,7 @@ class GraphBuilder:
     def initializer(self, array: np.ndarray, hint: str) -> str:
         """A new initializer holding ``array`` (a derived weight: a transposed or reordered parameter)."""
         name = self.fresh(hint)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(self.numpy_helper.from_array(np.asarray(array, order="C"), name))
         self.arrays[name] = array
         return name
 
