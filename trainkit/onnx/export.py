@@ -394,7 +394,10 @@ def export(
         for m, flag in was_training:
             m.training = flag
     proto = g.model(graph_inputs, outputs, "trainkit", keep_initializers_as_inputs)
-    onnx.checker.check_model(proto)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise OnnxExporterError(f"torch.onnx.export: the ONNX checker refused the graph written: {err}") from err
     program = ONNXProgram(proto)
     if f is not None:
         if not hasattr(f, "write") and not isinstance(f, (str, os.PathLike)):
