@@ -437,6 +437,26 @@ def test_transformer_decoder_layer_with_a_causal_mask_input(tmp_path):
     roundtrip(tmp_path, Decode(), (tgt, memory, mask), ["tgt", "memory", "mask"])
 
 
+def test_nanogpt_style_positions_from_arange(tmp_path):
+    class TinyGPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(20, 16), nn.Embedding(12, 16)
+            self.block = GPTBlock(16)
+            self.lm_head = nn.Linear(16, 20, bias=False)
+            self.lm_head.weight = self.wte.weight  # tied, as nanoGPT ties them
+
+        def forward(self, idx):
+            b, t = idx.size()
+            pos = trainkit.arange(0, t, dtype=trainkit.long, device=idx.device)
+            return self.lm_head(self.block(self.wte(idx) + self.wpe(pos)))[:, [-1], :]
+
+    trainkit.manual_seed(11)
+    ids = trainkit.randint(0, 20, (2, 5))
+    dynamic = {"idx": {0: "batch", 1: "seq"}}
+    roundtrip(tmp_path, TinyGPT(), (ids,), ["idx"], dynamic, [(trainkit.randint(0, 20, (1, 12)),)])
+
+
 def test_gpt_with_dynamic_batch_and_sequence_length(tmp_path):
     trainkit.manual_seed(7)
     model = GPT()
@@ -547,11 +567,17 @@ def test_refusals_name_the_culprit(tmp_path):
 
     class Positions(nn.Module):
         def forward(self, x):
-            return x + trainkit.arange(x.shape[1])
+            return x + trainkit.arange(x.shape[1]) + trainkit.arange(3, 3 + 2 * x.shape[1], 2)
+
+    roundtrip(tmp_path, Positions(), (trainkit.randn(2, 4),), ["x"], {"x": [1]}, [(trainkit.randn(2, 9),)])
+
+    class Spaced(nn.Module):
+        def forward(self, x):
+            return x + trainkit.linspace(0, 1, x.shape[1])
 
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="made inside forward whose size follows a dynamic"):
-        trainkit.onnx.export(Positions(), (trainkit.randn(2, 4),), tmp_path / "m.onnx", dynamic_axes={"x": [1]})
-    roundtrip(tmp_path, Positions(), (trainkit.randn(2, 4),), ["x"])  # at a fixed size the range is a constant
+        trainkit.onnx.export(Spaced(), (trainkit.randn(2, 4),), tmp_path / "m.onnx", dynamic_axes={"x": [1]})
+    roundtrip(tmp_path, Spaced(), (trainkit.randn(2, 4),), ["x"])  # at a fixed size it is a constant
 
     class Untraced(nn.Module):
         def forward(self, x):

@@ -272,7 +272,7 @@ def _check_constants(cx: Context, g: GraphBuilder) -> None:
         if id(a) in g.values or id(a) in g.param_names:
             continue
         if tuple(a.shape) != tuple(b.shape):
-            filled = cx.dims.filled(a, b)
+            filled = cx.dims.made(a, b)
             if filled is not None:
                 g.bind(a, filled)
                 continue
