@@ -22,6 +22,8 @@ from .context import Context, differs, flat_arrays
 from .graph import GraphBuilder, OnnxExporterError, array_of
 from .layers import LAYER_CONVERTERS
 from .ops_math import MATH_CONVERTERS
+from .ops_nn import NN_CONVERTERS
+from .ops_reduce import REDUCE_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
 from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
 from .shapes import Dims
@@ -29,7 +31,7 @@ from .trace import Tracer
 
 __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "export", "is_in_onnx_export"]
 
-OP_CONVERTERS = {**MATH_CONVERTERS, **SHAPE_CONVERTERS}
+OP_CONVERTERS = {**MATH_CONVERTERS, **NN_CONVERTERS, **REDUCE_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
 
 
