@@ -15,11 +15,12 @@ from collections.abc import Callable
 from ..autograd import grad_mode
 from ..layers.module import Module
 from .capture import flatten, run_captured, signature
+from .codegen import generate
 from .errors import CompileError
 from .explain import report
 from .guards import Guards
 from .plan import BackwardStep, Refused, build
-from .replay import replay
+from .replay import boundary_node, rebuild, replay, run_call, spent_node
 
 CACHE_SIZE = 8
 MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
@@ -71,6 +72,8 @@ class CompiledFunction:
             if entry.plan is None:
                 self.counts["eager"] += 1
                 return self.fn(*args, **kwargs)
+            if entry.replays and entry.plan.code is None:  # what the first replay saw shapes the code
+                entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node)
             entry.replays += 1
             self.counts["replays"] += 1
             return replay(entry.plan, tensors, functools.partial(self.fn, *args, **kwargs))
