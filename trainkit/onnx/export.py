@@ -211,7 +211,7 @@ def _run(model, args, kwargs):
     return tracer.records, output
 
 
-def _second_run(model, args, kwargs, names, dynamic, count: int):
+def _second_run(model, args, kwargs, names, dynamic):
     """The model run again, on the inputs resized along the dynamic axes and with other values: what changes
     between the two runs follows the inputs, what does not is a constant."""
     args2, kwargs2 = _second_args(args, kwargs, names, dynamic, _steps(dynamic, names))
@@ -224,32 +224,65 @@ def _second_run(model, args, kwargs, names, dynamic, count: int):
             f"(the dynamic axes resized) and other values, to tell what follows the inputs, and it failed: "
             f"{type(err).__name__}: {err}"
         ) from err
-    if len(records2) != count:
-        raise OnnxExporterError(
-            "torch.onnx.export: the model runs a different number of ops on other inputs (its forward "
-            "branches on their sizes or values): it cannot be written as one graph"
-        )
     return records2, output2, inputs2
+
+
+IDENTITIES = {"copy.CloneBackward0", "shape.AliasBackward0"}  # .contiguous() copies only what is not contiguous
+
+
+def _converter_of(rec):
+    if rec.module is not None:
+        return _layer_converter(rec.module)
+    return OP_CONVERTERS.get(_op_key(rec.target))
+
+
+def _same(rec, rec2) -> bool:
+    """The same call in both runs: the same op (or another op of the same converter: a reshape may be a view in
+    one run and a copy in the other) in the same module."""
+    if rec.scope != rec2.scope:
+        return False
+    if _op_key(rec.target) == _op_key(rec2.target):
+        return True
+    convert = _converter_of(rec)
+    return rec.module is None and rec2.module is None and convert is not None and convert is _converter_of(rec2)
+
+
+def _align(records: list, records2: list) -> list:
+    """The twin in the second run of each recorded call (None for a copy that one run made and the other did not
+    need); refused when the runs differ otherwise, since the forward branches on sizes or values."""
+    out, j = [], 0
+    for rec in records:
+        while j < len(records2) and not _same(rec, records2[j]) and _op_key(records2[j].target) in IDENTITIES:
+            j += 1
+        if j < len(records2) and _same(rec, records2[j]):
+            out.append(records2[j])
+            j += 1
+        elif _op_key(rec.target) in IDENTITIES:
+            out.append(None)
+        else:
+            raise _branches(rec)
+    if any(_op_key(r.target) not in IDENTITIES for r in records2[j:]):
+        raise _branches(records2[j])
+    return out
+
+
+def _branches(rec) -> OnnxExporterError:
+    return OnnxExporterError(
+        "torch.onnx.export: the model runs other ops on other inputs (from "
+        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on; its forward branches on their sizes or "
+        "values): it cannot be written as one graph"
+    )
 
 
 def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose, fold: bool) -> None:
     for i, rec in enumerate(records):
-        rec2 = records2[i] if records2 is not None else None
-        if rec2 is not None and (_op_key(rec2.target) != _op_key(rec.target) or rec2.scope != rec.scope):
-            raise OnnxExporterError(
-                "torch.onnx.export: the model runs other ops on other inputs (at "
-                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}; its forward branches on their sizes or "
-                "values): it cannot be written as one graph"
-            )
+        rec2 = records2[i]
         arrays = [a for a in flat_arrays(list(rec.inputs) + list(rec.params.values())) if id(a) in g.values]
         moves = rec2 is not None and (differs(rec.params, rec2.params) or differs(rec.inputs, rec2.inputs))
         if fold and rec.module is None and not arrays and g.export_params and not moves:
             continue  # every input a constant: the output is one too, folded to its value when used
         cx = Context(g, dims, rec, rec2, opset)
-        if rec.module is not None:
-            convert = _layer_converter(rec.module)
-        else:
-            convert = OP_CONVERTERS.get(_op_key(rec.target))
+        convert = _converter_of(rec)
         if convert is None:
             raise OnnxExporterError(
                 f"torch.onnx.export: no ONNX converter for the op {rec.target.__name__} "
@@ -257,6 +290,12 @@ def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose
             )
         if rec2 is not None:
             _check_constants(cx, g)
+            ranks = [a.ndim for a in flat_arrays(rec.output)], [a.ndim for a in flat_arrays(rec2.output)]
+            if ranks[0] != ranks[1]:
+                raise cx.refuse(
+                    f"its result has {ranks[0]} dimensions at the traced sizes and {ranks[1]} at others (an axis of "
+                    "size 1 squeezed away?); export with sizes other than 1 on the dynamic axes, or squeeze by dim"
+                )
         before = len(g.nodes)
         convert(cx)
         if verbose:
@@ -369,7 +408,8 @@ def export(
     _state["exporting"] = True
     try:
         records, output = _run(model, args, kwargs)
-        records2, output2, inputs2 = _second_run(model, args, kwargs, names, dynamic, len(records))
+        records2, output2, inputs2 = _second_run(model, args, kwargs, names, dynamic)
+        records2 = _align(records, records2)
         param_names = {}
         for name, t in list(model.named_buffers()) + list(model.named_parameters()):
             param_names.setdefault(id(array_of(t)), name)
