@@ -1,8 +1,10 @@
-"""``torch.onnx.export``: run the model once on the example inputs while recording its ops, convert each recorded
-call with its row of the converter tables, check the model with ``onnx.checker`` and write it.
+"""``torch.onnx.export``: run the model on the example inputs while recording its ops, convert each recorded call
+with its row of the converter tables, check the model with ``onnx.checker`` and write it.
 
-With ``dynamic_axes`` the model runs a second time with every dynamic axis resized, so that each size in the ops'
-arguments is known to be a constant or to follow an axis (:mod:`trainkit.onnx.shapes`).
+The model runs a second time, on the inputs with every dynamic axis resized and other values, and the two
+recordings are matched call by call: a size in the ops' arguments that changed follows an axis and is computed at
+run time (:mod:`trainkit.onnx.shapes`); a tensor made inside forward that changed is refused unless it can be made
+at run time; a forward that ran other ops branches on its inputs and is refused.
 """
 
 from __future__ import annotations
