@@ -463,6 +463,22 @@ def test_nanogpt_style_positions_from_arange(tmp_path):
     roundtrip(tmp_path, TinyGPT(), (ids,), ["idx"], dynamic, [(trainkit.randint(0, 20, (1, 12)),)])
 
 
+def test_encoder_decoder_transformer_with_the_causal_mask_made_in_forward(tmp_path):
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = nn.Transformer(16, 2, 1, 1, 32, batch_first=True)
+
+        def forward(self, src, tgt):
+            mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])  # -inf above the diagonal
+            return self.t(src, tgt, tgt_mask=mask, tgt_is_causal=True)
+
+    args = (trainkit.randn(2, 5, 16), trainkit.randn(2, 4, 16))
+    dynamic = {"src": {0: "B", 1: "S"}, "tgt": {0: "B", 1: "T"}}
+    other = (trainkit.randn(3, 7, 16), trainkit.randn(3, 2, 16))
+    roundtrip(tmp_path, Seq2Seq(), args, ["src", "tgt"], dynamic, [other])
+
+
 def test_gpt_with_dynamic_batch_and_sequence_length(tmp_path):
     trainkit.manual_seed(7)
     model = GPT()
