@@ -430,6 +430,9 @@ def _opaque(rec, kind, method, mine):
     def wrapper(self, *args, **kwargs):
         if not _active(rec, mine) or rec.refusal is not None:
             return method(self, *args, **kwargs)
+        if getattr(type(self), kind) is not wrapper:
+            rec.refuse(f"{type(self).__name__} overrides {kind}()")
+            return method(self, *args, **kwargs)
         try:
             rec.call(kind, self, (method, args, kwargs), f"{type(self).__name__}.{kind}()")
         except Refused as why:

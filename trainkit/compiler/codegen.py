@@ -21,9 +21,13 @@ import numpy as np
 
 from ..autograd.backend import as_array
 from ..autograd.grad_buffer import accumulate, fit_to_input
+from ..autograd.grad_mode import no_grad
+from ..layers.module import Module
+from ..optim.optimizer import Optimizer
 from .plan import BackwardStep, OpStep
 
 _new = object.__new__
+_COMPILED: dict = {}  # source -> code object
 
 
 class Code:
@@ -44,6 +48,7 @@ class _Writer:
             "accumulate": accumulate,
             "fit": fit_to_input,
             "new": _new,
+            "no_grad": no_grad,
             "Z": [0],
             "run_call": run_call,
             "rebuild": rebuild,
@@ -86,7 +91,7 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
         elif step.kind == "set_grad":
             w.emit(f"t{step.target}.grad = None")
         else:
-            w.emit(f"run_call({w.const('S', step)})")
+            _call(w, step)
             for s, name in externals:
                 w.emit(f"a{s} = {name}._data")
     inputs = [*plan.args, *(s for s, _ in plan.externals)]
@@ -109,7 +114,12 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
         w.emit("return (" + "".join(f"x{i}, " for i in range(len(plan.boundary.exits))) + ")")
     source = "\n".join(w.lines) + "\n"
     scope = dict(w.names)
-    exec(compile(source, "<trainkit.compile plan>", "exec"), scope)  # noqa: S102 - our own generated code
+    code = _COMPILED.get(source)
+    if code is None:  # a model built again (a new run, a new fit) gives the same source: compiled once
+        code = _COMPILED[source] = compile(source, "<trainkit.compile plan>", "exec")
+        while len(_COMPILED) > 64:
+            del _COMPILED[next(iter(_COMPILED))]
+    exec(code, scope)  # noqa: S102 - our own generated code
     return Code(source, scope["run"], scope.get("back"))
 
 
@@ -186,6 +196,36 @@ def _forward(w: _Writer, step: OpStep, node_of: dict) -> None:
         w.emit(f"t{s}._version_counter[0] += 1")
     for s in step.frees:
         w.emit(f"a{s} = None")
+
+
+def _call(w: _Writer, step) -> None:
+    """An optimizer's update of one group, or ``zero_grad``: the same calls ``Optimizer.step`` and ``zero_grad``
+    make, written out (an overridden ``zero_grad`` or one that zeroes in place is called as it is)."""
+    if step.kind == "update":
+        method, index = step.args
+        opt = w.const("O", step.target)
+        w.emit(f"grp = {opt}.param_groups[{index}]")
+        w.emit('ps = [p for p in grp["params"] if p._grad is not None]')
+        w.emit("if ps:")
+        w.emit("with no_grad():", 2)
+        w.emit(f"{w.const('U', method)}({opt}, grp, ps)", 3)
+        w.emit("grp = ps = None")
+        return
+    if step.kind == "zero_grad":
+        method, args, kwargs = step.args
+        to_none = all(v is True for v in (*args, *kwargs.values()))
+        if to_none and method is Optimizer.zero_grad:
+            w.emit(f"for grp in {w.const('O', step.target)}.param_groups:")
+            w.emit('for p in grp["params"]:', 2)
+            w.emit("p._grad = None", 3)
+            w.emit("grp = p = None")
+            return
+        if to_none and method is Module.zero_grad:
+            w.emit(f"for p in {w.const('O', step.target)}.parameters():")
+            w.emit("p._grad = None", 2)
+            w.emit("p = None")
+            return
+    w.emit(f"run_call({w.const('S', step)})")
 
 
 def _node(step: OpStep):
