@@ -295,6 +295,31 @@ FUNCTIONS = {
 }
 
 
+class Functional(nn.Module):
+    """Convolution and normalization called as functions rather than through their layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.w1 = nn.Parameter(trainkit.randn(4, 3, 3, 3)), nn.Parameter(trainkit.randn(4, 3, 3))
+        self.b = nn.Parameter(trainkit.randn(4))
+        self.register_buffer("mean", trainkit.randn(3))
+        self.register_buffer("var", trainkit.rand(3) + 0.5)
+
+    def forward(self, x):
+        return (
+            F.conv2d(x, self.w, self.b, stride=2, padding=1),
+            F.conv2d(x, self.w, None, padding="same", dilation=2),
+            F.conv1d(x[:, :, 0], self.w1, self.b, stride=2, padding=2),
+            F.batch_norm(x, self.mean, self.var, self.b[:3], None),
+            F.group_norm(x, 3, self.b[:3], self.b[:3]) + F.group_norm(x, 1),
+        )
+
+
+def test_functional_convolution_and_normalization(tmp_path):
+    x, other = trainkit.randn(2, 3, 7, 7), trainkit.randn(3, 3, 9, 8)
+    roundtrip(tmp_path, Functional(), (x,), ["x"], {"x": {0: "B", 2: "H", 3: "W"}}, [(other,)])
+
+
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_functions(tmp_path, name):
     trainkit.manual_seed(10)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .context import Context, unary
+from .context import Context, reduce_node, unary
 
 __all__ = ["NN_CONVERTERS"]
 
@@ -143,7 +143,59 @@ def _prelu(cx: Context) -> None:
     cx.bind(cx.node("PRelu", [x, w]))
 
 
+def _group_norm(cx: Context) -> None:
+    """``F.group_norm``: ``(x - mean) / sqrt(var + eps)`` over each group of channels and all positions, then the
+    per-channel affine, written with ``Reshape`` and ``ReduceMean`` (ONNX's GroupNormalization changed meaning in
+    opset 21)."""
+    x = cx.input(0)
+    rank = len(cx.shape(0))
+    grouped = cx.node("Reshape", [x, cx.g.ints([0, int(cx.arg(3, "groups")), -1])])
+    centered = cx.node("Sub", [grouped, reduce_node(cx, "ReduceMean", grouped, [2], 1)])
+    var = reduce_node(cx, "ReduceMean", cx.node("Mul", [centered, centered]), [2], 1)
+    std = cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(float(cx.arg(4, "eps")), x)])])
+    y = cx.node("Reshape", [cx.node("Div", [centered, std]), cx.node("Shape", [x])])
+    per_channel = cx.g.ints([-1] + [1] * (rank - 2))
+    if cx.rec.inputs[1] is not None:
+        y = cx.node("Mul", [y, cx.node("Reshape", [cx.input(1), per_channel])])
+    if cx.rec.inputs[2] is not None:
+        y = cx.node("Add", [y, cx.node("Reshape", [cx.input(2), per_channel])])
+    cx.bind(y)
+
+
+def _batch_norm(cx: Context) -> None:
+    """``F.batch_norm`` on running statistics: ``BatchNormalization``."""
+    if cx.params.get("training") or cx.params.get("running_mean") is None:
+        raise cx.refuse("batch norm on the batch's own statistics (training=True or no running statistics)")
+    x = cx.input(0)
+    c = cx.shape(0)[1]
+    dtype = cx.dtype(x) or np.float32
+    scale = cx.input(1) if cx.rec.inputs[1] is not None else cx.g.const(np.ones(c, dtype))
+    bias = cx.input(2) if cx.rec.inputs[2] is not None else cx.g.const(np.zeros(c, dtype))
+    stats = [cx.g.value(cx.params["running_mean"]), cx.g.value(cx.params["running_var"])]
+    cx.bind(cx.node("BatchNormalization", [x, scale, bias, *stats], epsilon=float(cx.params["eps"])))
+
+
+def _convolution(cx: Context) -> None:
+    """``F.conv1d`` and ``F.conv2d`` (their layers are converted whole): ``Conv`` from the op's geometry, whose
+    pads are top, bottom, left, right; a 1-d convolution runs as a 2-d one of height 1."""
+    if "geom" not in cx.params or "out_hw" in cx.params:
+        raise cx.refuse("a transposed convolution called as a function (nn.ConvTranspose1d/2d export)")
+    geom = cx.params["geom"]
+    one_d = len(cx.shape(0)) == 3
+    top, bottom, left, right = geom.pads
+    attrs = dict(kernel_shape=list(geom.kernel), strides=list(geom.stride), dilations=list(geom.dilation))
+    attrs["pads"] = [top, left, bottom, right]
+    if one_d:
+        attrs = {k: v[1:] if k != "pads" else [left, right] for k, v in attrs.items()}
+    args = [cx.input(0), cx.input(1)] + ([cx.input(2)] if cx.rec.inputs[2] is not None else [])
+    cx.bind(cx.node("Conv", args, group=int(cx.params.get("groups", 1)), **attrs))
+
+
 NN_CONVERTERS = {
+    "normalization.NativeGroupNormBackward0": _group_norm,
+    "normalization.NativeBatchNormBackward0": _batch_norm,
+    "conv.ConvolutionBackward0": _convolution,
+    "conv1d.ConvolutionBackward0": _convolution,
     "rectifiers.PreluKernelBackward0": _prelu,
     "function.canonical_mask": _canonical_mask,
     "activation.ReluBackward0": unary("Relu"),
