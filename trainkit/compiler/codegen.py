@@ -10,7 +10,7 @@ forward makes fresh nodes, since its backward may run after the next call. The f
 
 >>> import trainkit
 >>> f = trainkit.compile(lambda x: (x * 2).sum())
->>> _ = f(trainkit.ones(2)), f(trainkit.ones(2))
+>>> _ = f(trainkit.ones(2)), f(trainkit.ones(2)), f(trainkit.ones(2))  # captured, replayed, then written out
 >>> "def run(" in f.entries[0].plan.code.source
 True
 """
