@@ -351,3 +351,66 @@ def new_group(
             "ranks; a subgroup is not supported (use ranks=None)"
         )
     return whole
+
+
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The world ranks of ``group``'s members, in group order: every rank here.
+
+    >>> get_process_group_ranks(ProcessGroup(World(), "gloo"))
+    [0]
+    """
+    return list(range((group or default_group()).size()))
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """The world rank of ``group``'s rank ``group_rank``: the same number, as groups span the world.
+
+    >>> get_global_rank(ProcessGroup(World(), "gloo"), 0)
+    0
+    """
+    return check_member(group, group_rank)
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    """``group``'s rank of the world rank ``global_rank``: the same number, as groups span the world.
+
+    >>> get_group_rank(ProcessGroup(World(), "gloo"), 0)
+    0
+    """
+    return check_member(group, global_rank)
+
+
+def check_member(group: ProcessGroup, rank: int) -> int:
+    if not 0 <= rank < group.size():
+        raise ValueError(f"Group {group} does not contain rank {rank}")
+    return rank
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its machine, from ``LOCAL_RANK`` (set by ``trainkit run-torch``), else
+    ``fallback_rank``.
+
+    >>> get_node_local_rank(fallback_rank=0) >= 0
+    True
+    """
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow `get_node_local_rank` to "
+        "work, assuming you are not running in a multi-device context and want the code to run locally instead."
+    )
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``init_process_group(backend)`` can run here: ``"gloo"`` and ``"mpi"`` with mpi4py (or alone),
+    ``"nccl"`` with a CUDA GPU.
+
+    >>> is_backend_available("gloo"), is_backend_available("foo")
+    (True, False)
+    """
+    name = str(backend).lower()
+    if name == "nccl":
+        return nccl_usable()
+    return name in ("gloo", "mpi")
