@@ -98,7 +98,7 @@ def run(argv: list[str], nproc: int | None = None) -> int:
 
 def end_job(message: str, code: int) -> None:
     """In a job of several ranks, end them all: the others may wait for this one in a collective forever."""
-    if launched_size() > 1:
+    if launched_size() > 1 and not world().aborting:
         world().abort(message, code)
 
 

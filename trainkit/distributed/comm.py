@@ -108,7 +108,7 @@ class World:
             if time.monotonic() > deadline:
                 self.abort(
                     f"a collective ({what}) waited more than {self.timeout:g} s for the other ranks "
-                    "(trainer.collective_timeout_s): a rank is stuck or gone",
+                    "(trainer.collective_timeout_s, or init_process_group's timeout): a rank is stuck or gone",
                     1,
                 )
             time.sleep(pause)
@@ -272,6 +272,9 @@ class World:
             else:
                 self._wait(self.comm.Ibarrier(), "barrier")
 
+    # Set once abort has begun: the SystemExit it raises must not abort a second time on its way out.
+    aborting = False
+
     # Whether callers of abort show the traceback of the error behind it, as Python does for an uncaught error; the
     # trainkit command keeps its one-line errors unless --debug.
     show_traceback = True
@@ -279,6 +282,7 @@ class World:
     def abort(self, message: str, code: int = 1, detail: str = "") -> None:
         """Print ``detail`` (a traceback, say) and ``message``, then end every rank of the job: the others may be
         waiting in a collective forever."""
+        self.aborting = True
         sys.stderr.write(
             f"{detail}trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} ranks\n"
         )  # one write: the launcher relays it whole
