@@ -333,6 +333,44 @@ def test_tensor_ops_in_forward(tmp_path):
     roundtrip(tmp_path, TensorOps(), (x,), ["x"], {"x": {0: "B", 1: "T"}}, [(trainkit.randn(3, 7, 5),)])
 
 
+class InPlace(nn.Module):
+    """In-place ops, which change a tensor's storage with no new tensor: each is the tensor's next value."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 6)
+
+    def forward(self, x, mask):
+        y = self.lin(x)
+        y += 1
+        y.relu_()
+        y[:, 0] = 0
+        y[:, 2:] = y[:, 2:] * 2
+        y[mask] = -1.0
+        y[:, 1:5:2] = y[:, :1] * 3
+        y.mul_(2).add_(x.sum(-1, keepdim=True), alpha=0.5)
+        y.masked_fill_(y > 3, 3.0)
+        y[0] = x[0, :1]
+        z = x + trainkit.arange(4)
+        z -= 1
+        return y, z
+
+
+def test_in_place_ops(tmp_path):
+    args = (trainkit.randn(3, 4), trainkit.randn(3, 6) > 0.5)
+    other = (trainkit.randn(5, 4), trainkit.randn(5, 6) > 0)
+    roundtrip(tmp_path, InPlace(), args, ["x", "mask"], {"x": {0: "B"}, "mask": {0: "B"}}, [other])
+
+    class ThroughAView(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y[:, 1:] *= 2  # multiplies a view of y, then writes it back
+            return y
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="changed in place by"):
+        trainkit.onnx.export(ThroughAView(), (trainkit.randn(2, 3),), None)
+
+
 def test_comparisons_masks_and_padding_follow_the_inputs(tmp_path):
     class Masked(nn.Module):
         def __init__(self):

@@ -4,34 +4,13 @@ the graph under construction, and helpers to name its inputs and bind its output
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..autograd.tensor import Tensor
-from .graph import GraphBuilder, OnnxExporterError, array_of
+from .graph import GraphBuilder, OnnxExporterError
 from .shapes import Dims
-from .trace import Record
+from .trace import Record, flat_arrays
 
 __all__ = ["Context", "axes_of", "differs", "elem_type", "flat_arrays", "operands", "reduce_node", "unary"]
-
-
-def flat_arrays(value: Any) -> list:
-    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; other values are left out.
-
-    >>> import trainkit
-    >>> [a.shape for a in flat_arrays((trainkit.ones(2), [None, {"k": trainkit.zeros(1, 3)}]))]
-    [(2,), (1, 3)]
-    """
-    if isinstance(value, Tensor):
-        return [array_of(value)]
-    if isinstance(value, (list, tuple)):
-        return [a for v in value for a in flat_arrays(v)]
-    if isinstance(value, dict):
-        return [a for v in value.values() for a in flat_arrays(v)]
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return [value]
-    return []
 
 
 class Context:

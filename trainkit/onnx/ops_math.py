@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .context import Context, operands, unary
+from .context import Context, elem_type, operands, unary
 
 __all__ = ["MATH_CONVERTERS"]
 
@@ -203,7 +203,28 @@ def _log_base(base: float):
     return convert
 
 
+def _inplace(op_type: str):
+    """``x += y``, ``x.add_(y, alpha=2)`` and the others: the result is the tensor's new value."""
+
+    def convert(cx: Context) -> None:
+        if cx.params.get("rounding_mode") is not None:
+            raise cx.refuse("div_ with rounding_mode (write x = torch.div(x, y, rounding_mode=...))")
+        a, b = operands(cx)
+        if cx.dtype(b) is not None and cx.dtype(b) != cx.dtype(a):  # the result keeps the tensor's dtype
+            b = cx.node("Cast", [b], to=elem_type(cx.dtype(a)))
+        alpha = cx.arg(2, "alpha", 1)
+        if alpha != 1:
+            b = cx.node("Mul", [b, cx.const_like(alpha, a)])
+        cx.bind(cx.node(op_type, [a, b]))
+
+    return convert
+
+
 MATH_CONVERTERS = {
+    "tensor.add_": _inplace("Add"),
+    "tensor.sub_": _inplace("Sub"),
+    "tensor.mul_": _inplace("Mul"),
+    "tensor.div_": _inplace("Div"),
     "elementwise.Exp2Backward0": _exp2,
     "elementwise.Log2Backward0": _log_base(2.0),
     "elementwise.Log10Backward0": _log_base(10.0),
