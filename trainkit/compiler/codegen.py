@@ -22,9 +22,10 @@ import numpy as np
 from ..autograd.backend import as_array
 from ..autograd.grad_buffer import accumulate, fit_to_input
 from ..autograd.grad_mode import no_grad
+from ..autograd.tensor import Tensor
 from ..layers.module import Module
 from ..optim.optimizer import Optimizer
-from .plan import BackwardStep, OpStep
+from .plan import BackwardStep, FuncStep, OpStep
 
 _new = object.__new__
 _COMPILED: dict = {}  # source -> code object
@@ -48,6 +49,7 @@ class _Writer:
             "accumulate": accumulate,
             "fit": fit_to_input,
             "new": _new,
+            "make": Tensor._make,
             "no_grad": no_grad,
             "Z": [0],
             "run_call": run_call,
@@ -88,6 +90,12 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
             _forward(w, step, node_of)
         elif type(step) is BackwardStep:
             _backward(w, step, node_of)
+        elif type(step) is FuncStep:
+            args = [f"make(a{i})" if type(i) is int else w.const("K", i.value) for i in step.inputs]
+            args += [f"{key}={w.const('K', value)}" for key, value in step.kwargs.items()]
+            w.emit(f"a{step.out} = {w.const('FN', step.fn)}({', '.join(args)})._data")
+            for s in step.frees:
+                w.emit(f"a{s} = None")
         elif step.kind == "set_grad":
             w.emit(f"t{step.target}.grad = None")
         else:
