@@ -17,6 +17,7 @@ numbers drawn, a tensor changed in place, a custom ``autograd.Function``, ``crea
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 
@@ -421,7 +422,10 @@ def _making(rec, make, mine):
     def wrapper(*args, **kwargs):
         t = make(*args, **kwargs)
         if _active(rec, mine):
-            rec.fresh[id(t)] = (t, sys._getframe(1).f_globals.get("__name__", "?"))
+            maker = sys._getframe(1).f_globals.get("__name__", "?")
+            rec.fresh[id(t)] = (t, maker)
+            if maker in CONSTANT_MAKERS:  # an op may take its array as a keyword argument (positions' indices)
+                rec.owners[id(t._data)] = t
         return t
 
     return wrapper
@@ -521,6 +525,30 @@ def _update(rec, method, mine):
     return wrapper
 
 
+def reachable_tensors(fn) -> list:
+    """The tensors a function reaches by name: in its closure, the globals its code names, a partial's arguments.
+    An op may take one's array as a keyword argument (a loss's targets, an embedding's indices): known, the array
+    is read from its tensor at each replay."""
+    found: list = []
+    while isinstance(fn, functools.partial):
+        found.extend(v for v in (*fn.args, *fn.keywords.values()) if isinstance(v, Tensor))
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        if isinstance(value, Tensor):
+            found.append(value)
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    for name in code.co_names if code is not None else ():
+        value = names.get(name)
+        if isinstance(value, Tensor):
+            found.append(value)
+    return found
+
+
 def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):
     """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``. ``watch``: modules
     the region belongs to without calling them (a compiled ``forward``), guarded as the ones it calls."""
@@ -528,6 +556,8 @@ def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bo
     for module in watch:
         rec.modules[id(module)] = module
         rec.known(module)
+    for t in reachable_tensors(fn):
+        rec.owners[id(t._data)] = t
     if grad_mode.state.anomaly:
         rec.refuse("anomaly detection is on")
     before = get_rng_state()._data.tobytes()
