@@ -4,6 +4,7 @@ sizes and, through ``dynamic_axes``, at others; what cannot be exported is refus
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -749,3 +750,94 @@ def test_torch_onnx_export_through_run_torch(tmp_path):
     difference = float(result.stdout.split()[2])
     assert difference < 1e-5 and "(5, 2)" in result.stdout
     assert (tmp_path / "model.onnx").exists()
+
+
+CHECK_WORD_LANGUAGE_MODEL = """
+import numpy as np
+import onnxruntime
+import torch
+
+import model  # noqa: F401  (the classes model.pt names)
+
+with open("model.pt", "rb") as f:
+    net = torch.load(f, weights_only=False)
+net.eval()
+session = onnxruntime.InferenceSession("model.onnx")
+x = torch.randint(0, 10, (8, 1))
+hidden = net.init_hidden(1)
+feeds = dict(zip([i.name for i in session.get_inputs()], [x.numpy()] + [h.numpy() for h in hidden]))
+with torch.no_grad():
+    out, (h, c) = net(x, hidden)
+got = session.run(None, feeds)
+print("max difference", max(float(abs(g - w.numpy()).max()) for g, w in zip(got, (out, h, c))))
+"""
+
+
+def test_pytorch_examples_word_language_model_exports_its_lstm(tmp_path):
+    """pytorch/examples' word_language_model/main.py, unmodified, with --onnx-export: the file it writes runs in
+    onnxruntime and gives the saved model's outputs."""
+    program = tmp_path / "word_language_model"
+    shutil.copytree(ROOT / "tests" / "real_programs" / "word_language_model", program)
+    (program / "check.py").write_text(textwrap.dedent(CHECK_WORD_LANGUAGE_MODEL))
+    args = ["--data", "data/tiny", "--model", "LSTM", "--epochs", "1", "--emsize", "16", "--nhid", "16"]
+    args += ["--bptt", "8", "--batch_size", "4", "--dry-run", "--onnx-export", "model.onnx", "--save", "model.pt"]
+    for script, extra in (("main.py", args), ("check.py", [])):
+        result = subprocess.run(
+            [sys.executable, "-m", "trainkit.cli", "run-torch", script, *extra],
+            capture_output=True,
+            text=True,
+            cwd=program,
+            timeout=120,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        assert result.returncode == 0, result.stderr
+    assert float(result.stdout.split()[-1]) < 1e-5
+
+
+EXPORT_GPTS = """
+import sys
+
+import numpy as np
+import onnxruntime
+import torch
+
+sys.path[:0] = ["nanogpt", "mingpt"]
+import model as nanogpt  # noqa: E402
+from mingpt.model import GPT as MinGPT  # noqa: E402
+
+torch.manual_seed(0)
+nano = nanogpt.GPT(nanogpt.GPTConfig(block_size=32, vocab_size=50, n_layer=2, n_head=2, n_embd=16, dropout=0.0))
+config = MinGPT.get_default_config()
+config.model_type, config.n_layer, config.n_head, config.n_embd = None, 2, 2, 16
+config.vocab_size, config.block_size = 50, 32
+for name, net in (("nanogpt", nano), ("mingpt", MinGPT(config))):
+    net.eval()
+    torch.onnx.export(net, (torch.randint(0, 50, (2, 10)),), name + ".onnx", input_names=["idx"],
+                      dynamic_axes={"idx": {0: "batch", 1: "length"}})
+    session = onnxruntime.InferenceSession(name + ".onnx")
+    for shape in ((3, 32), (1, 1)):
+        idx = torch.randint(0, 50, shape)
+        with torch.no_grad():
+            logits, _ = net(idx)
+        (got,) = session.run(None, {"idx": idx.numpy()})
+        print(name, shape, float(abs(got - logits.numpy()).max()))
+"""
+
+
+def test_nanogpt_and_mingpt_export_unmodified(tmp_path):
+    """The GPT classes of nanoGPT and minGPT, as their authors wrote them, exported through torch.onnx.export with
+    a dynamic batch and length: onnxruntime gives their logits at other sizes."""
+    for name in ("nanogpt", "mingpt"):
+        shutil.copytree(ROOT / "tests" / "real_programs" / name, tmp_path / name)
+    (tmp_path / "export.py").write_text(textwrap.dedent(EXPORT_GPTS))
+    result = subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", "run-torch", "export.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines() if line.startswith(("nanogpt", "mingpt"))]
+    assert len(lines) == 4 and all(float(line[-1]) < 1e-5 for line in lines), result.stdout
