@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import shutil
 import socket
 import subprocess
@@ -86,15 +87,19 @@ def with_trainkit(how: str, nproc: int, script: Path, out: Path) -> subprocess.C
 # ------------------------------------------------------------------------------------- a torchrun program
 @pytest.fixture(scope="module")
 def torch_losses(tmp_path_factory) -> dict:
-    """The reference: the training program under torchrun on 2 ranks, and as one process with the variables
-    torchrun would set."""
+    """The reference: the training program under torchrun on 2 ranks, and as one process (here, with the variables
+    torchrun would set)."""
     if torchrun() is None:
         pytest.skip("torch's torchrun is needed for the reference runs")
     folder = tmp_path_factory.mktemp("torch")
     with_torch(2, TRAIN, folder / "n2")
     alone = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
     alone["MASTER_PORT"] = free_url().rpartition(":")[2]
-    launch([sys.executable, str(TRAIN), str(folder / "n1")], folder, extra=alone)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in alone.items():
+            patch.setenv(name, value)
+        patch.setattr(sys, "argv", [str(TRAIN), str(folder / "n1")])
+        runpy.run_path(str(TRAIN), run_name="__main__")
     return {n: json.loads((folder / f"n{n}.json").read_text())["losses"] for n in (2, 1)}
 
 
