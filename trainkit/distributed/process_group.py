@@ -164,7 +164,7 @@ def rendezvous(init_method: str, rank: int, world_size: int, the_world: World, s
             environment("MASTER_ADDR", the_world)
             environment("MASTER_PORT", the_world)
     elif the_world.comm is None and store is None and (rank == -1 or world_size == -1):
-        raise env_error(url.scheme, "rank parameter missing" if rank == -1 else "size parameter missing")
+        raise env_error(url.scheme, "rank parameter missing" if rank == -1 else "world size parameter missing")
     launcher = "MPI launcher" if the_world.comm is not None else "launcher"
     if world_size not in (-1, the_world.size):
         hint = (
@@ -229,13 +229,7 @@ def init_process_group(
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     the_world = world()
-    rendezvous(
-        "env://" if init_method is None and store is None else init_method or "env://",
-        rank,
-        world_size,
-        the_world,
-        store,
-    )
+    rendezvous(init_method or "env://", rank, world_size, the_world, store)  # with a store, MPI's rank and size
     _Default.timeout_before = the_world.timeout
     if timeout is not None and the_world.comm is not None:
         the_world.timeout = timeout.total_seconds()
