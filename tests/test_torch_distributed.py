@@ -154,6 +154,30 @@ def test_a_failing_rank_ends_the_job(tmp_path):
     assert done.returncode != 0 and "rank 1 of 2: exit status 3; aborting all 2 ranks" in done.stderr
 
 
+@needs_mpi
+def test_init_timeout_ends_a_job_whose_rank_is_stuck(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import datetime, time, torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=1))\n"
+        "t = torch.ones(2)\n"
+        "dist.all_reduce(t)\n"
+        "if dist.get_rank() == 1:\n"
+        "    time.sleep(30)\n"
+        "dist.barrier()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit.torch_run", "--nproc", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(),
+    )
+    assert done.returncode != 0
+    assert "rank 0 of 2: a collective (barrier) waited more than 1 s for the other ranks" in done.stderr
+    assert done.stderr.count("aborting all 2 ranks") == 1
+
+
 # ------------------------------------------------------------------------------------- the collectives
 @needs_mpi
 @needs_torchrun
