@@ -357,6 +357,30 @@ class InPlace(nn.Module):
         return y, z
 
 
+def test_recurrent_cells_in_a_python_loop(tmp_path):
+    """LSTMCell, GRUCell and RNNCell traced op by op, in a loop over a length that stays fixed (a loop over a
+    dynamic axis is refused, since the traced graph holds the loop unrolled)."""
+
+    class Loop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.gru, self.rnn = nn.LSTMCell(2, 5), nn.GRUCell(5, 5), nn.RNNCell(5, 3, nonlinearity="relu")
+
+        def forward(self, x):
+            h = c = trainkit.zeros(x.size(0), 5, dtype=x.dtype)
+            outs = []
+            for step in x.split(1, dim=1):
+                h, c = self.lstm(step.squeeze(1), (h, c))
+                outs.append(self.rnn(self.gru(h)))
+            return trainkit.stack(outs, 1)
+
+    x = trainkit.randn(3, 4, 2, dtype=trainkit.float64)
+    model = Loop().double()  # float64 end to end
+    roundtrip(tmp_path, model, (x,), ["x"], {"x": {0: "B"}}, [(trainkit.randn(2, 4, 2, dtype=trainkit.float64),)])
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"for t in range\(T\)"):
+        trainkit.onnx.export(model, (x,), None, dynamic_axes={"x": {0: "B", 1: "T"}})
+
+
 def test_in_place_ops(tmp_path):
     args = (trainkit.randn(3, 4), trainkit.randn(3, 6) > 0.5)
     other = (trainkit.randn(5, 4), trainkit.randn(5, 6) > 0)
@@ -701,7 +725,7 @@ def test_refusals_name_the_culprit(tmp_path):
         def forward(self, x):
             return x.relu() if x.shape[0] <= 2 else x.tanh().tanh()
 
-    with pytest.raises(trainkit.onnx.OnnxExporterError, match="branches on their sizes or values"):
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="branches or loops on their sizes or values"):
         trainkit.onnx.export(Branches(), (trainkit.ones(2, 3),), tmp_path / "m.onnx", dynamic_axes={"x": [0]})
 
 

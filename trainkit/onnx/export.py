@@ -271,8 +271,9 @@ def _align(records: list, records2: list) -> list:
 def _branches(rec) -> OnnxExporterError:
     return OnnxExporterError(
         "torch.onnx.export: the model runs other ops on other inputs (from "
-        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on; its forward branches on their sizes or "
-        "values): it cannot be written as one graph"
+        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on): its forward branches or loops on their "
+        "sizes or values, and one graph cannot hold both; a Python loop over a dynamic axis (for t in range(T)) "
+        "is unrolled at the traced length, so leave that axis out of dynamic_axes"
     )
 
 
