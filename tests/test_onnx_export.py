@@ -667,6 +667,12 @@ def test_an_op_without_converter_names_the_op_and_the_module(tmp_path):
     assert not (tmp_path / "m.onnx").exists()
 
 
+def test_without_the_onnx_package_export_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if it were not installed
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"needs the onnx package: pip install onnx"):
+        trainkit.onnx.export(nn.Linear(2, 2), (trainkit.ones(1, 2),), None)
+
+
 def test_refusals_name_the_culprit(tmp_path):
     x = trainkit.randn(2, 3)
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="opset_version=9"):
