@@ -1,4 +1,4 @@
-"""What a converter gets: the record of the call it converts (and its twin from the second run, with dynamic axes),
+"""What a converter gets: the record of the call it converts (and its twin from the second run, on other inputs),
 the graph under construction, and helpers to name its inputs and bind its outputs.
 """
 
@@ -82,10 +82,6 @@ class Context:
 
     def refuse(self, why: str) -> OnnxExporterError:
         return OnnxExporterError(f"torch.onnx.export: {self.what()} cannot be exported: {why}")
-
-    def changes(self, key: str) -> bool:
-        """Whether the argument ``key`` differs between the two runs (it follows a dynamic axis)."""
-        return self.rec2 is not None and differs(self.rec.params.get(key), self.rec2.params.get(key))
 
     def vector_for(self, key: str, what: str, x: str) -> str:
         """The shape argument ``key`` of the op as the 1-d value ``what`` (Reshape or Expand) takes."""
