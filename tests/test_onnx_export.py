@@ -622,6 +622,18 @@ def test_file_object_opsets_and_export_params(tmp_path):
     assert [i.name for i in proto.graph.input] == ["input", "0.weight", "0.bias", "2.weight", "2.bias"]
 
 
+def test_the_program_runs_and_verify_checks_it():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    program = trainkit.onnx.export(model, (trainkit.randn(2, 3),), None, dynamic_axes={"input": [0]}, verify=True)
+    x = trainkit.randn(5, 3)
+    (y,) = program(x)
+    assert isinstance(y, trainkit.Tensor) and y.dtype == trainkit.float32
+    np.testing.assert_allclose(y.numpy(), outputs_of(model, (x,))[0], rtol=1e-5, atol=1e-6)
+    program.optimize()
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"0 tensors given for the inputs \['input'\]"):
+        program()
+
+
 def test_model_stays_in_its_mode_and_export_returns_a_program(tmp_path):
     model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
     model.train()

@@ -28,6 +28,7 @@ from .ops_nn import NN_CONVERTERS
 from .ops_reduce import REDUCE_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
 from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
+from .program import ONNXProgram
 from .shapes import Dims
 from .trace import Record, Tracer, fingerprint, prints
 
@@ -35,31 +36,6 @@ __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "exp
 
 OP_CONVERTERS = {**MATH_CONVERTERS, **NN_CONVERTERS, **REDUCE_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
-
-
-class ONNXProgram:
-    """What ``export`` returns: the ``onnx.ModelProto`` as ``model_proto``, and ``save(path)``.
-
-    >>> ONNXProgram(None).model_proto is None
-    True
-    """
-
-    def __init__(self, model_proto):
-        self.model_proto = model_proto
-
-    def save(self, destination) -> None:
-        """Write the model to a path or a binary file object."""
-        data = self.model_proto.SerializeToString()
-        if hasattr(destination, "write"):
-            destination.write(data)
-            return
-        with open(os.fspath(destination), "wb") as fh:
-            fh.write(data)
-
-    def __repr__(self) -> str:
-        return (
-            f"ONNXProgram(opset={self.model_proto.opset_import[0].version}, nodes={len(self.model_proto.graph.node)})"
-        )
 
 
 def is_in_onnx_export() -> bool:
@@ -479,6 +455,8 @@ def export(
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         raise OnnxExporterError(f"torch.onnx.export: the ONNX checker refused the graph written: {err}") from err
     program = ONNXProgram(proto)
+    if verify:
+        program.verify(args, kwargs, flat_arrays(output))
     if f is not None:
         if not hasattr(f, "write") and not isinstance(f, (str, os.PathLike)):
             raise OnnxExporterError(
