@@ -302,6 +302,9 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
             )
             w.emit(f"r = {backward}({zeros})", depth)
         w.emit(" = ".join(f"g{o}" for o in outs) + " = None", depth)
+        if node in w.names:  # a node kept from call to call lets go of its arrays once run, as the engine frees them
+            w.emit(f"{node}.saved_tensors = ()", depth)
+            w.emit(f"{node}.extra = None", depth)
         is_tuple = seen.get((key, n))
         if is_tuple is None:
             w.emit("if type(r) is not tuple: r = (r,)", depth)
