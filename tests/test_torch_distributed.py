@@ -210,7 +210,7 @@ def fresh_groups(torch, monkeypatch):
     """No default group in either library, and trainkit as in a fresh process (no world joined, no group ever
     made); all restored after."""
     monkeypatch.setattr(trainkit.distributed.comm, "_world", None)
-    monkeypatch.setattr(process_group._Default, "ever_made", False)
+    monkeypatch.setattr(process_group._Default, "strict", False)
     for lib in (torch.distributed, dist):
         if lib.is_initialized():
             lib.destroy_process_group()

@@ -71,7 +71,9 @@ class _Default:
 
     group: ProcessGroup | None = None
     timeout_before: float | None = None
-    ever_made = False  # once a program has used init_process_group, it is the only way to a group, as in torch
+    # torch's rule, that only init_process_group makes a group: from a program's first init_process_group on, and
+    # from the start in a PyTorch program (trainkit run-torch); before that, trainkit's own joined world counts
+    strict = False
 
 
 class WorldMeta(type):
@@ -234,7 +236,17 @@ def init_process_group(
     if timeout is not None and the_world.comm is not None:
         the_world.timeout = timeout.total_seconds()
     _Default.group = ProcessGroup(the_world, name)
-    _Default.ever_made = True
+    _Default.strict = True
+
+
+def follow_torch_rules() -> None:
+    """From now on only ``init_process_group`` makes the default group, as in torch: before it, the queries and
+    the collectives raise torch's error even where trainkit has joined the launcher's world (``trainkit run-torch``
+    calls this before a PyTorch program starts).
+
+    >>> follow_torch_rules()  # doctest: +SKIP
+    """
+    _Default.strict = True
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -270,21 +282,22 @@ def is_torchelastic_launched() -> bool:
 
 
 def default_group() -> ProcessGroup:
-    """The default group; in a program that never called ``init_process_group``, the world trainkit itself
-    joined (the Trainer's ``strategy="ddp"``, ``DistributedDataParallel``, a collective); else torch's error.
+    """The default group; in a trainkit program that never called ``init_process_group``, the world trainkit
+    itself joined (the Trainer's ``strategy="ddp"``, ``DistributedDataParallel``, a collective); else torch's
+    error.
 
     >>> default_group()  # doctest: +SKIP
     ValueError: Default process group has not been initialized, please make sure to call init_process_group.
     """
     if _Default.group is not None:
         return _Default.group
-    if joined() and not _Default.ever_made:
+    if joined() and not _Default.strict:
         return ProcessGroup(world(), "mpi")
     raise ValueError(NOT_INITIALIZED)
 
 
 def collective_group(group: ProcessGroup | None = None) -> ProcessGroup:
-    """The group a collective runs in: ``group``, the default one, or (in a program that never called
+    """The group a collective runs in: ``group``, the default one, or (in a trainkit program that never called
     ``init_process_group``, as trainkit always did) the launcher's world, joined now."""
     if group is not None:
         if not isinstance(group, ProcessGroup):
@@ -292,7 +305,7 @@ def collective_group(group: ProcessGroup | None = None) -> ProcessGroup:
         return group
     if _Default.group is not None:
         return _Default.group
-    if _Default.ever_made:
+    if _Default.strict:
         raise ValueError(NOT_INITIALIZED)
     return ProcessGroup(world(), "mpi")
 
