@@ -108,9 +108,26 @@ def _to_copy(cx: Context) -> None:
 
 
 def _trilu(upper: int):
+    """``triu``/``tril``: ONNX ``Trilu`` from opset 14; before it, ``Where`` of a mask of column - row >= k (or
+    <= k) built from the run-time sizes."""
+
     def convert(cx: Context) -> None:
-        cx.need_opset(14, "Trilu")
-        cx.bind(cx.node("Trilu", [cx.input(0), _k(cx)], upper=upper))
+        x = cx.input(0)
+        if cx.opset >= 14:
+            cx.bind(cx.node("Trilu", [x, _k(cx)], upper=upper))
+            return
+        rank = len(cx.shape(0))
+        shape = cx.node("Shape", [x])
+        zero, one = cx.g.const(np.asarray(0, np.int64)), cx.g.const(np.asarray(1, np.int64))
+
+        def positions(axis: int) -> str:
+            n = cx.node("Squeeze", [cx.node("Gather", [shape, cx.g.ints([axis])], axis=0), cx.g.ints([0])])
+            return cx.node("Range", [zero, n, one])
+
+        rows = cx.node("Unsqueeze", [positions(rank - 2), cx.g.ints([1])])
+        offset = cx.node("Sub", [positions(rank - 1), rows])  # column - row
+        keep = cx.node("GreaterOrEqual" if upper else "LessOrEqual", [offset, _k(cx)])
+        cx.bind(cx.node("Where", [keep, x, cx.const_like(0, x)]))
 
     return convert
 

@@ -75,17 +75,35 @@ def _softmax(op_type: str):
 
 
 def _layer_norm(cx: Context) -> None:
-    """``LayerNormalization`` over the last ``ndim`` axes (opset 17)."""
-    cx.need_opset(17, "LayerNormalization")
+    """``LayerNormalization`` over the last ``ndim`` axes from opset 17; before it, the same from ``ReduceMean``:
+    ``(x - mean) / sqrt(var + eps) * w + b``."""
     x = cx.input(0)
     shape = cx.shape(0)
     ndim = int(cx.params["ndim"])
-    norm_shape = shape[len(shape) - ndim :]
-    dtype = cx.dtype(x) or np.float32
-    w = cx.input(1) if cx.rec.inputs[1] is not None else cx.g.const(np.ones(norm_shape, dtype))
-    b = cx.input(2) if cx.rec.inputs[2] is not None else cx.g.const(np.zeros(norm_shape, dtype))
-    y = cx.node("LayerNormalization", [x, w, b], axis=-ndim, epsilon=float(cx.params["eps"]))
-    cx.bind(y)
+    eps = float(cx.params["eps"])
+    has_w, has_b = cx.rec.inputs[1] is not None, cx.rec.inputs[2] is not None
+    if cx.opset >= 17:
+        dtype = cx.dtype(x) or np.float32
+        norm_shape = shape[len(shape) - ndim :]
+        w = cx.input(1) if has_w else cx.g.const(np.ones(norm_shape, dtype))
+        b = cx.input(2) if has_b else cx.g.const(np.zeros(norm_shape, dtype))
+        cx.bind(cx.node("LayerNormalization", [x, w, b], axis=-ndim, epsilon=eps))
+        return
+    axes = list(range(len(shape) - ndim, len(shape)))
+    centered = cx.node("Sub", [x, reduce_node(cx, "ReduceMean", x, axes, 1)])
+    var = reduce_node(cx, "ReduceMean", cx.node("Mul", [centered, centered]), axes, 1)
+    y = cx.node("Div", [centered, cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(eps, x)])])])
+    y = cx.node("Mul", [y, cx.input(1)]) if has_w else y
+    cx.bind(cx.node("Add", [y, cx.input(2)]) if has_b else y)
+
+
+def _hardswish(cx: Context) -> None:
+    """``x * relu6(x + 3) / 6``: ONNX ``HardSwish`` from opset 14, ``HardSigmoid`` before."""
+    x = cx.input(0)
+    if cx.opset >= 14:
+        cx.bind(cx.node("HardSwish", [x]))
+    else:
+        cx.bind(cx.node("Mul", [x, cx.node("HardSigmoid", [x], alpha=1 / 6, beta=0.5)]))
 
 
 def _embedding(cx: Context) -> None:
@@ -208,7 +226,7 @@ NN_CONVERTERS = {
     "activation.SoftmaxBackward0": _softmax("Softmax"),
     "activation.LogSoftmaxBackward0": _softmax("LogSoftmax"),
     "self_gated.SiluBackward0": _silu,
-    "self_gated.HardswishBackward0": unary("HardSwish"),
+    "self_gated.HardswishBackward0": _hardswish,
     "self_gated.MishBackward0": _mish,
     "rectifiers.EluBackward0": _elu,
     "normalization.NativeLayerNormBackward0": _layer_norm,
