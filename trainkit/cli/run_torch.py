@@ -83,20 +83,20 @@ def run(argv: list[str], nproc: int | None = None) -> int:
         if status and launched_size() > 1:  # a failing rank takes the job with it, as torchrun ends the others
             if not isinstance(err.code, int):
                 print(err.code, file=sys.stderr)  # what python prints for sys.exit("message")
-            end_job(f"exit status {status}", status)
+            _end_job(f"exit status {status}", status)
         raise  # the interpreter exits with its code, as it does for python SCRIPT
     except KeyboardInterrupt as err:
         report(err)
-        end_job("interrupted", 130)
+        _end_job("interrupted", 130)
         return 130
     except BaseException as err:  # noqa: BLE001  (the script's failure, reported as python reports it)
         report(err)
-        end_job(f"uncaught {type(err).__name__}: {err}", 1)
+        _end_job(f"uncaught {type(err).__name__}: {err}", 1)
         return 1
     return 0
 
 
-def end_job(message: str, code: int) -> None:
+def _end_job(message: str, code: int) -> None:
     """In a job of several ranks, end them all: the others may wait for this one in a collective forever."""
     if launched_size() > 1 and not world().aborting:
         world().abort(message, code)
@@ -126,7 +126,7 @@ def launch(nproc: int, argv: list[str]) -> int:
         WORLD_SIZE=str(nproc),
         LOCAL_WORLD_SIZE=str(nproc),
         MASTER_ADDR=env.get("MASTER_ADDR", "localhost"),
-        MASTER_PORT=env.get("MASTER_PORT", str(free_port())),
+        MASTER_PORT=env.get("MASTER_PORT", str(_free_port())),
         TORCHELASTIC_RUN_ID=env.get("TORCHELASTIC_RUN_ID", uuid.uuid4().hex),
         GROUP_RANK="0",
         ROLE_NAME="default",
@@ -142,7 +142,7 @@ def launch(nproc: int, argv: list[str]) -> int:
         return 130
 
 
-def free_port() -> int:
+def _free_port() -> int:
     """A TCP port nothing listens on now, for ``MASTER_PORT`` (which programs may read; MPI does not use it)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -159,11 +159,11 @@ def torchrun_environment() -> None:
     size = launched_size()
     if size == 1 and not any(os.environ.get(name) for name in RANK_VARIABLES):
         return
-    rank = first_of(RANK_VARIABLES)
-    local_rank = first_of(LOCAL_RANK_VARIABLES)
+    rank = _first_of(RANK_VARIABLES)
+    local_rank = _first_of(LOCAL_RANK_VARIABLES)
     if rank is None or local_rank is None:  # a launcher that says neither: ask MPI
         rank, local_rank = str(world().rank), str(world().local_rank)
-    local_size = first_of(LOCAL_SIZE_VARIABLES) or str(size)
+    local_size = _first_of(LOCAL_SIZE_VARIABLES) or str(size)
     os.environ.update(
         RANK=rank,
         LOCAL_RANK=local_rank,
@@ -176,7 +176,7 @@ def torchrun_environment() -> None:
     )
 
 
-def first_of(names: tuple[str, ...]) -> str | None:
+def _first_of(names: tuple[str, ...]) -> str | None:
     for name in names:
         value = os.environ.get(name)
         if value and value.isdigit():

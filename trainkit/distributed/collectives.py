@@ -82,11 +82,21 @@ class Work:
 
 
 def finish(tensors: list[Tensor], async_op: bool) -> Work | None:
+    """What a collective returns: None, or with ``async_op`` a completed ``Work``.
+
+    >>> finish([], False) is None, finish([], True).wait()
+    (True, True)
+    """
     return Work(tensors) if async_op else None
 
 
 def check_tensor(tensor, name: str = "tensor") -> Tensor:
-    """torch's error for an argument that is not a Tensor."""
+    """``tensor``, or torch's TypeError when it is not a Tensor.
+
+    >>> check_tensor([1.0])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: Invalid function argument. Expected parameter `tensor` of type torch.Tensor...
+    """
     if not isinstance(tensor, Tensor):
         raise TypeError(
             f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
@@ -95,20 +105,30 @@ def check_tensor(tensor, name: str = "tensor") -> Tensor:
     return tensor
 
 
-def check_op(op) -> ReduceOp:
+def _check_op(op) -> ReduceOp:
     if not isinstance(op, ReduceOp):
         raise TypeError(f"op must be a trainkit.distributed.ReduceOp (ReduceOp.SUM, ...), got {op!r}")
     return op
 
 
 def check_rank(rank: int, size: int, what: str) -> int:
+    """``rank`` when it names a rank of a group of ``size``, else torch's RuntimeError.
+
+    >>> check_rank(1, 2, "broadcast")
+    1
+    """
     if not isinstance(rank, int) or not 0 <= rank < size:
         raise RuntimeError(f"{what}: invalid root rank: {rank} (the group has ranks 0 to {size - 1})")
     return rank
 
 
 def host(tensor: Tensor) -> np.ndarray:
-    """The tensor's values as a contiguous host array (a copy when it is a view, strided or on a GPU)."""
+    """The tensor's values as a contiguous host array (a copy when it is a view, strided or on a GPU).
+
+    >>> import trainkit
+    >>> host(trainkit.ones(2, 3).t()).shape
+    (3, 2)
+    """
     data = tensor._data
     if xp_of(data) is not np:
         return data.get()
@@ -116,7 +136,13 @@ def host(tensor: Tensor) -> np.ndarray:
 
 
 def store(tensor: Tensor, values: np.ndarray) -> None:
-    """Write ``values`` into ``tensor`` in place, in its dtype, and count the write."""
+    """Write ``values`` into ``tensor`` in place, in its dtype, and count the write.
+
+    >>> import trainkit
+    >>> t = trainkit.zeros(2)
+    >>> store(t, np.array([1, 2])); t
+    tensor([1., 2.])
+    """
     data = tensor._data
     values = values.reshape(data.shape)
     data[...] = xp_of(data).asarray(values).astype(data.dtype, copy=False)
@@ -124,11 +150,15 @@ def store(tensor: Tensor, values: np.ndarray) -> None:
 
 
 def as_bytes(array: np.ndarray) -> np.ndarray:
-    """A flat byte view: copies through MPI move bytes, so any dtype (bool, bfloat16) travels exactly."""
+    """A flat byte view: copies through MPI move bytes, so any dtype (bool, bfloat16) travels exactly.
+
+    >>> as_bytes(np.ones(2, np.float32)).shape
+    (8,)
+    """
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
-def check_reduction(dtype, op: ReduceOp) -> None:
+def _check_reduction(dtype, op: ReduceOp) -> None:
     """torch's refusals: AVG needs a floating dtype, the bitwise ops an integral one."""
     kind = np.dtype(dtype).name
     floating = kind in HALF_TYPES or np.dtype(dtype).kind in "fc"
@@ -140,17 +170,17 @@ def check_reduction(dtype, op: ReduceOp) -> None:
         )
 
 
-def native(data) -> bool:
+def _native(data) -> bool:
     """Whether MPI (or NCCL) can take the array as it is: contiguous, of a dtype it knows (not bool or 16-bit
     floats, which go as bytes or through float32)."""
     return bool(data.flags.c_contiguous) and data.dtype.kind in "iuf" and data.dtype.name not in HALF_TYPES
 
 
-def reduce_into(array: np.ndarray, op: ReduceOp, pg: ProcessGroup, run) -> np.ndarray:
+def _reduce_into(array: np.ndarray, op: ReduceOp, pg: ProcessGroup, run) -> np.ndarray:
     """Run the reduction ``run(values, mpi_op)`` on a copy of ``array`` MPI can reduce; AVG is the sum over the
     world size. bool goes as uint8 (SUM and MAX are or, PRODUCT and MIN are and), float16 and bfloat16 as float32.
     """
-    check_reduction(array.dtype, op)
+    _check_reduction(array.dtype, op)
     mpi_op = ReduceOp.SUM if op is ReduceOp.AVG else op
     if array.dtype.name == "bool":
         values = array.astype(np.uint8)
@@ -178,17 +208,17 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup 
     >>> dist.destroy_process_group()
     """
     check_tensor(tensor)
-    check_op(op)
+    _check_op(op)
     pg = collective_group(group)
     data = tensor._data
-    if native(data):  # in place where it is (NCCL for a CuPy array when CuPy has it)
-        check_reduction(data.dtype, op)
+    if _native(data):  # in place where it is (NCCL for a CuPy array when CuPy has it)
+        _check_reduction(data.dtype, op)
         pg.world.allreduce(data, ReduceOp.SUM if op is ReduceOp.AVG else op)
         if op is ReduceOp.AVG:
             data /= data.dtype.type(pg.size())
         tensor._version_counter[0] += 1
     else:
-        store(tensor, reduce_into(host(tensor), op, pg, lambda values, mpi_op: pg.world.allreduce(values, mpi_op)))
+        store(tensor, _reduce_into(host(tensor), op, pg, lambda values, mpi_op: pg.world.allreduce(values, mpi_op)))
     return finish([tensor], async_op)
 
 
@@ -206,7 +236,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None, a
     check_tensor(tensor)
     pg = collective_group(group)
     src = check_rank(src if group_src is None else group_src, pg.size(), "broadcast")
-    if native(tensor._data) or tensor._data.dtype.name == "bool":  # in place where it is
+    if _native(tensor._data) or tensor._data.dtype.name == "bool":  # in place where it is
         pg.world.broadcast(tensor._data, src)
         tensor._version_counter[0] += 1
     else:
@@ -230,7 +260,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | 
     """
     check_tensor(tensor)
     pg = collective_group(group)
-    check_list(tensor_list, tensor, pg.size(), "all_gather", "output")
+    _check_list(tensor_list, tensor, pg.size(), "all_gather", "output")
     values = host(tensor)
     gathered = pg.world.allgather(as_bytes(values), np.empty(pg.size() * values.nbytes, np.uint8))
     for r, out in enumerate(tensor_list):
@@ -238,7 +268,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | 
     return finish(list(tensor_list), async_op)
 
 
-def check_list(tensors, like: Tensor, size: int, what: str, role: str) -> None:
+def _check_list(tensors, like: Tensor, size: int, what: str, role: str) -> None:
     """torch's errors for a list that must hold one tensor like ``like`` per rank."""
     if not isinstance(tensors, (list, tuple)) or len(tensors) != size:
         got = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
@@ -246,24 +276,24 @@ def check_list(tensors, like: Tensor, size: int, what: str, role: str) -> None:
     for i, t in enumerate(tensors):
         check_tensor(t, f"{role}_tensor_list")
         if tuple(t.shape) != tuple(like.shape):
-            raise RuntimeError(f"{what}: invalid tensor size at index {i} (expected {sizes(like)}, got {sizes(t)})")
+            raise RuntimeError(f"{what}: invalid tensor size at index {i} (expected {_sizes(like)}, got {_sizes(t)})")
         if t.dtype != like.dtype:
             raise RuntimeError(
-                f"{what}: invalid tensor type at index {i} (expected {dtype_name(like)}, got {dtype_name(t)})"
+                f"{what}: invalid tensor type at index {i} (expected {_dtype_name(like)}, got {_dtype_name(t)})"
             )
 
 
-def sizes(tensor: Tensor) -> str:
+def _sizes(tensor: Tensor) -> str:
     """A shape as torch's messages write it: (2, 3), (2)."""
     return f"({', '.join(map(str, tensor.shape))})"
 
 
-def dtype_name(tensor: Tensor) -> str:
+def _dtype_name(tensor: Tensor) -> str:
     kind = tensor._data.dtype.name
     return TORCH_DTYPE_NAMES.get(kind, kind)
 
 
-def check_stacked(whole: Tensor, part: Tensor, size: int, what: str, role: str) -> None:
+def _check_stacked(whole: Tensor, part: Tensor, size: int, what: str, role: str) -> None:
     """``whole`` holds ``size`` parts like ``part``: concatenated along the first axis or stacked on a new one."""
     check_tensor(whole, f"{role}_tensor")
     concatenated = part.dim() > 0 and tuple(whole.shape) == (size * part.shape[0], *part.shape[1:])
@@ -273,7 +303,7 @@ def check_stacked(whole: Tensor, part: Tensor, size: int, what: str, role: str) 
             f"(world_size {size}, input {tuple(part.shape)}, {role} {tuple(whole.shape)})"
         )
     if whole.dtype != part.dtype:
-        raise RuntimeError(f"{what}: invalid tensor type (expected {dtype_name(part)}, got {dtype_name(whole)})")
+        raise RuntimeError(f"{what}: invalid tensor type (expected {_dtype_name(part)}, got {_dtype_name(whole)})")
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=None, async_op=False):
@@ -290,7 +320,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     """
     check_tensor(input_tensor, "input_tensor")
     pg = collective_group(group)
-    check_stacked(output_tensor, input_tensor, pg.size(), "all_gather_into_tensor", "output")
+    _check_stacked(output_tensor, input_tensor, pg.size(), "all_gather_into_tensor", "output")
     values = host(input_tensor)
     gathered = pg.world.allgather(as_bytes(values), np.empty(pg.size() * values.nbytes, np.uint8))
     store(output_tensor, gathered.view(values.dtype))
@@ -311,18 +341,22 @@ def reduce(
     >>> dist.destroy_process_group()
     """
     check_tensor(tensor)
-    check_op(op)
+    _check_op(op)
     pg = collective_group(group)
     dst = check_rank(root(dst, group_dst, "dst"), pg.size(), "reduce")
     values = host(tensor)
-    result = reduce_into(values, op, pg, lambda send, mpi_op: pg.world.reduce(send, np.empty_like(send), mpi_op, dst))
+    result = _reduce_into(values, op, pg, lambda send, mpi_op: pg.world.reduce(send, np.empty_like(send), mpi_op, dst))
     if pg.rank() == dst:
         store(tensor, result)
     return finish([tensor], async_op)
 
 
 def root(rank: int | None, group_rank: int | None, name: str) -> int:
-    """The root a rooted collective names (``dst``/``src`` or ``group_dst``/``group_src``; 0 when neither)."""
+    """The root a rooted collective names (``dst``/``src`` or ``group_dst``/``group_src``; 0 when neither).
+
+    >>> root(None, 1, "dst"), root(None, None, "src")
+    (1, 0)
+    """
     if rank is not None and group_rank is not None:
         raise ValueError(f"Cannot specify both {name} and group_{name}")
     return rank if rank is not None else group_rank if group_rank is not None else 0
@@ -352,7 +386,7 @@ def gather(
     if pg.rank() == dst:
         if not gather_list:
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        check_list(gather_list, tensor, pg.size(), "gather", "output")
+        _check_list(gather_list, tensor, pg.size(), "gather", "output")
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     values = host(tensor)
@@ -388,7 +422,7 @@ def scatter(
     if pg.rank() == src:
         if not scatter_list:
             raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        check_list(scatter_list, tensor, pg.size(), "scatter", "input")
+        _check_list(scatter_list, tensor, pg.size(), "scatter", "input")
         send = np.concatenate([as_bytes(host(t)) for t in scatter_list])
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
@@ -413,11 +447,11 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: ReduceOp = Redu
     >>> dist.destroy_process_group()
     """
     check_tensor(output, "output")
-    check_op(op)
+    _check_op(op)
     pg = collective_group(group)
-    check_list(input_list, output, pg.size(), "reduce_scatter", "input")
+    _check_list(input_list, output, pg.size(), "reduce_scatter", "input")
     send = np.concatenate([host(t).reshape(-1) for t in input_list])
-    result = reduce_into(
+    result = _reduce_into(
         send, op, pg, lambda values, mpi_op: pg.world.reduce_scatter(values, values[: output.numel()].copy(), mpi_op)
     )
     store(output, result)
@@ -437,11 +471,11 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
     >>> dist.destroy_process_group()
     """
     check_tensor(output, "output")
-    check_op(op)
+    _check_op(op)
     pg = collective_group(group)
-    check_stacked(input, output, pg.size(), "reduce_scatter_tensor", "input")
+    _check_stacked(input, output, pg.size(), "reduce_scatter_tensor", "input")
     send = host(input).reshape(-1)
-    result = reduce_into(
+    result = _reduce_into(
         send, op, pg, lambda values, mpi_op: pg.world.reduce_scatter(values, values[: output.numel()].copy(), mpi_op)
     )
     store(output, result)

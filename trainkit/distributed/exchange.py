@@ -13,7 +13,7 @@ from .collectives import Work, as_bytes, check_rank, check_tensor, finish, host,
 from .process_group import ProcessGroup, collective_group
 
 
-def peer(rank: int, pg: ProcessGroup, what: str) -> int:
+def _peer(rank: int, pg: ProcessGroup, what: str) -> int:
     """torch's checks of the other rank of a transfer."""
     if rank == pg.rank():
         raise ValueError(f"Invalid {what} rank: {what} rank should not be the same as the rank of the current process.")
@@ -27,7 +27,7 @@ def send(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = No
     """
     check_tensor(tensor)
     pg = collective_group(group)
-    pg.world.send(as_bytes(host(tensor)), peer(root(dst, group_dst, "dst"), pg, "destination"), tag)
+    pg.world.send(as_bytes(host(tensor)), _peer(root(dst, group_dst, "dst"), pg, "destination"), tag)
 
 
 def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0, group_src=None):
@@ -40,7 +40,7 @@ def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = No
     pg = collective_group(group)
     src = src if src is not None else group_src
     if src is not None:
-        peer(src, pg, "source")
+        _peer(src, pg, "source")
     values = host(tensor)
     received = np.empty(values.nbytes, np.uint8)
     sender = pg.world.recv(received, src, tag)
@@ -57,7 +57,7 @@ def isend(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = N
     check_tensor(tensor)
     pg = collective_group(group)
     values = as_bytes(host(tensor))
-    return Work([tensor], pg.world.isend(values, peer(root(dst, group_dst, "dst"), pg, "destination"), tag))
+    return Work([tensor], pg.world.isend(values, _peer(root(dst, group_dst, "dst"), pg, "destination"), tag))
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0, group_src=None):
@@ -70,7 +70,7 @@ def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = N
     pg = collective_group(group)
     src = src if src is not None else group_src
     if src is not None:
-        peer(src, pg, "source")
+        _peer(src, pg, "source")
     dtype = host(tensor).dtype
     received = np.empty(tensor.numel() * dtype.itemsize, np.uint8)
     return Work([tensor], pg.world.irecv(received, src, tag), lambda: store(tensor, received.view(dtype)))
@@ -102,15 +102,15 @@ def all_to_all_single(
     values = host(input)
     row = values.nbytes // max(len(input), 1) if input.dim() else values.nbytes
     out_row = host(output).nbytes // max(len(output), 1) if output.dim() else host(output).nbytes
-    send_counts = split_counts(input_split_sizes, len(input) if input.dim() else 1, size, "input")
-    recv_counts = split_counts(output_split_sizes, len(output) if output.dim() else 1, size, "output")
+    send_counts = _split_counts(input_split_sizes, len(input) if input.dim() else 1, size, "input")
+    recv_counts = _split_counts(output_split_sizes, len(output) if output.dim() else 1, size, "output")
     received = np.empty(sum(recv_counts) * out_row, np.uint8)
     pg.world.alltoallv(as_bytes(values), [c * row for c in send_counts], received, [c * out_row for c in recv_counts])
     store(output, received.view(host(output).dtype))
     return finish([output], async_op)
 
 
-def split_counts(sizes: list[int] | None, rows: int, world_size: int, role: str) -> list[int]:
+def _split_counts(sizes: list[int] | None, rows: int, world_size: int, role: str) -> list[int]:
     """How many rows go to (or come from) each rank: equal parts, or the given sizes."""
     if sizes is None or len(sizes) == 0:
         if rows % world_size:

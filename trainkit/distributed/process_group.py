@@ -76,7 +76,7 @@ class _Default:
     strict = False
 
 
-class WorldMeta(type):
+class _WorldMeta(type):
     """Gives ``group.WORLD`` and ``GroupMember.WORLD`` torch's meaning: the default group, None before
     ``init_process_group``."""
 
@@ -85,7 +85,7 @@ class WorldMeta(type):
         return _Default.group
 
 
-class group(metaclass=WorldMeta):  # noqa: N801  (torch's name)
+class group(metaclass=_WorldMeta):  # noqa: N801  (torch's name)
     """``group.WORLD``: the default process group (None before ``init_process_group``).
 
     >>> group.WORLD is None or isinstance(group.WORLD, ProcessGroup)
@@ -93,7 +93,7 @@ class group(metaclass=WorldMeta):  # noqa: N801  (torch's name)
     """
 
 
-class GroupMember(metaclass=WorldMeta):
+class GroupMember(metaclass=_WorldMeta):
     """``GroupMember.WORLD`` is ``group.WORLD``; ``NON_GROUP_MEMBER`` is the rank a non-member gets.
 
     >>> GroupMember.NON_GROUP_MEMBER
@@ -123,7 +123,11 @@ def backend_name(backend) -> str:
 
 
 class BackendUnavailableError(RuntimeError, ValueError):
-    """A backend this machine cannot run (torch raises RuntimeError; trainkit's earlier ValueError is kept)."""
+    """A backend this machine cannot run (torch raises RuntimeError; trainkit's earlier ValueError is kept).
+
+    >>> issubclass(BackendUnavailableError, RuntimeError) and issubclass(BackendUnavailableError, ValueError)
+    True
+    """
 
 
 def nccl_usable() -> bool:
@@ -142,12 +146,12 @@ def nccl_usable() -> bool:
         return False
 
 
-def env_error(scheme: str, what: str) -> ValueError:
+def _env_error(scheme: str, what: str) -> ValueError:
     """torch's error for a rendezvous that lacks what it needs."""
     return ValueError(f"Error initializing torch.distributed using {scheme}:// rendezvous: {what}")
 
 
-def rendezvous(init_method: str, rank: int, world_size: int, the_world: World, store) -> None:
+def _rendezvous(init_method: str, rank: int, world_size: int, the_world: World, store) -> None:
     """Check what ``init_method`` and the arguments say against the world MPI made (or this process alone)."""
     if not isinstance(init_method, str):
         raise RuntimeError(f"`url` must be a string. {type(init_method)}: {init_method}")
@@ -159,14 +163,14 @@ def rendezvous(init_method: str, rank: int, world_size: int, the_world: World, s
     world_size = int(query.get("world_size", world_size))
     if url.scheme == "env" and store is None:
         if rank == -1:
-            rank = int(environment("RANK", the_world))
+            rank = int(_environment("RANK", the_world))
         if world_size == -1:
-            world_size = int(environment("WORLD_SIZE", the_world))
+            world_size = int(_environment("WORLD_SIZE", the_world))
         if the_world.comm is None:  # torch's own order of checks, for a process no launcher started
-            environment("MASTER_ADDR", the_world)
-            environment("MASTER_PORT", the_world)
+            _environment("MASTER_ADDR", the_world)
+            _environment("MASTER_PORT", the_world)
     elif the_world.comm is None and store is None and (rank == -1 or world_size == -1):
-        raise env_error(url.scheme, "rank parameter missing" if rank == -1 else "world size parameter missing")
+        raise _env_error(url.scheme, "rank parameter missing" if rank == -1 else "world size parameter missing")
     launcher = "MPI launcher" if the_world.comm is not None else "launcher"
     if world_size not in (-1, the_world.size):
         hint = (
@@ -185,14 +189,14 @@ def rendezvous(init_method: str, rank: int, world_size: int, the_world: World, s
         )
 
 
-def environment(name: str, the_world: World) -> str:
+def _environment(name: str, the_world: World) -> str:
     """A torchrun variable; under an MPI launcher that did not set it, MPI's own answer."""
     value = os.environ.get(name)
     if value:
         return value
     if the_world.comm is not None:
         return str({"RANK": the_world.rank, "WORLD_SIZE": the_world.size}.get(name, ""))
-    raise env_error("env", f"environment variable {name} expected, but not set")
+    raise _env_error("env", f"environment variable {name} expected, but not set")
 
 
 def init_process_group(
@@ -231,7 +235,7 @@ def init_process_group(
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     the_world = world()
-    rendezvous(init_method or "env://", rank, world_size, the_world, store)  # with a store, MPI's rank and size
+    _rendezvous(init_method or "env://", rank, world_size, the_world, store)  # with a store, MPI's rank and size
     _Default.timeout_before = the_world.timeout
     if timeout is not None and the_world.comm is not None:
         the_world.timeout = timeout.total_seconds()
@@ -298,7 +302,11 @@ def default_group() -> ProcessGroup:
 
 def collective_group(group: ProcessGroup | None = None) -> ProcessGroup:
     """The group a collective runs in: ``group``, the default one, or (in a trainkit program that never called
-    ``init_process_group``, as trainkit always did) the launcher's world, joined now."""
+    ``init_process_group``, as trainkit always did) the launcher's world, joined now.
+
+    >>> collective_group(ProcessGroup(World(), "gloo")).backend
+    'gloo'
+    """
     if group is not None:
         if not isinstance(group, ProcessGroup):
             raise TypeError(f"group must be a ProcessGroup (dist.group.WORLD or new_group()), got {group!r}")
@@ -375,7 +383,7 @@ def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
     >>> get_global_rank(ProcessGroup(World(), "gloo"), 0)
     0
     """
-    return check_member(group, group_rank)
+    return _check_member(group, group_rank)
 
 
 def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
@@ -384,10 +392,10 @@ def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
     >>> get_group_rank(ProcessGroup(World(), "gloo"), 0)
     0
     """
-    return check_member(group, global_rank)
+    return _check_member(group, global_rank)
 
 
-def check_member(group: ProcessGroup, rank: int) -> int:
+def _check_member(group: ProcessGroup, rank: int) -> int:
     if not 0 <= rank < group.size():
         raise ValueError(f"Group {group} does not contain rank {rank}")
     return rank
