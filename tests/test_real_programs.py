@@ -191,3 +191,47 @@ def test_ng_video_lecture_bigram_matches_torch(tmp_path):
         2.4721,
     ]
     assert "Mase y, what rsh ive s fodinsh iOu" in out
+
+
+# ------------------------------------------------------------------------- what the programs needed fixed
+def test_random_sampler_with_replacement_draws_lazily_as_torch(torch):
+    """minGPT and makemore sample "forever" with num_samples=int(1e10): the indices come 32 at a time, as torch
+    draws them (the same indices for the same seed), so the sampler starts at once."""
+    for n, count in ((10, 70), (7, 5), (5, 32)):
+        ours = trainkit.utils.data.RandomSampler(range(n), True, count, generator=trainkit.Generator().manual_seed(3))
+        theirs = torch.utils.data.RandomSampler(range(n), True, count, generator=torch.Generator().manual_seed(3))
+        assert list(ours) == list(theirs)
+    forever = iter(trainkit.utils.data.RandomSampler(range(4), replacement=True, num_samples=int(1e10)))
+    assert all(0 <= next(forever) < 4 for _ in range(100))
+
+
+def test_slice_bounds_may_be_integer_tensors(torch):
+    """ng-video-lecture's ``data[i:i+block_size] for i in ix``: 0-d integer tensors as slice bounds."""
+    for lib in (trainkit, torch):
+        data, i = lib.arange(10), lib.tensor(3)
+        assert data[i : i + 2].tolist() == [3, 4] and data[lib.tensor(1) :: lib.tensor(3)].tolist() == [1, 4, 7]
+        assert data.reshape(5, 2)[i:, lib.tensor(1)].tolist() == [7, 9]
+        with pytest.raises(TypeError, match="only integer tensors of a single element"):
+            data[lib.tensor(1.0) :]
+
+
+def test_load_follows_torchs_weights_only_variables(tmp_path, monkeypatch, torch):
+    """time_sequence_prediction saves a NumPy array: torch loads it by default only with
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 (with a warning), and so does trainkit."""
+    path = tmp_path / "traindata.pt"
+    trainkit.save(np.arange(3.0), path)
+    for lib in (trainkit, torch):
+        with pytest.raises(Exception, match="numpy"):
+            lib.load(path)
+        monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+        with pytest.warns(UserWarning, match="forcing weights_only=False"):
+            assert lib.load(path).tolist() == [0.0, 1.0, 2.0]
+        with pytest.raises(Exception, match="numpy"):
+            lib.load(path, weights_only=True)  # an explicit weights_only wins
+        monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+        with pytest.raises(RuntimeError, match="Only one of"):
+            lib.load(path)
+        monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+        with pytest.raises(Exception, match="numpy"):
+            lib.load(path, weights_only=False)  # forced on whatever the call says
+        monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD")

@@ -347,3 +347,62 @@ def test_torch_compile_accepts_torchs_arguments():
     out = compiled(trainkit.ones(1, 2))
     np.testing.assert_allclose(to_numpy(out), to_numpy(model(trainkit.ones(1, 2))))
     assert trainkit.compile(model, disable=True)(trainkit.ones(1, 2)).shape == (1, 2)
+
+
+# ------------------------------------------------------------------------------------------------- LBFGS
+def lbfgs_run(lib, dtype, line_search_fn, steps=3):
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.standard_normal((20, 3)), dtype=dtype)
+    y = lib.tensor(rng.standard_normal((20, 1)), dtype=dtype)
+    w1 = lib.tensor(rng.standard_normal((3, 8)) * 0.5, dtype=dtype, requires_grad=True)
+    w2 = lib.tensor(rng.standard_normal((8, 1)) * 0.5, dtype=dtype, requires_grad=True)
+    opt = lib.optim.LBFGS([w1, w2], lr=0.8, line_search_fn=line_search_fn, history_size=5, max_iter=10)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((lib.tanh(x @ w1) @ w2 - y) ** 2).mean()
+        loss.backward()
+        return loss
+
+    losses = [float(opt.step(closure).detach()) for _ in range(steps)]
+    state = opt.state[w1]
+    return losses, (state["func_evals"], state["n_iter"]), to_numpy(w1), to_numpy(w2)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_follows_torch(torch, line_search_fn):
+    ours = lbfgs_run(trainkit, trainkit.float64, line_search_fn)
+    theirs = lbfgs_run(torch, torch.float64, line_search_fn)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+    assert ours[1] == theirs[1]  # the same evaluations and iterations: the same decisions all along
+    for a, b in zip(ours[2:], theirs[2:]):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+    ours32 = lbfgs_run(trainkit, trainkit.float32, line_search_fn)
+    theirs32 = lbfgs_run(torch, torch.float32, line_search_fn)
+    np.testing.assert_allclose(ours32[0], theirs32[0], rtol=2e-3)  # float32 rounding grows over 30 iterations
+    assert ours32[0][-1] < ours32[0][0] / 2
+
+
+def test_lbfgs_refuses_as_torch(torch):
+    def groups(lib, dev):
+        lib.optim.LBFGS([{"params": [lib.ones(1, requires_grad=True)]}, {"params": [lib.ones(1, requires_grad=True)]}])
+
+    assert_same_error(torch, groups, "LBFGS doesn't support per-parameter options")
+    assert_same_error(
+        torch, lambda lib, dev: lib.optim.LBFGS([lib.ones(1, requires_grad=True)], lr=-1.0), "Invalid learning rate"
+    )
+
+    def bad_search(lib, dev):
+        w = lib.ones(2, requires_grad=True)
+        opt = lib.optim.LBFGS([w], line_search_fn="backtracking")
+
+        def closure():
+            opt.zero_grad()
+            loss = (w * w).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+
+    assert_same_error(torch, bad_search, "only 'strong_wolfe' is supported")
+    assert trainkit.optim.LBFGS([trainkit.ones(1, requires_grad=True)], max_iter=8).defaults["max_eval"] == 10
