@@ -16,14 +16,16 @@ class DistributedDataParallel(Module):
     """Wrap ``module`` so that each ``backward`` through it ends with the gradients averaged over the ranks.
 
     Takes torch's arguments: ``device_ids`` and ``output_device`` only for a module on a GPU (as torch refuses
-    them for a CPU module), ``process_group`` a ``ProcessGroup`` (the default group when None), ``init_sync``
+    them for a CPU module), ``process_group`` a ``ProcessGroup`` (when None, the default group, or the launcher's world where no
+    ``init_process_group`` made one), ``init_sync``
     whether rank 0's weights are sent at construction; ``static_graph``, ``check_reduction`` and the others change
     nothing here. ``state_dict()`` keys start with ``module.``, as torch's.
 
     At construction every rank takes rank 0's parameters and buffers; with ``broadcast_buffers`` the buffers
     (BatchNorm's running statistics) are taken from rank 0 again before each forward. Once the last trainable
     parameter's grad has been accumulated in a backward, the grads are averaged in buckets of ``bucket_cap_mb``.
-    Inside ``with ddp.no_sync():`` backward only accumulates locally; the next backward outside averages the sum.
+    The backward of a forward run inside ``with ddp.no_sync():`` (or with ``require_backward_grad_sync`` False) only
+    accumulates locally; the next one outside averages the sum.
     Every trainable parameter must take part in the loss: one that does not is reported at the next forward.
 
     >>> import trainkit
