@@ -258,7 +258,7 @@ def _backward(w: _Writer, step: BackwardStep, node_of: dict) -> None:
     w.emit("seed = None")
     for i, (slot, _, _) in enumerate(step.schedule.exits):
         # the local is the array's only holder but for accumulate's own: .grad takes it over without a copy
-        if state.get(f"x{i}") == "set":
+        if state.get(f"x{i}") in ("set", "own"):
             w.emit(f"accumulate(t{slot}, x{i}, False)")
         else:
             w.emit(f"if x{i} is not None: accumulate(t{slot}, x{i}, False)")
@@ -271,7 +271,8 @@ def _backward(w: _Writer, step: BackwardStep, node_of: dict) -> None:
 def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
     """The backward walk: ``g{n}`` the summed gradient of a node's output, ``x{n}`` of an exit. Where the first
     replay saw a gradient arrive (not None, of its input's shape and dtype), the code adds it unchecked; the
-    state of each variable ("none", "set", "maybe") says whether it surely holds an array."""
+    state of each variable says whether it surely holds an array ("set"), one this code summed and may add into
+    ("own"), or maybe None ("maybe"; absent: None)."""
     seen = w.plan.seen
     key = id(sched)
     state: dict = {}
@@ -285,7 +286,7 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
     for n, (k, outs, deliveries) in enumerate(sched.steps):
         node = nodes[k]
         backward = w.const("B", w.names[node].backward) if node in w.names else f"{node}.backward"
-        sure = all(state.get(f"g{o}") == "set" for o in outs)
+        sure = all(state.get(f"g{o}") in ("set", "own") for o in outs)
         depth = 1 if sure else 2
         if len(outs) == 1:
             if not sure:
@@ -296,7 +297,7 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
                 w.emit(f"if {' or '.join(f'g{o} is not None' for o in outs)}:")
             zeros = ", ".join(
                 f"g{o}"
-                if state.get(f"g{o}") == "set"
+                if state.get(f"g{o}") in ("set", "own")
                 else f"np.zeros({w.const('H', shape)}, {w.const('D', dtype)}) if g{o} is None else g{o}"
                 for o, (shape, dtype) in zip(outs, w.plan.steps[k].out_shapes)
             )
@@ -313,13 +314,17 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
             value = f"r[{i}]" if is_tuple is not False else "r"
             was_none, fits, _ = seen.get((key, n, j), (True, True, False))
             if not was_none and not fits and sure:
-                if state.get(var) == "set":
+                if state.get(var) == "own":  # a sum this code made: added into in place, as the engine does
+                    w.emit(f"{var} += {value}", depth)
+                elif state.get(var) == "set":
                     w.emit(f"{var} = {var} + {value}", depth)
+                    state[var] = "own"
+                    continue
                 elif state.get(var) is None:
                     w.emit(f"{var} = {value}", depth)
                 else:
                     w.emit(f"{var} = {value} if {var} is None else {var} + {value}", depth)
-                state[var] = "set"
+                state[var] = state.get(var) if state.get(var) == "own" else "set"
                 continue
             sh, dt = w.const("H", shape), w.const("D", dtype)
             w.emit(f"gi = {value}", depth)
@@ -327,6 +332,6 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
             w.emit(f"if gi.shape != {sh} or gi.dtype != {dt}: gi = fit(gi, {sh}, {dt}, False)", depth + 1)
             w.emit(f"{var} = gi if {var} is None else {var} + gi", depth + 1)
             w.emit("gi = None", depth)
-            state[var] = "set" if state.get(var) == "set" else "maybe"
+            state[var] = "set" if state.get(var) in ("set", "own") else "maybe"
         w.emit("r = None", depth)
     return state
