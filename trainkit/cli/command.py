@@ -157,8 +157,18 @@ def _parser() -> argparse.ArgumentParser:
         description="Run SCRIPT as python SCRIPT ARGS would, with import torch (and every torch.X.Y) giving\n"
         "trainkit's module of the same path. Exit code and traceback are python's.",
         epilog="examples:\n  trainkit run-torch train.py --epochs 2\n"
+        "  trainkit run-torch --nproc 2 train.py\n"
         "  python -m trainkit.torch_run train.py --epochs 2",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run_torch.add_argument(
+        "--nproc",
+        "--nproc_per_node",
+        "--nproc-per-node",
+        dest="nproc",
+        type=int,
+        metavar="N",
+        help="start N ranks through mpiexec, each with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE, ...)",
     )
     run_torch.add_argument("script", help="the PyTorch program (a .py file)")
     run_torch.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments (its sys.argv[1:])")
@@ -179,7 +189,7 @@ def _bench(args) -> int:
 
 
 def _run_torch(args) -> int:
-    return run_torch_script([args.script, *args.args])
+    return run_torch_script([args.script, *args.args], nproc=args.nproc)
 
 
 def _train(args) -> int:

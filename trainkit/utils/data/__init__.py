@@ -1,5 +1,5 @@
 """``trainkit.utils.data`` (``torch.utils.data``): PyTorch's name for ``trainkit.data``, with PyTorch's submodules
-``dataset``, ``dataloader`` and ``sampler`` (the same objects under each path).
+``dataset``, ``dataloader``, ``sampler`` and ``distributed`` (the same objects under each path).
 
 >>> import trainkit
 >>> from trainkit.utils.data import DataLoader
@@ -10,6 +10,7 @@ True
 
 from ...data import *  # noqa: F403
 from ...data import __all__ as data_names
-from . import dataloader, dataset, sampler
+from ...distributed.sampler import DistributedSampler
+from . import dataloader, dataset, distributed, sampler
 
-__all__ = list(data_names)
+__all__ = [*data_names, "DistributedSampler"]
