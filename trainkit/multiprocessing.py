@@ -2,7 +2,9 @@
 ``nprocs`` processes running ``fn(i, *args)`` and raises in the parent when one of them fails.
 
 Tensors cross process boundaries by pickling (their data is copied); there is no shared-memory tensor storage, so
-``set_sharing_strategy`` only records its argument.
+``set_sharing_strategy`` only records its argument. Under ``trainkit run-torch``, pass ``start_method="fork"``
+(Linux, macOS): a process that ``"spawn"`` or ``"forkserver"`` starts is a fresh interpreter that re-imports the
+program, where ``import torch`` is PyTorch's again.
 
 >>> import trainkit.multiprocessing as mp
 >>> mp.get_context("spawn").Process is not None and callable(mp.spawn)
