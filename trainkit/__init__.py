@@ -280,6 +280,7 @@ from .autograd.tensor_types import (  # noqa: E402
     ShortTensor,
 )
 from .compiler import compile  # noqa: E402
+from .func import functional_call as _functional_call  # noqa: E402, F401  (torch.func)
 from .functional.cdist import cdist  # noqa: E402
 from .layers.summary import summary  # noqa: E402
 from .runtime import (  # noqa: E402

@@ -516,3 +516,23 @@ def _register(hooks: HookDict, hook, prepend: bool) -> RemovableHandle:
         hooks.clear()
         hooks.update(items)
     return handle
+
+
+def swap_registered_tensor(module: Module, name: str, value: Tensor | None) -> tuple[bool, Tensor | None]:
+    """Put ``value`` (any Tensor, not necessarily a Parameter) where ``module``'s own parameter or buffer ``name``
+    is, keeping its place and kind; return ``(True, the tensor it held)``, or ``(False, None)`` when ``name`` is
+    neither. ``functional_call`` runs a module on other tensors so, and puts the originals back the same way.
+
+    >>> import trainkit
+    >>> from trainkit import nn
+    >>> layer = nn.Linear(2, 2)
+    >>> found, old = swap_registered_tensor(layer, "bias", trainkit.zeros(2))
+    >>> found, layer.bias.tolist(), swap_registered_tensor(layer, "bias", old)[1].tolist()
+    (True, [0.0, 0.0], [0.0, 0.0])
+    """
+    for registry in (module._parameters, module._buffers):
+        if name in registry:
+            old = registry[name]
+            registry[name] = value
+            return True, old
+    return False, None
