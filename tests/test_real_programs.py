@@ -146,7 +146,7 @@ def test_nanogpt_matches_torch(tmp_path):
 
 @pytest.mark.parametrize(
     ("kind", "losses"),
-    [("transformer", [3.5339, 3.2891, 3.1069, 3.0870, 2.9282]), ("rnn", [None, None, 3.2097])],
+    [("transformer", [3.5339, 3.2891, 3.1069]), ("rnn", [None, None, 3.2097])],
 )
 def test_makemore_matches_torch(tmp_path, kind, losses):
     """karpathy/makemore on its names.txt: a small transformer and the RNN, with its TensorBoard writer."""
