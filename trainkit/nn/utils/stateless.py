@@ -103,8 +103,10 @@ def reparametrize_module(
             originals[name] = swap(module, name, tensor)
         yield
     finally:
-        for name, tensor in reversed(list(originals.items())):
-            swap(module, name, tensor)
+        # what the module holds now goes back to the caller's dict: a buffer the call replaced (BatchNorm's
+        # running statistics) is seen there, as in PyTorch
+        held = {name: swap(module, name, tensor) for name, tensor in reversed(list(originals.items()))}
+        parameters_and_buffers.update({k: held[k] for k in parameters_and_buffers if k in held})
 
 
 def stateless_call(
