@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import bfloat16_result, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.activation import logsumexp, sigmoid, tanh
@@ -49,7 +49,7 @@ def dual_sigmoid(v):
 def _leaky(x, slope: float):
     # max(x, slope x) is x for x > 0 and slope x below, for any slope <= 1 (min for steeper ones): no select needed
     xp = xp_of(x)
-    return xp.maximum(x, x * slope) if slope <= 1 else xp.minimum(x, x * slope)
+    return bfloat16_result(xp.maximum(x, x * slope) if slope <= 1 else xp.minimum(x, x * slope), x)
 
 
 def _leaky_slope(positive, slope: float, dtype):
@@ -108,7 +108,7 @@ def floating_only(kernel: str, input: Tensor, name: str | None = None) -> None:
     if not isinstance(input, Tensor):
         name = name or kernel.removesuffix("_cpu")
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input._data.dtype.kind not in "fc":
+    if kind_of(input._data.dtype) not in "fc":
         raise not_implemented(kernel, input._data.dtype)
 
 
@@ -195,9 +195,9 @@ class Gelu(Op, name="GeluBackward0"):
         self.approximate = approximate
         xp = xp_of(x)
         if approximate == "tanh":
-            return 0.5 * x * (1 + xp.tanh(_K * x * (1 + _C * x * x)))
+            return bfloat16_result(0.5 * x * (1 + xp.tanh(_K * x * (1 + _C * x * x))), x)
         if x.dtype != xp.float32 or x.size < 2:
-            return 0.5 * x * (1 + erf(x * _SQRT_HALF))
+            return bfloat16_result(0.5 * x * (1 + erf(x * _SQRT_HALF)), x)
         # PyTorch's vectorised float32 kernel (any tensor of two or more elements) halves last, so x (1 + erf)
         # overflows beyond half the largest float, and its erf is nan at +-inf. Its erf is a rational function too:
         # erf_rational, once; 1 + erf is kept for the backward (2 Phi(x)), which then needs no erf of its own.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.shape import index_into_zeros
@@ -242,7 +242,7 @@ def cross_entropy(
     reduction = check_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         kind = "lastdim_kernel_impl" if input.ndim <= 2 else "kernel_impl"
         raise NotImplementedError(f"\"log_softmax_{kind}\" not implemented for '{scalar_name(input)}'")
     if input.ndim >= 1 and tuple(input.shape) == tuple(target.shape):

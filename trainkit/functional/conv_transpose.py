@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import legacy_type_name, scalar_name
 from ..autograd.tensor import Tensor
@@ -132,7 +132,7 @@ def _check(
                 )
     elif w.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {scalar_name(x.dtype)} but found {scalar_name(w.dtype)}")
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{scalar_name(x.dtype)}'")
     (oph, opw), (sh, sw), (dh, dw) = output_padding, stride, dilation
     if not (oph < sh or oph < dh) or not (opw < sw or opw < dw):

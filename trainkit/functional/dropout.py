@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.ops import math as tmath
 from ..autograd.ops.random_fill import bernoulli_keep
 from ..autograd.ops.type_names import scalar_name
@@ -58,7 +58,7 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, lea
     if p == 1.0:
         mask = xp.zeros(shape, dtype=data.dtype)
     else:
-        if data.dtype.kind != "f":
+        if kind_of(data.dtype) != "f":
             raise RuntimeError(f"result type Float can't be cast to the desired output type {scalar_name(data.dtype)}")
         mask = bernoulli_keep(shape, 1 - p, data)
     mask = Tensor._make(mask)

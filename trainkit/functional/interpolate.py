@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
@@ -346,7 +346,7 @@ def _resample(input: Tensor, kind: str, out: list[int], scales: list | None, ali
         if dtype == np.uint8:  # PyTorch has a uint8 path of its own, with its own rounding
             raise NotImplementedError("interpolate: uint8 input with antialias=True is not supported yet")
         raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{scalar_name(dtype)}'")
-    if dtype.kind != "f" and not (kind.startswith("nearest") and dtype == np.uint8):
+    if kind_of(dtype) != "f" and not (kind.startswith("nearest") and dtype == np.uint8):
         raise NotImplementedError(f"\"compute_indices_weights_{kind}\" not implemented for '{scalar_name(dtype)}'")
     ft = _opmath(dtype)
     # PyTorch's CPU forward picks its kernel by layout and size, and its two nearest kernels map positions

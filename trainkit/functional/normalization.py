@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
@@ -92,7 +92,7 @@ def _check_param_dtypes(input: Tensor, params: tuple) -> None:
 
 
 def _check_floating(input: Tensor, kernel: str) -> None:
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(input._data.dtype)}'")
 
 

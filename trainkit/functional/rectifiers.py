@@ -8,7 +8,7 @@ do: its second derivatives agree there too.
 
 from __future__ import annotations
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import bfloat16_result, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import dual
 from ..autograd.ops.inplace import apply_inplace
@@ -23,7 +23,7 @@ __all__ = ["elu", "prelu"]
 def _elu(x, alpha: float):
     xp = xp_of(x)
     with quiet_all(xp):  # expm1 of the large x that where() then drops may overflow
-        return xp.where(x > 0, x, alpha * xp.expm1(x))
+        return bfloat16_result(xp.where(x > 0, x, alpha * xp.expm1(x)), x)
 
 
 def _elu_grad(g, v, alpha: float, from_output: bool):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.backend import result_type
+from ..autograd.backend import kind_of, result_type
 from ..autograd.function import shape_error
 from ..autograd.ops import math
 from ..autograd.ops.copy import clone
@@ -62,14 +62,14 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"cosine_similarity(): argument 'dim' must be int, not {type(dim).__name__}")
     common = result_type(x1._data, x2._data)
-    if common.kind != "f":
+    if kind_of(common) != "f":
         raise RuntimeError(
             f"expected common dtype to be floating point, yet common dtype is {scalar_name(common)}: "
             "cosine_similarity needs a floating-point x1 or x2"
         )
     # integers and bools join the other operand's float dtype; two floats of different widths stay as they are
-    x1 = x1 if x1._data.dtype.kind == "f" else cast(x1, common)
-    x2 = x2 if x2._data.dtype.kind == "f" else cast(x2, common)
+    x1 = x1 if kind_of(x1._data.dtype) == "f" else cast(x1, common)
+    x2 = x2 if kind_of(x2._data.dtype) == "f" else cast(x2, common)
     if x1._data.shape != x2._data.shape:
         try:
             shape = np.broadcast_shapes(x1._data.shape, x2._data.shape)

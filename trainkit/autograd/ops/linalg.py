@@ -3,7 +3,9 @@ norm)."""
 
 from __future__ import annotations
 
-from ..backend import is_array, xp_of
+import numpy as np
+
+from ..backend import BFLOAT16_NP, is_array, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from .type_names import scalar_name
@@ -20,6 +22,8 @@ class Matmul(Op, name="UnsafeViewBackward0"):
     def forward(self, x, y):
         self.ndims = (x.ndim, y.ndim)
         try:
+            if x.dtype == BFLOAT16_NP:  # NumPy has no bfloat16 BLAS: accumulate in float32, round once
+                return (x.astype(np.float32) @ y.astype(np.float32)).astype(x.dtype)
             return x @ y
         except ValueError:
             raise RuntimeError(_shape_error(x.shape, y.shape)) from None
@@ -160,7 +164,7 @@ class Trace(Op, name="TraceBackward0"):
     def forward(self, x):
         self.shape = x.shape
         # integers sum in int64, as in PyTorch's sum
-        return xp_of(x).trace(x, dtype=None if x.dtype.kind == "f" else "int64")
+        return xp_of(x).trace(x, dtype=None if kind_of(x.dtype) == "f" else "int64")
 
     def backward(self, g):
         n, m = self.shape
@@ -272,6 +276,6 @@ def svdvals(A: Tensor) -> Tensor:
     """
     if A._data.ndim < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    if A._data.dtype.kind != "f":
+    if kind_of(A._data.dtype) != "f":
         raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. Got " + scalar_name(A))
     return Svdvals.apply(A)

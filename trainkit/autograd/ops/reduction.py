@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import to_dtype, xp_of
+from ..backend import kind_of, to_dtype, xp_of
 from ..function import Op
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -298,7 +298,7 @@ def mean(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kw
     dim, keepdim = _kw(dim, keepdim, kwargs)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype}"
@@ -316,7 +316,7 @@ def _moment_args(name, input, dim, unbiased, keepdim, correction, kwargs):
     if isinstance(dim, bool):  # var(x, False) is the old unbiased argument
         dim, unbiased = None, dim
     dim, keepdim = _kw(dim, keepdim, kwargs)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
     return dict(axes=_axes(input, dim), keepdim=keepdim, correction=_correction(unbiased, correction))
 
@@ -561,7 +561,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     >>> nanmean(trainkit.tensor([1.0, float("nan"), 2.0]))
     tensor(1.5000)
     """
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "nanmean(): expected input to have floating point or complex dtype but got "
             f"{scalar_name(input._data.dtype)}"
