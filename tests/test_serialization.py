@@ -91,7 +91,7 @@ def test_requires_grad_and_parameters_kept(tmp_path):
 def test_map_location(tmp_path, device):
     save({"w": trainkit.ones(2)}, tmp_path / "t.pt")
     out = load(tmp_path / "t.pt", map_location=device)
-    assert out["w"].device == trainkit.device(device)
+    assert out["w"].device.type == trainkit.device(device).type
     out = load(tmp_path / "t.pt", map_location=trainkit.device("cpu"))
     assert out["w"].device == trainkit.device("cpu")
     out = load(tmp_path / "t.pt", map_location=lambda storage, location: storage)  # torch's callable form

@@ -10,8 +10,10 @@ from .autograd.backend import (  # noqa: E402
     bool_ as bool,
 )
 from .autograd.backend import (
+    bfloat16,
     device,
     dtype,
+    finfo,
     float16,
     float32,
     float64,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+import ml_dtypes
 import numpy as np
 
 _cupy = None  # the cupy module once loaded
@@ -249,7 +250,7 @@ class dtype:
     def __init__(self, name: str, np_dtype):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.is_floating_point = self.np.kind == "f"
+        self.is_floating_point = is_floating(self.np)
         self.itemsize = self.np.itemsize
 
     def __repr__(self) -> str:
@@ -259,7 +260,55 @@ class dtype:
         return (to_dtype, (self.name,))
 
 
+# ml_dtypes' bfloat16 is a NumPy dtype of kind "V" (not "f"): ``is_floating`` is the test that knows it
+BFLOAT16_NP = np.dtype(ml_dtypes.bfloat16)
+
+
+def is_floating(np_dtype) -> bool:
+    """True for NumPy's float dtypes and ml_dtypes' bfloat16 (whose ``kind`` is "V", not "f").
+
+    >>> is_floating(np.dtype(np.float16)), is_floating(BFLOAT16_NP), is_floating(np.dtype(np.int8))
+    (True, True, False)
+    """
+    return np_dtype.kind == "f" or np_dtype == BFLOAT16_NP
+
+
+def kind_of(np_dtype) -> str:
+    """NumPy's one-letter kind of ``np_dtype``, with "f" for bfloat16 as for the other floats.
+
+    >>> kind_of(BFLOAT16_NP), kind_of(np.dtype(np.int64))
+    ('f', 'i')
+    """
+    return "f" if np_dtype == BFLOAT16_NP else np_dtype.kind
+
+
+def weak_number(value, np_dtype):
+    """``value`` ready to meet an array of ``np_dtype``: a Python float beside bfloat16 becomes a bfloat16 number,
+    since ml_dtypes promotes the pair to float32 where PyTorch keeps bfloat16 (NumPy keeps the other floats).
+
+    >>> weak_number(0.5, BFLOAT16_NP).dtype, weak_number(0.5, np.dtype(np.float32))
+    (dtype(bfloat16), 0.5)
+    """
+    if type(value) is float and np_dtype == BFLOAT16_NP:
+        return BFLOAT16_NP.type(value)
+    return value
+
+
+def bfloat16_result(out, like):
+    """``out`` rounded to bfloat16 where ``like`` (the input) is bfloat16 and NumPy computed in float32 (ml_dtypes
+    does so for a Python float constant): PyTorch's CPU kernels also compute bfloat16 in float32 and round once.
+
+    >>> x = np.ones(2, BFLOAT16_NP)
+    >>> bfloat16_result(x * 0.5, x).dtype, bfloat16_result(np.ones(2), np.ones(2)).dtype
+    (dtype(bfloat16), dtype('float64'))
+    """
+    if getattr(like, "dtype", None) == BFLOAT16_NP and getattr(out, "dtype", None) == np.float32:
+        return out.astype(BFLOAT16_NP)
+    return out
+
+
 float16 = dtype("float16", np.float16)
+bfloat16 = dtype("bfloat16", BFLOAT16_NP)
 float32 = dtype("float32", np.float32)
 float64 = dtype("float64", np.float64)
 int8 = dtype("int8", np.int8)
@@ -273,7 +322,10 @@ uint16 = dtype("uint16", np.uint16)
 uint32 = dtype("uint32", np.uint32)
 uint64 = dtype("uint64", np.uint64)
 
-_BY_NP = {d.np: d for d in (float16, float32, float64, int8, uint8, int16, int32, int64, bool_, uint16, uint32, uint64)}
+_BY_NP = {
+    d.np: d
+    for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool_, uint16, uint32, uint64)
+}
 _BY_NAME = {d.name: d for d in _BY_NP.values()}
 _BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int32, short=int16)
 
@@ -285,6 +337,7 @@ SCALAR_NAMES = {
     "float32": "Float",
     "float64": "Double",
     "float16": "Half",
+    "bfloat16": "BFloat16",
     "int64": "Long",
     "int32": "Int",
     "int16": "Short",
@@ -323,6 +376,39 @@ def to_dtype(spec) -> dtype:
     return dtype_of(np.dtype(spec))
 
 
+class finfo:
+    """The limits of a floating dtype, as ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (=
+    ``smallest_normal``), ``resolution`` and ``dtype`` (its name); no argument means the default dtype.
+
+    >>> finfo(bfloat16).eps, finfo(bfloat16).bits, finfo(float16).max
+    (0.0078125, 16, 65504.0)
+    """
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type: dtype | None = None):
+        d = _default_float if type is None else to_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(
+                "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+            )
+        info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
+        self.bits, self.dtype = d.itemsize * 8, d.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # PyTorch's: a power of ten, not the dtype's own rounding
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, finfo) and self.dtype == other.dtype
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        fields = ("resolution", "min", "max", "eps", "smallest_normal", "tiny")
+        return "finfo(" + ", ".join(f"{k}={getattr(self, k):g}" for k in fields) + f", dtype={self.dtype})"
+
+
 def get_default_dtype() -> dtype:
     """The dtype of floating tensors made from Python floats (float32 unless changed).
 
@@ -357,7 +443,7 @@ def result_type(a, b):
         elif isinstance(v, float):
             groups.append((2, 2, None))
         else:
-            groups.append((0 if v.ndim else 1, _CATEGORY[v.dtype.kind], v.dtype))
+            groups.append((0 if v.ndim else 1, _CATEGORY[kind_of(v.dtype)], v.dtype))
     (ga, ca, da), (gb, cb, db) = sorted(groups, key=lambda g: g[0])
     if ga == gb:
         if da is None:
@@ -369,12 +455,30 @@ def result_type(a, b):
                 f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
                 f"{da.name} and {db.name}: convert one tensor to the other's dtype first"
             )
-        return np.promote_types(da, db)
+        return promote_types(da, db)
     if cb <= ca:
         return da
     if db is not None:  # a 0-dim tensor of a higher category keeps its own dtype
         return db
     return _default_np_for(cb)
+
+
+def promote_types(a, b):
+    """NumPy's ``promote_types`` with bfloat16 as PyTorch promotes it: with float16 it gives float32, with an
+    integer or bool the bfloat16.
+
+    >>> promote_types(BFLOAT16_NP, np.dtype(np.float16)), promote_types(BFLOAT16_NP, np.dtype(np.int64))
+    (dtype('float32'), dtype(bfloat16))
+    """
+    if a == b:
+        return a
+    if a == BFLOAT16_NP or b == BFLOAT16_NP:
+        other = b if a == BFLOAT16_NP else a
+        if other.kind in "biu":
+            return BFLOAT16_NP
+        if other == np.float16:
+            return np.dtype(np.float32)
+    return np.promote_types(a, b)
 
 
 _WIDE_UNSIGNED = (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))

@@ -379,7 +379,9 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     with on_device(dev):
-        array = generator_for(dev, generator).rng.permutation(n).astype(dt)
+        rng = generator_for(dev, generator).rng
+        # CuPy's Generator has no permutation: the order that sorts n uniform draws is one
+        array = (rng.permutation(n) if dev.type == "cpu" else rng.random(n).argsort()).astype(dt)
     return _finish(array, None, requires_grad)
 
 

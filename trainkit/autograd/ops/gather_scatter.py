@@ -104,7 +104,24 @@ class IndexSelect(Index, name="IndexSelectBackward0"):
 
 
 class Scatter(SetItem, name="ScatterBackward0"):
-    """out = x with out[index[i][j]][j] = src[i][j] (dim 0).   dx = g with zeros there,  dsrc = g gathered there."""
+    """out = x with out[index[i][j]][j] = src[i][j] (dim 0).   dx = g with zeros there,  dsrc = g gathered there.
+
+    Where an index repeats, the last write wins, as in PyTorch's CPU kernel.
+    """
+
+    def forward(self, x, value, index):
+        self.index = index
+        self.value_shape = value.shape
+        out = x.copy()
+        if xp_of(x) is np or x.ndim == 0:  # NumPy assigns in order: the last write wins already
+            out[index] = value
+        else:  # CuPy leaves the winner of a repeated position unset: keep only the last write to each
+            xp = xp_of(x)
+            flat = xp.ravel_multi_index(tuple(xp.broadcast_to(i, value.shape).ravel() for i in index), x.shape)
+            _, first_from_end = xp.unique(flat[::-1], return_index=True)
+            last = flat.size - 1 - first_from_end
+            out.reshape(-1)[flat[last]] = value.reshape(-1)[last]
+        return out
 
 
 class ScatterValue(SetItem, name="ScatterBackward1"):

@@ -1,0 +1,125 @@
+"""What a converter gets: the record of the call it converts (and its twin from the second run, with dynamic axes),
+the graph under construction, and helpers to name its inputs and bind its outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.tensor import Tensor
+from .graph import GraphBuilder, OnnxExporterError
+from .shapes import Dims
+from .trace import Record
+
+__all__ = ["Context", "flat_arrays"]
+
+
+def flat_arrays(value: Any) -> list:
+    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; None stays None."""
+    if isinstance(value, Tensor):
+        return [value._data]
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in flat_arrays(v)]
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in flat_arrays(v)]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return [value]
+    return []
+
+
+class Context:
+    """One conversion: ``rec`` (and ``rec2``, the same call in the second run, or None), ``g`` and ``dims``.
+
+    >>> Context.__name__
+    'Context'
+    """
+
+    def __init__(self, g: GraphBuilder, dims: Dims, rec: Record, rec2: Record | None, opset: int):
+        self.g, self.dims, self.rec, self.rec2, self.opset = g, dims, rec, rec2, opset
+
+    @property
+    def params(self) -> dict:
+        return self.rec.params
+
+    @property
+    def params2(self) -> dict:
+        return self.rec2.params if self.rec2 is not None else self.rec.params
+
+    def input(self, i: int = 0, like: str | None = None) -> str:
+        """The value name of the record's ``i``-th input (a number becomes a constant of ``like``'s dtype)."""
+        return self.g.value(self.rec.inputs[i], like)
+
+    def shape(self, i: int = 0) -> tuple:
+        x = self.rec.inputs[i]
+        return tuple(x.shape) if hasattr(x, "shape") else ()
+
+    def shape2(self, i: int = 0) -> tuple:
+        x = (self.rec2 or self.rec).inputs[i]
+        return tuple(x.shape) if hasattr(x, "shape") else ()
+
+    def out_arrays(self) -> list:
+        return flat_arrays(self.rec.output)
+
+    def bind(self, names) -> None:
+        """The record's outputs are the values ``names`` (one name or a list, in the order of the outputs)."""
+        names = [names] if isinstance(names, str) else list(names)
+        arrays = self.out_arrays()
+        if len(names) != len(arrays):
+            raise OnnxExporterError(f"{self.what()}: converter gave {len(names)} outputs for {len(arrays)}")
+        for n, a in zip(names, arrays):
+            self.g.bind(a, n)
+
+    def node(self, op_type: str, inputs: list, **attrs) -> str:
+        return self.g.node(op_type, inputs, **attrs)
+
+    def const_like(self, value, like: str) -> str:
+        """A scalar constant of ``like``'s dtype."""
+        return self.g.const(np.asarray(value, dtype=self.g.dtype(like) or np.float32))
+
+    def dtype(self, name: str):
+        return self.g.dtype(name)
+
+    def what(self) -> str:
+        """``op LinearBackward0 in module 'encoder.0'``: how errors name the call."""
+        target = self.rec.target.__name__
+        kind = "module" if self.rec.module is not None else "op"
+        return f"{kind} {target} (in module {self.rec.scope or '<the model>'!r})"
+
+    def refuse(self, why: str) -> OnnxExporterError:
+        return OnnxExporterError(f"torch.onnx.export: {self.what()} cannot be exported: {why}")
+
+    def changes(self, key: str) -> bool:
+        """Whether the argument ``key`` differs between the two runs (it follows a dynamic axis)."""
+        return self.rec2 is not None and _differs(self.rec.params.get(key), self.rec2.params.get(key))
+
+    def vector_for(self, key: str, what: str, x: str) -> str:
+        """The shape argument ``key`` of the op as the 1-d value ``what`` (Reshape or Expand) takes."""
+        t2 = self.rec2.params[key] if self.rec2 is not None else None
+        try:
+            return self.dims.vector(self.params[key], t2, what, x, self.shape(0), self.shape2(0) if t2 else None)
+        except OnnxExporterError as err:
+            raise self.refuse(str(err)) from None
+
+    def rec2_outputs(self) -> list:
+        return flat_arrays(self.rec2.output) if self.rec2 is not None else self.out_arrays()
+
+    def need_opset(self, n: int, op: str) -> None:
+        if self.opset < n:
+            raise self.refuse(f"ONNX {op} needs opset_version >= {n} (got {self.opset})")
+
+
+def _differs(a, b) -> bool:
+    if type(a) is not type(b):
+        return True
+    if isinstance(a, (list, tuple)):
+        return len(a) != len(b) or any(_differs(x, y) for x, y in zip(a, b))
+    if isinstance(a, slice):
+        return (a.start, a.stop, a.step) != (b.start, b.stop, b.step)
+    if hasattr(a, "shape"):
+        return tuple(a.shape) != tuple(b.shape)
+    try:
+        return bool(a != b)
+    except Exception:
+        return False

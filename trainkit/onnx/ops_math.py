@@ -1,0 +1,393 @@
+"""Converters of the arithmetic, activation, reduction, matrix and normalization ops: one row per op class,
+keyed ``"<module>.<node name>"`` as ``Op`` subclasses are named (``math.MulBackward0``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .context import Context
+
+__all__ = ["MATH_CONVERTERS"]
+
+
+def unary(op_type: str, **attrs):
+    def convert(cx: Context) -> None:
+        cx.bind(cx.node(op_type, [cx.input(0)], **attrs))
+
+    convert.__doc__ = f"ONNX {op_type}."
+    return convert
+
+
+def binary(op_type: str, swap: bool = False):
+    def convert(cx: Context) -> None:
+        a, b = _operands(cx)
+        cx.bind(cx.node(op_type, [b, a] if swap else [a, b]))
+
+    convert.__doc__ = f"ONNX {op_type} of the two inputs (broadcasting as PyTorch does)."
+    return convert
+
+
+def _operands(cx: Context) -> tuple[str, str]:
+    """The names of inputs 0 and 1; a number takes the dtype of the tensor beside it."""
+    x, y = cx.rec.inputs[0], cx.rec.inputs[1]
+    if hasattr(x, "shape") or not hasattr(y, "shape"):
+        a = cx.input(0)
+        return a, cx.input(1, like=a)
+    b = cx.input(1)
+    return cx.input(0, like=b), b
+
+
+def _scaled(cx: Context, name: str, alpha) -> str:
+    return name if alpha in (None, 1) else cx.node("Mul", [name, cx.const_like(alpha, name)])
+
+
+def add(cx: Context) -> None:
+    a, b = _operands(cx)
+    cx.bind(cx.node("Add", [a, _scaled(cx, b, cx.params.get("alpha"))]))
+
+
+def sub(cx: Context) -> None:
+    a, b = _operands(cx)
+    cx.bind(cx.node("Sub", [a, _scaled(cx, b, cx.params.get("alpha"))]))
+
+
+def rsub(cx: Context) -> None:
+    """``other - x`` (``torch.rsub``, ``2 - x``)."""
+    a, b = _operands(cx)
+    cx.bind(cx.node("Sub", [b, a]))
+
+
+def div_mode(cx: Context) -> None:
+    a, b = _operands(cx)
+    q = cx.node("Div", [a, b])
+    mode = cx.params.get("mode")
+    if mode == "floor":
+        q = cx.node("Floor", [q])
+    elif mode == "trunc":
+        q = cx.node("Mul", [cx.node("Floor", [cx.node("Abs", [q])]), cx.node("Sign", [q])])
+    cx.bind(q)
+
+
+def pow_scalar(cx: Context) -> None:
+    x = cx.input(0)
+    p = cx.params.get("p", cx.rec.inputs[1] if len(cx.rec.inputs) > 1 else None)
+    if p == 2:
+        cx.bind(cx.node("Mul", [x, x]))
+    elif p == 0.5:
+        cx.bind(cx.node("Sqrt", [x]))
+    else:
+        cx.bind(cx.node("Pow", [x, cx.const_like(p, x)]))
+
+
+def pow_base(cx: Context) -> None:
+    """``base ** x`` with a number as the base."""
+    x = cx.input(0)
+    base = cx.params.get("base", cx.rec.inputs[1] if len(cx.rec.inputs) > 1 else None)
+    cx.bind(cx.node("Pow", [cx.const_like(base, x), x]))
+
+
+def where(cx: Context) -> None:
+    x = cx.input(0)
+    y = cx.input(1, like=x)
+    cx.bind(cx.node("Where", [cx.input(2), x, y]))
+
+
+def masked_fill(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Where", [cx.input(1), cx.input(2, like=x), x]))
+
+
+def clamp(cx: Context) -> None:
+    x = cx.input(0)
+    lo, hi = cx.rec.inputs[1], cx.rec.inputs[2]
+    if hasattr(lo, "shape") or hasattr(hi, "shape"):  # tensor bounds: Max and Min broadcast, Clip does not
+        out = x if lo is None else cx.node("Max", [x, cx.input(1, like=x)])
+        cx.bind(out if hi is None else cx.node("Min", [out, cx.input(2, like=x)]))
+        return
+    args = [x, "" if lo is None else cx.const_like(lo, x), "" if hi is None else cx.const_like(hi, x)]
+    while args[-1] == "":
+        args.pop()
+    cx.bind(cx.node("Clip", args))
+
+
+def gelu(cx: Context) -> None:
+    """Exact: ``x/2 (1 + erf(x/sqrt 2))``; ``approximate='tanh'``: ``x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))``
+    (ONNX ``Gelu`` from opset 20)."""
+    x = cx.input(0)
+    approximate = cx.params.get("approximate", "none")
+    if cx.opset >= 20:
+        cx.bind(cx.node("Gelu", [x], approximate=approximate))
+        return
+    c = lambda v: cx.const_like(v, x)  # noqa: E731
+    if approximate == "tanh":
+        cube = cx.node("Mul", [cx.node("Mul", [x, x]), x])
+        inner = cx.node("Mul", [cx.node("Add", [x, cx.node("Mul", [cube, c(0.044715)])]), c(math.sqrt(2 / math.pi))])
+        t = cx.node("Tanh", [inner])
+    else:
+        t = cx.node("Erf", [cx.node("Mul", [x, c(1 / math.sqrt(2))])])
+    cx.bind(cx.node("Mul", [cx.node("Mul", [x, c(0.5)]), cx.node("Add", [t, c(1.0)])]))
+
+
+def silu(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Mul", [x, cx.node("Sigmoid", [x])]))
+
+
+def mish(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Mul", [x, cx.node("Tanh", [cx.node("Softplus", [x])])]))
+
+
+def leaky_relu(cx: Context) -> None:
+    cx.bind(cx.node("LeakyRelu", [cx.input(0)], alpha=float(cx.params["slope"])))
+
+
+def softplus(cx: Context) -> None:
+    beta = cx.params.get("beta", 1.0)
+    threshold = cx.params.get("threshold", 20.0)
+    x = cx.input(0)
+    if beta == 1 and threshold >= 20:
+        cx.bind(cx.node("Softplus", [x]))
+        return
+    bx = cx.node("Mul", [x, cx.const_like(beta, x)])
+    soft = cx.node("Div", [cx.node("Softplus", [bx]), cx.const_like(beta, x)])
+    cx.bind(cx.node("Where", [cx.node("Greater", [bx, cx.const_like(threshold, x)]), x, soft]))
+
+
+def elu(cx: Context) -> None:
+    alpha = cx.params.get("alpha", 1.0)
+    scale = cx.params.get("scale", 1.0)
+    input_scale = cx.params.get("input_scale", 1.0)
+    if scale != 1 or input_scale != 1:
+        raise cx.refuse("elu with scale or input_scale other than 1 (selu, celu)")
+    cx.bind(cx.node("Elu", [cx.input(0)], alpha=float(alpha)))
+
+
+def softmax(op_type: str):
+    def convert(cx: Context) -> None:
+        cx.bind(cx.node(op_type, [cx.input(0)], axis=int(cx.params["dim"])))
+
+    convert.__doc__ = f"ONNX {op_type} along ``dim`` (opset 13 and later: along one axis, as PyTorch)."
+    return convert
+
+
+def _axes(cx: Context, axes) -> list[int]:
+    rank = len(cx.shape(0))
+    if axes is None:
+        return list(range(rank))
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    return [a % rank if rank else 0 for a in axes]
+
+
+def reduce(op_type: str, axes_input_since: int = 18):
+    """``ReduceSum`` takes its axes as an input from opset 13, the others from opset 18."""
+
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        axes = _axes(cx, cx.params.get("axes", cx.params.get("dim")))
+        keep = int(bool(cx.params.get("keepdim", False)))
+        if not axes:
+            cx.bind(cx.node("Identity", [x]))
+        elif cx.opset >= axes_input_since:
+            cx.bind(cx.node(op_type, [x, cx.g.ints(axes)], keepdims=keep))
+        else:
+            cx.bind(cx.node(op_type, [x], axes=axes, keepdims=keep))
+
+    convert.__doc__ = f"ONNX {op_type} over the axes, ``keepdims`` as ``keepdim``."
+    return convert
+
+
+def max_dim(op_type: str, arg_type: str):
+    """``x.max(dim)``: values and indices."""
+
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        dim = int(cx.params["dim"]) % max(len(cx.shape(0)), 1)
+        keep = int(bool(cx.params.get("keepdim", False)))
+        vals = cx.node(op_type, [x, cx.g.ints([dim])], keepdims=keep) if cx.opset >= 18 else None
+        if vals is None:
+            vals = cx.node(op_type, [x], axes=[dim], keepdims=keep)
+        outs = cx.out_arrays()
+        if len(outs) == 1:
+            cx.bind(vals)
+            return
+        cx.bind([vals, cx.node(arg_type, [x], axis=dim, keepdims=keep)])
+
+    return convert
+
+
+def matmul(cx: Context) -> None:
+    a, b = cx.input(0), cx.input(1)
+    cx.bind(cx.node("MatMul", [a, b]))
+
+
+def addmm(cx: Context) -> None:
+    """``bias + x @ w_t`` (what ``F.linear`` runs on 2-d inputs): ``Gemm``, or ``MatMul`` and ``Add``."""
+    b, x, w = cx.input(0), cx.input(1), cx.input(2)
+    if len(cx.shape(1)) == 2 and len(cx.shape(2)) == 2 and len(cx.shape(0)) <= 2:
+        cx.bind(cx.node("Gemm", [x, w, b]))
+    else:
+        cx.bind(cx.node("Add", [cx.node("MatMul", [x, w]), b]))
+
+
+def to_copy(cx: Context) -> None:
+    from onnx import helper
+
+    dtype = cx.params.get("dtype")
+    if dtype is None:
+        cx.bind(cx.node("Identity", [cx.input(0)]))
+        return
+    cx.bind(cx.node("Cast", [cx.input(0)], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))))
+
+
+def layer_norm(cx: Context) -> None:
+    """``LayerNormalization`` over the last ``ndim`` axes (opset 17)."""
+    cx.need_opset(17, "LayerNormalization")
+    x = cx.input(0)
+    shape = cx.shape(0)
+    ndim = int(cx.params["ndim"])
+    norm_shape = shape[len(shape) - ndim :]
+    dtype = cx.dtype(x) or np.float32
+    w = cx.input(1) if cx.rec.inputs[1] is not None else cx.g.const(np.ones(norm_shape, dtype))
+    b = cx.input(2) if cx.rec.inputs[2] is not None else cx.g.const(np.zeros(norm_shape, dtype))
+    y = cx.node("LayerNormalization", [x, w, b], axis=-ndim, epsilon=float(cx.params["eps"]))
+    cx.bind(y)
+
+
+def embedding(cx: Context) -> None:
+    cx.bind(cx.node("Gather", [cx.input(0), cx.input(1)], axis=0))
+
+
+def trilu(upper: int):
+    def convert(cx: Context) -> None:
+        cx.need_opset(14, "Trilu")
+        cx.bind(cx.node("Trilu", [cx.input(0), _k(cx)], upper=upper))
+
+    return convert
+
+
+def _k(cx: Context) -> str:
+    return cx.g.const(np.asarray(int(cx.params.get("diagonal", 0)), dtype=np.int64))
+
+
+def cumsum(cx: Context) -> None:
+    dim = cx.params.get("dim", cx.params.get("axis"))
+    cx.bind(cx.node("CumSum", [cx.input(0), cx.g.const(np.asarray(int(dim), dtype=np.int64))]))
+
+
+def attention(cx: Context) -> None:
+    """``softmax(q k^T * scale + mask) v`` from ``MatMul``, ``Softmax`` and, for ``is_causal``, a mask built
+    at run time from the lengths (``Range``), so that it follows a dynamic sequence length."""
+    q, k, v = cx.input(0), cx.input(1), cx.input(2)
+    p = cx.params
+    if p.get("k_groups", 1) != 1 or p.get("v_groups", 1) != 1:
+        raise cx.refuse("grouped-query attention (enable_gqa) is not exported")
+    rank = len(cx.shape(1))
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = cx.node("MatMul", [q, cx.node("Transpose", [k], perm=perm)])
+    scores = cx.node("Mul", [scores, cx.const_like(float(p["scale"]), q)])
+    mask = cx.rec.inputs[3]
+    if mask is not None:
+        m = cx.input(3)
+        if np.dtype(mask.dtype) == np.bool_:  # True: the key takes part
+            scores = cx.node("Where", [m, scores, cx.const_like(-np.inf, q)])
+        else:
+            scores = cx.node("Add", [scores, m])
+    if p.get("is_causal"):
+        one = cx.g.const(np.asarray(1, dtype=np.int64))
+        zero = cx.g.const(np.asarray(0, dtype=np.int64))
+        shape_q, shape_k = cx.node("Shape", [q]), cx.node("Shape", [k])
+        lq = cx.node("Squeeze", [cx.node("Gather", [shape_q, cx.g.ints([rank - 2])], axis=0)])
+        lk = cx.node("Squeeze", [cx.node("Gather", [shape_k, cx.g.ints([rank - 2])], axis=0)])
+        rows = cx.node("Unsqueeze", [cx.node("Range", [zero, lq, one]), cx.g.ints([1])])
+        cols = cx.node("Range", [zero, lk, one])
+        scores = cx.node("Where", [cx.node("Greater", [cols, rows]), cx.const_like(-np.inf, q), scores])
+    cx.bind(cx.node("MatMul", [cx.node("Softmax", [scores], axis=-1), v]))
+
+
+MATH_CONVERTERS = {
+    "math.AddBackward0": add,
+    "math.SubBackward0": sub,
+    "math.RsubBackward0": rsub,
+    "math.RsubBackward1": rsub,
+    "math.MulBackward0": binary("Mul"),
+    "math.DivBackward0": binary("Div"),
+    "math.DivBackward2": binary("Div"),
+    "division.DivBackward2": div_mode,
+    "classification.DivBackward1": binary("Div"),
+    "math.NegBackward0": unary("Neg"),
+    "math.ExpBackward0": unary("Exp"),
+    "math.LogBackward0": unary("Log"),
+    "math.SqrtBackward0": unary("Sqrt"),
+    "math.AbsBackward0": unary("Abs"),
+    "math.SignBackward0": unary("Sign"),
+    "math.ReciprocalBackward0": unary("Reciprocal"),
+    "math.WhereBackward0": where,
+    "elementwise.ErfBackward0": unary("Erf"),
+    "elementwise.FloorBackward0": unary("Floor"),
+    "elementwise.CeilBackward0": unary("Ceil"),
+    "elementwise.RoundBackward0": unary("Round"),
+    "trigonometric.SinBackward0": unary("Sin"),
+    "trigonometric.CosBackward0": unary("Cos"),
+    "trigonometric.TanBackward0": unary("Tan"),
+    "trigonometric.AsinBackward0": unary("Asin"),
+    "trigonometric.AcosBackward0": unary("Acos"),
+    "trigonometric.AtanBackward0": unary("Atan"),
+    "trigonometric.SinhBackward0": unary("Sinh"),
+    "trigonometric.CoshBackward0": unary("Cosh"),
+    "power.PowBackward0": pow_scalar,
+    "power.PowBackward1": binary("Pow"),
+    "power.PowBackward2": pow_base,
+    "clamp.ClampBackward0": clamp,
+    "clamp.ClampBackward1": clamp,
+    "clamp.ClampMinBackward0": clamp,
+    "clamp.ClampMinBackward1": clamp,
+    "clamp.ClampMaxBackward0": clamp,
+    "clamp.ClampMaxBackward1": clamp,
+    "clamp.MaximumBackward0": binary("Max"),
+    "clamp.MinimumBackward0": binary("Min"),
+    "masking.MaskedFillBackward0": masked_fill,
+    "masking.MaskedFillBackward1": masked_fill,
+    "activation.ReluBackward0": unary("Relu"),
+    "activation.SigmoidBackward0": unary("Sigmoid"),
+    "activation.TanhBackward0": unary("Tanh"),
+    "activation.GeluBackward0": gelu,
+    "activation.LeakyReluBackward0": leaky_relu,
+    "activation.LeakyReluBackward1": leaky_relu,
+    "activation.SoftplusBackward0": softplus,
+    "activation.SoftmaxBackward0": softmax("Softmax"),
+    "activation.LogSoftmaxBackward0": softmax("LogSoftmax"),
+    "self_gated.SiluBackward0": silu,
+    "self_gated.HardswishBackward0": unary("HardSwish"),
+    "self_gated.MishBackward0": mish,
+    "rectifiers.EluBackward0": elu,
+    "reduction.SumBackward0": reduce("ReduceSum", 13),
+    "reduction.SumBackward1": reduce("ReduceSum", 13),
+    "reduction.MeanBackward0": reduce("ReduceMean"),
+    "reduction.MeanBackward1": reduce("ReduceMean"),
+    "reduction.AmaxBackward0": reduce("ReduceMax"),
+    "reduction.AminBackward0": reduce("ReduceMin"),
+    "reduction.MaxBackward1": reduce("ReduceMax"),
+    "reduction.MinBackward1": reduce("ReduceMin"),
+    "reduction.MaxBackward0": max_dim("ReduceMax", "ArgMax"),
+    "reduction.MinBackward0": max_dim("ReduceMin", "ArgMin"),
+    "linalg.UnsafeViewBackward0": matmul,
+    "linalg.MmBackward0": matmul,
+    "linalg.MvBackward0": matmul,
+    "linalg.DotBackward0": matmul,
+    "linalg.BmmBackward0": matmul,
+    "linalg.SqueezeBackward4": matmul,
+    "linalg.CloneBackward0": matmul,
+    "linear.AddmmBackward0": addmm,
+    "copy.CloneBackward0": unary("Identity"),
+    "copy.ToCopyBackward0": to_copy,
+    "normalization.NativeLayerNormBackward0": layer_norm,
+    "sparse.EmbeddingBackward0": embedding,
+    "triangular.TrilBackward0": trilu(0),
+    "triangular.TriuBackward0": trilu(1),
+    "cumulative.CumsumBackward0": cumsum,
+    "attention.ScaledDotProductFlashAttentionForCpuBackward0": attention,
+}

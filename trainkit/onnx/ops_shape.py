@@ -1,0 +1,181 @@
+"""Converters of the ops that move elements without arithmetic: views and reshapes, transposes, expand, basic and
+integer indexing, cat, stack, split and unbind. Sizes that follow a dynamic axis become run-time values
+(:mod:`trainkit.onnx.shapes`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .context import Context
+from .shapes import INT64_MAX
+
+__all__ = ["SHAPE_CONVERTERS"]
+
+
+def reshape(cx: Context) -> None:
+    """Every view that only changes the shape (view, reshape, flatten, squeeze, unsqueeze): ``Reshape``."""
+    x = cx.input(0)
+    shape = cx.vector_for("shape", "Reshape", x)
+    cx.bind(cx.node("Reshape", [x, shape]))
+
+
+def transpose(cx: Context) -> None:
+    rank = len(cx.shape(0))
+    if "d0" not in cx.params:  # a transpose of a 0-d or 1-d tensor: nothing moves
+        cx.bind(cx.node("Identity", [cx.input(0)]))
+        return
+    perm = list(range(rank))
+    d0, d1 = cx.params["d0"] % rank, cx.params["d1"] % rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    cx.bind(cx.node("Transpose", [cx.input(0)], perm=perm))
+
+
+def permute(cx: Context) -> None:
+    rank = len(cx.shape(0))
+    cx.bind(cx.node("Transpose", [cx.input(0)], perm=[d % rank for d in cx.params["dims"]]))
+
+
+def expand(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Expand", [x, cx.vector_for("shape", "Expand", x)]))
+
+
+def _parts(index, rank: int) -> list:
+    """The index as a list of ints, slices and None, with the Ellipsis (or the missing tail) as full slices."""
+    parts = list(index) if type(index) is tuple else [index]
+    used = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    if Ellipsis in parts:
+        at = parts.index(Ellipsis)
+        parts[at : at + 1] = [slice(None)] * (rank - used)
+    else:
+        parts += [slice(None)] * (rank - used)
+    return parts
+
+
+def _bound(cx: Context, v1, v2, dim1: int, dim2: int, default: int, x: str):
+    """A slice bound as a number or a 1-element value: a number that moved with the axis's length by the same
+    amount counts from the end (``x[:, :T]`` is ``x[:, :]``, ``x[:, T - 1]`` is ``x[:, -1]``)."""
+    if v1 is None:
+        return default
+    v1 = int(v1)
+    if v2 is None or int(v2) == v1:
+        return v1
+    v2 = int(v2)
+    if v1 - dim1 == v2 - dim2:
+        return v1 - dim1 if v1 - dim1 < 0 else INT64_MAX
+    found = cx.dims.size(v1, v2, x, cx.shape(0), cx.shape2(0))
+    if found is None:
+        raise cx.refuse(f"index {v1} changes with the dynamic axes in a way the exporter cannot follow")
+    return found
+
+
+def basic_index(cx: Context) -> None:
+    """``x[1:, None, -1]``: one ``Slice`` over the sliced axes, ``Squeeze`` of the integer ones, ``Unsqueeze``
+    for the new ones."""
+    x = cx.input(0)
+    shape, shape2 = cx.shape(0), cx.shape2(0)
+    parts = _parts(cx.params["index"], len(shape))
+    parts2 = _parts(cx.params2["index"], len(shape2)) if cx.rec2 is not None else [None] * len(parts)
+    starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    axis = out_pos = 0
+    for p, p2 in zip(parts, parts2):
+        if p is None:
+            unsqueeze.append(out_pos)
+            out_pos += 1
+            continue
+        d1, d2 = shape[axis], shape2[axis]
+        if isinstance(p, slice):
+            if p != slice(None):
+                starts.append(_bound(cx, p.start, getattr(p2, "start", None), d1, d2, 0, x))
+                ends.append(_bound(cx, p.stop, getattr(p2, "stop", None), d1, d2, INT64_MAX, x))
+                axes.append(axis)
+                steps.append(1 if p.step is None else int(p.step))
+            out_pos += 1
+        else:
+            i = _bound(cx, p, p2, d1, d2, 0, x)
+            end = INT64_MAX if i == -1 else (i + 1 if isinstance(i, int) else cx.node("Add", [i, cx.g.ints([1])]))
+            starts.append(i)
+            ends.append(end)
+            axes.append(axis)
+            steps.append(1)
+            squeeze.append(axis)
+        axis += 1
+    out = x
+    if axes:
+        pieces = [cx.dims.concat([[v] if isinstance(v, int) else v for v in vals]) for vals in (starts, ends)]
+        out = cx.node("Slice", [out, pieces[0], pieces[1], cx.g.ints(axes), cx.g.ints(steps)])
+    if squeeze:
+        out = cx.node("Squeeze", [out, cx.g.ints(squeeze)])
+    if unsqueeze:
+        out = cx.node("Unsqueeze", [out, cx.g.ints(unsqueeze)])
+    cx.bind(out if out != x else cx.node("Identity", [x]))
+
+
+def advanced_index(cx: Context) -> None:
+    """``x[idx]`` or ``x[:, idx]`` with one integer array (or list): ``Gather`` on that axis."""
+    x = cx.input(0)
+    index = cx.params["index"]
+    parts = list(index) if type(index) is tuple else [index]
+    arrays = [i for i, p in enumerate(parts) if hasattr(p, "dtype")]
+    rest = [p for i, p in enumerate(parts) if i not in arrays]
+    if len(arrays) != 1 or any(p != slice(None) for p in rest) or parts[arrays[0]].dtype == np.bool_:
+        raise cx.refuse("only indexing by one integer tensor on one axis (x[idx], x[:, idx]) is exported")
+    cx.bind(cx.node("Gather", [x, cx.g.value(parts[arrays[0]])], axis=arrays[0]))
+
+
+def cat(cx: Context) -> None:
+    names = [cx.input(i) for i in range(len(cx.rec.inputs))]
+    keep = [n for n, a in zip(names, cx.rec.inputs) if a.size or len(a.shape) != 1]  # torch.cat skips empty 1-d
+    cx.bind(cx.node("Concat", keep, axis=int(cx.params["dim"]) % max(len(cx.shape(0)), 1)))
+
+
+def stack(cx: Context) -> None:
+    rank = len(cx.shape(0)) + 1
+    dim = int(cx.params["dim"]) % rank
+    names = [cx.node("Unsqueeze", [cx.input(i), cx.g.ints([dim])]) for i in range(len(cx.rec.inputs))]
+    cx.bind(cx.node("Concat", names, axis=dim))
+
+
+def split(cx: Context) -> None:
+    x = cx.input(0)
+    dim = int(cx.params["dim"]) % len(cx.shape(0))
+    outs = cx.out_arrays()
+    sizes = [a.shape[dim] for a in outs]
+    if cx.rec2 is not None and [a.shape[dim] for a in cx.rec2_outputs()] != sizes:
+        raise cx.refuse("a split whose sizes change with the dynamic axes")
+    names = cx.g.node("Split", [x, cx.g.ints(sizes)], outputs=len(outs), axis=dim)
+    cx.bind(names if isinstance(names, list) else [names])
+
+
+def unbind(cx: Context) -> None:
+    x = cx.input(0)
+    dim = int(cx.params["dim"]) % len(cx.shape(0))
+    n = len(cx.out_arrays())
+    names = cx.g.node("Split", [x, cx.g.ints([1] * n)], outputs=n, axis=dim)
+    names = names if isinstance(names, list) else [names]
+    cx.bind([cx.node("Squeeze", [name, cx.g.ints([dim])]) for name in names])
+
+
+SHAPE_CONVERTERS = {
+    "shape.ViewBackward0": reshape,
+    "shape.UnsafeViewBackward0": reshape,
+    "shape.ReshapeAliasBackward0": reshape,
+    "shape.SqueezeBackward0": reshape,
+    "shape.SqueezeBackward1": reshape,
+    "shape.SqueezeBackward2": reshape,
+    "shape.UnsqueezeBackward0": lambda cx: (basic_index if "index" in cx.params else reshape)(cx),
+    "shape.TransposeBackward0": transpose,
+    "shape.TBackward0": transpose,
+    "shape.PermuteBackward0": permute,
+    "shape.ExpandBackward0": expand,
+    "shape.SliceBackward0": basic_index,
+    "shape.SelectBackward0": basic_index,
+    "shape.AliasBackward0": basic_index,
+    "shape.IndexBackward0": advanced_index,
+    "join.CatBackward0": cat,
+    "join.StackBackward0": stack,
+    "join.SplitBackward0": split,
+    "join.SplitWithSizesBackward0": split,
+    "join.UnbindBackward0": unbind,
+}

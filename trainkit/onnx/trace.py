@@ -1,0 +1,140 @@
+"""Recording one forward call: which ops ran, on which arrays, with which arguments, inside which module.
+
+Every op is an ``Op`` subclass whose ``forward`` runs on arrays, so for the length of the call each class that
+defines a ``forward`` gets a wrapper that notes ``(op class, input arrays, keyword arguments, output)``; an op that
+another op's forward calls is part of that op and is not noted. A module whose layer has a converter of its own
+(``Linear``, ``Conv2d``, ``LSTM``, ...) is noted as one call (its arguments and output) and the ops it runs inside are
+not. The wrappers and the modules' ``forward`` attributes are removed when the call ends, even when it raised.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..autograd.function import Op
+
+__all__ = ["Record", "Tracer", "op_classes"]
+
+
+@dataclass
+class Record:
+    """One recorded call: an op (``module`` is None) or a module converted whole.
+
+    ``inputs``: the op's positional arguments (arrays or numbers) or the module's (Tensors and other values);
+    ``params``: keyword arguments; ``output``: what it returned; ``scope``: the qualified name of the innermost
+    module running it ('' for the model itself).
+    """
+
+    target: Any
+    inputs: tuple
+    params: dict
+    output: Any
+    scope: str
+    module: Any = None
+    keep: list = field(default_factory=list)
+
+
+def op_classes() -> list[type]:
+    """Every ``Op`` subclass defined so far, parents before children.
+
+    >>> any(c.__name__ == "MulBackward0" for c in op_classes())
+    True
+    """
+    out, stack = [], [Op]
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            out.append(sub)
+            stack.append(sub)
+    return out
+
+
+class Tracer:
+    """A context manager that records the ops and module calls of a forward pass on this thread.
+
+    >>> import trainkit
+    >>> from trainkit import nn
+    >>> net = nn.Sequential(nn.Linear(2, 3), nn.Tanh())
+    >>> with Tracer(net, whole={nn.Linear}) as tr:
+    ...     _ = net(trainkit.ones(1, 2))
+    >>> [type(r.module).__name__ if r.module is not None else r.target.__name__ for r in tr.records]
+    ['Linear', 'TanhBackward0']
+    """
+
+    def __init__(self, model, whole: set | tuple = ()):
+        self.model = model
+        self.whole = tuple(whole)
+        self.records: list[Record] = []
+        self.scopes: list[str] = [""]
+        self.depth = 0  # > 0 inside an op's forward or a module converted whole: nothing is noted there
+        self.thread = threading.get_ident()
+        self.patched: list[tuple[type, Any]] = []
+        self.modules: list = []
+
+    # ------------------------------------------------------------------------------------------------ ops
+    def _wrap_op(self, cls: type, original):
+        tracer = self
+
+        def forward(node, *arrays, **params):
+            if tracer.depth or threading.get_ident() != tracer.thread:
+                return original(node, *arrays, **params)
+            tracer.depth += 1
+            try:
+                out = original(node, *arrays, **params)
+            finally:
+                tracer.depth -= 1
+            tracer.records.append(Record(type(node), arrays, params, out, tracer.scopes[-1]))
+            return out
+
+        forward.__wrapped__ = original
+        return forward
+
+    # ------------------------------------------------------------------------------------------------ modules
+    def _wrap_module(self, name: str, module):
+        tracer = self
+        original = module.forward
+        whole = isinstance(module, self.whole)
+
+        def forward(*args, **kwargs):
+            if tracer.depth or threading.get_ident() != tracer.thread:
+                return original(*args, **kwargs)
+            tracer.scopes.append(name)
+            if whole:
+                tracer.depth += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                tracer.scopes.pop()
+                if whole:
+                    tracer.depth -= 1
+            if whole:
+                tracer.records.append(Record(type(module), args, kwargs, out, name, module))
+            return out
+
+        return forward
+
+    def __enter__(self) -> Tracer:
+        try:
+            for cls in op_classes():
+                if "forward" in cls.__dict__:
+                    original = cls.__dict__["forward"]
+                    self.patched.append((cls, original))
+                    cls.forward = self._wrap_op(cls, original)
+            for name, module in self.model.named_modules():
+                if "forward" not in module.__dict__:
+                    module.__dict__["forward"] = self._wrap_module(name, module)
+                    self.modules.append(module)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for cls, original in reversed(self.patched):
+            cls.forward = original
+        self.patched.clear()
+        for module in self.modules:
+            module.__dict__.pop("forward", None)
+        self.modules.clear()
