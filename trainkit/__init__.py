@@ -10,10 +10,8 @@ from .autograd.backend import (  # noqa: E402
     bool_ as bool,
 )
 from .autograd.backend import (
-    bfloat16,
     device,
     dtype,
-    finfo,
     float16,
     float32,
     float64,
@@ -161,6 +159,17 @@ def numel(input: Tensor) -> int:  # noqa: A002
 
 
 from . import backends, data, datasets, hub, jit, layers, nn, onnx, optim, random, testing, transforms, utils  # noqa: E402
+from .amp import (  # noqa: E402  (binds trainkit.amp too)
+    autocast,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
+from .autograd.backend import bfloat16, finfo  # noqa: E402
 from .autograd.ops import rearrange as _rearrange  # noqa: E402
 from .autograd.ops import shape as _shape  # noqa: E402
 from .autograd.ops.cumulative import cumprod, cumsum, prod  # noqa: E402

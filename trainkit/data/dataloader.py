@@ -17,6 +17,9 @@ from ..autograd.random import Generator
 from ..autograd.tensor import Tensor
 from .dataset import Subset, TensorDataset
 
+# RandomSampler(replacement=True) draws its indices in chunks of this many, as PyTorch does
+REPLACEMENT_CHUNK = 32
+
 _COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 
 
@@ -83,7 +86,11 @@ class RandomSampler(Sampler):
             # as PyTorch: one int64 draw from the global stream per pass seeds this pass's own generator
             generator = Generator().manual_seed(int(empty((), dtype=int64).random_().item()))
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=generator).tolist()
+            # drawn 32 at a time, as PyTorch draws them: the same indices for the same seed, and a huge
+            # num_samples (minGPT asks for 1e10 to sample forever) costs nothing until it is iterated
+            for _ in range(self.num_samples // REPLACEMENT_CHUNK):
+                yield from randint(0, n, (REPLACEMENT_CHUNK,), generator=generator).tolist()
+            yield from randint(0, n, (self.num_samples % REPLACEMENT_CHUNK,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=generator).tolist()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.autocast import autocast_inputs
 from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import legacy_type_name, scalar_name
@@ -167,6 +168,7 @@ def conv_transpose2d(
             [2., 4., 2.],
             [1., 2., 1.]])
     """
+    input, weight, bias = autocast_inputs("conv_transpose2d", input, weight, bias)
     ndim = input._data.ndim
     if ndim not in (3, 4):
         raise RuntimeError(

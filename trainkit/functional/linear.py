@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..autograd.autocast import autocast_inputs
 from ..autograd.backend import xp_of
 from ..autograd.function import Op
 from ..autograd.ops import linalg
@@ -65,6 +66,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(trainkit.ones(2, 3), trainkit.ones(4, 3), trainkit.zeros(4)).shape
     trainkit.Size([2, 4])
     """
+    input, weight, bias = autocast_inputs("linear", input, weight, bias)
     x, w = input._data, weight._data  # checked on the arrays: a Tensor's shape and dtype are built on each read
     if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
         rows = input.numel() // input.shape[-1] if input.ndim and input.shape[-1] else 1

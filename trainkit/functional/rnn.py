@@ -16,6 +16,7 @@ dx = da W_ih, db = sum da over all steps at once.
 
 from __future__ import annotations
 
+from ..autograd.autocast import autocast_inputs
 from ..autograd.backend import xp_of
 from ..autograd.ops.join import cat, stack
 from ..autograd.tensor import Tensor
@@ -167,6 +168,11 @@ def recurrent(
     """
     op = LAYER_OPS[mode]
     directions = 2 if bidirectional else 1
+    flat = (input, hx, cx, *(w for ws in weights for w in ws))
+    cast = autocast_inputs(mode.lower(), *flat)  # 'lstm', 'rnn_tanh', ...: autocast's names of the layers
+    if any(a is not b for a, b in zip(cast, flat)):
+        input, hx, cx, rest = cast[0], cast[1], cast[2], iter(cast[3:])
+        weights = [tuple(next(rest) for _ in ws) for ws in weights]
     if batch_sizes is None and input.shape[0] == 0:
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     for state in (hx, cx):

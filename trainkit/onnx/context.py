@@ -9,17 +9,17 @@ from typing import Any
 import numpy as np
 
 from ..autograd.tensor import Tensor
-from .graph import GraphBuilder, OnnxExporterError
+from .graph import GraphBuilder, OnnxExporterError, array_of
 from .shapes import Dims
 from .trace import Record
 
-__all__ = ["Context", "flat_arrays"]
+__all__ = ["Context", "differs", "flat_arrays"]
 
 
 def flat_arrays(value: Any) -> list:
     """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; None stays None."""
     if isinstance(value, Tensor):
-        return [value._data]
+        return [array_of(value)]
     if isinstance(value, (list, tuple)):
         return [a for v in value for a in flat_arrays(v)]
     if isinstance(value, dict):
@@ -92,7 +92,7 @@ class Context:
 
     def changes(self, key: str) -> bool:
         """Whether the argument ``key`` differs between the two runs (it follows a dynamic axis)."""
-        return self.rec2 is not None and _differs(self.rec.params.get(key), self.rec2.params.get(key))
+        return self.rec2 is not None and differs(self.rec.params.get(key), self.rec2.params.get(key))
 
     def vector_for(self, key: str, what: str, x: str) -> str:
         """The shape argument ``key`` of the op as the 1-d value ``what`` (Reshape or Expand) takes."""
@@ -110,11 +110,14 @@ class Context:
             raise self.refuse(f"ONNX {op} needs opset_version >= {n} (got {self.opset})")
 
 
-def _differs(a, b) -> bool:
+def differs(a, b) -> bool:
+    """Whether two recorded arguments differ (arrays by shape, containers item by item)."""
     if type(a) is not type(b):
         return True
+    if isinstance(a, dict):
+        return a.keys() != b.keys() or any(differs(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
-        return len(a) != len(b) or any(_differs(x, y) for x, y in zip(a, b))
+        return len(a) != len(b) or any(differs(x, y) for x, y in zip(a, b))
     if isinstance(a, slice):
         return (a.start, a.stop, a.step) != (b.start, b.stop, b.step)
     if hasattr(a, "shape"):

@@ -7,6 +7,7 @@ arguments is known to be a constant or to follow an axis (:mod:`trainkit.onnx.sh
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 from typing import Any
@@ -14,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..autograd import grad_mode
+from ..autograd.creation import from_numpy
 from ..autograd.tensor import Tensor
-from .context import Context, flat_arrays
+from .context import Context, differs, flat_arrays
 from .graph import GraphBuilder, OnnxExporterError, array_of
 from .layers import LAYER_CONVERTERS
 from .ops_math import MATH_CONVERTERS
@@ -70,9 +72,11 @@ def _op_key(cls: type) -> str:
 
 
 def _layer_converter(module) -> Any:
+    """The converter of a layer written as one ONNX op, when ``module`` is that layer (or a subclass that keeps
+    its ``forward``: a subclass with a forward of its own is traced op by op)."""
     for cls in type(module).__mro__:
         if cls in LAYER_CONVERTERS:
-            return LAYER_CONVERTERS[cls]
+            return LAYER_CONVERTERS[cls] if type(module).forward is cls.forward else None
     return None
 
 
@@ -148,8 +152,7 @@ def _second_args(args, kwargs, names, dynamic, steps):
             a = np.asarray(array_of(v))
             for axis, sym in dynamic.get(name, {}).items():
                 a = _resize(a, axis, steps[sym](a.shape[axis]))
-            t = Tensor._make(np.ascontiguousarray(a))
-            return t.to(v.device) if str(v.device) != "cpu" else t
+            return from_numpy(np.ascontiguousarray(a))
         if isinstance(v, (list, tuple)):
             return type(v)(resize(x) for x in v)
         if isinstance(v, dict):
@@ -159,9 +162,37 @@ def _second_args(args, kwargs, names, dynamic, steps):
     return tuple(resize(a) for a in args), {k: resize(v) for k, v in kwargs.items()}
 
 
+def _on_cpu(model, args, kwargs):
+    """A model or inputs on a GPU are exported from a CPU copy (the graph holds the same values)."""
+    tensors = list(model.parameters()) + list(model.buffers())
+    tensors += [v for v in _flat_tensors(list(args) + list(kwargs.values()))]
+    if all(t.device.type == "cpu" for t in tensors):
+        return model, args, kwargs
+
+    def cpu(v):
+        if isinstance(v, Tensor):
+            return v.cpu()
+        if isinstance(v, (list, tuple)):
+            return type(v)(cpu(x) for x in v)
+        if isinstance(v, dict):
+            return {k: cpu(x) for k, x in v.items()}
+        return v
+
+    return copy.deepcopy(model).cpu(), cpu(args), cpu(kwargs)
+
+
+def _flat_tensors(value) -> list:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flat_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flat_tensors(v)]
+    return []
+
+
 def _run(model, args, kwargs):
-    whole = tuple(LAYER_CONVERTERS)
-    with Tracer(model, whole) as tracer, grad_mode.no_grad():
+    with Tracer(model, _layer_converter) as tracer, grad_mode.no_grad():
         output = model(*args, **kwargs)
     return tracer.records, output
 
@@ -172,10 +203,12 @@ def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose
         if rec2 is not None and (rec2.target is not rec.target or rec2.scope != rec.scope):
             raise OnnxExporterError(
                 "torch.onnx.export: the model runs other ops when a dynamic axis has another size (at "
-                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}): it cannot be exported with these dynamic_axes"
+                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}): it cannot be exported with these "
+                "dynamic_axes"
             )
         arrays = [a for a in flat_arrays(list(rec.inputs) + list(rec.params.values())) if id(a) in g.values]
-        if fold and rec.module is None and not arrays and g.export_params:
+        moves = rec2 is not None and differs(rec.params, rec2.params)
+        if fold and rec.module is None and not arrays and g.export_params and not moves:
             continue  # every input a constant: the output is one too, folded to its value when used
         cx = Context(g, dims, rec, rec2, opset)
         if rec.module is not None:
@@ -251,6 +284,7 @@ def export(
             f"{MIN_OPSET} to {MAX_OPSET}"
         )
     args, kwargs = _split_args(args, kwargs)
+    model, args, kwargs = _on_cpu(model, args, kwargs)
     names = _input_names(model, args, kwargs, input_names)
     inputs = flat_arrays(list(args) + list(kwargs.values()))
     dynamic = _dynamic(dynamic_axes, dynamic_shapes, names)
@@ -263,7 +297,14 @@ def export(
         if any(name in dynamic for name in names):
             steps = _steps(dynamic, names)
             args2, kwargs2 = _second_args(args, kwargs, names, dynamic, steps)
-            records2, output2 = _run(model, args2, kwargs2)
+            try:
+                records2, output2 = _run(model, args2, kwargs2)
+            except Exception as err:
+                shapes = [tuple(a.shape) for a in flat_arrays(list(args2) + list(kwargs2.values()))]
+                raise OnnxExporterError(
+                    f"torch.onnx.export: with dynamic_axes the model is run again at other sizes (inputs {shapes}) "
+                    f"to see which sizes follow them, and it failed: {type(err).__name__}: {err}"
+                ) from err
             if len(records2) != len(records):
                 raise OnnxExporterError(
                     "torch.onnx.export: the model runs a different number of ops when a dynamic axis has another "
@@ -272,7 +313,7 @@ def export(
             inputs2 = flat_arrays(list(args2) + list(kwargs2.values()))
         param_names = {}
         for name, t in list(model.named_buffers()) + list(model.named_parameters()):
-            param_names.setdefault(id(t._data), name)
+            param_names.setdefault(id(array_of(t)), name)
         g = GraphBuilder(opset, param_names, export_params)
         graph_inputs, sources = [], []
         for i, (name, a) in enumerate(zip(names, inputs)):
@@ -314,7 +355,7 @@ def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -
         names = ["output"]
     known = {(a, b): sym for a, b, name, axis in sources for sym in [dynamic[name][axis]]}
     out = []
-    for k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
+    for _k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
         value = g.value(a)
         g.claim(name)
         g.node("Identity", [value], outputs=[name])

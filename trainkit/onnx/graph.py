@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor
 
-__all__ = ["GraphBuilder", "OnnxExporterError"]
+__all__ = ["GraphBuilder", "OnnxExporterError", "array_of"]
 
 
 class OnnxExporterError(RuntimeError):
@@ -25,11 +25,14 @@ class OnnxExporterError(RuntimeError):
 
 
 def array_of(x: Any):
-    """The NumPy array of a Tensor (its data brought to the CPU), or ``x`` itself."""
-    a = x._data if isinstance(x, Tensor) else x
-    if hasattr(a, "get") and not isinstance(a, (np.ndarray, dict)):  # a CuPy array
-        return a.get()
-    return a
+    """The NumPy array behind a CPU Tensor (the same object each time: values are known by it), or ``x``.
+
+    >>> import trainkit
+    >>> t = trainkit.ones(2)
+    >>> array_of(t) is array_of(t)
+    True
+    """
+    return x.numpy(force=True) if isinstance(x, Tensor) else x
 
 
 class GraphBuilder:
@@ -80,7 +83,7 @@ class GraphBuilder:
 
     def bind(self, array, name: str) -> str:
         """Say that ``array`` (a traced value) is the value ``name`` from now on."""
-        array = array._data if isinstance(array, Tensor) else array
+        array = array_of(array)
         self.values[id(array)] = name
         self.arrays[name] = array
         self.keep.append(array)
@@ -90,14 +93,14 @@ class GraphBuilder:
         return self.bind(array, self.claim(name))
 
     def known(self, x) -> bool:
-        a = x._data if isinstance(x, Tensor) else x
+        a = array_of(x)
         return id(a) in self.values
 
     # ------------------------------------------------------------------------------------------------ values
     def value(self, x, like: str | None = None) -> str:
         """The value name of ``x``: a traced array, a parameter or buffer (an initializer by its name), another
         array (a constant) or a Python number (a constant of the dtype of ``like``, else float32/int64)."""
-        a = x._data if isinstance(x, Tensor) else x
+        a = array_of(x)
         if id(a) in self.values:
             return self.values[id(a)]
         if isinstance(a, (bool, int, float, np.generic)) or (hasattr(a, "shape") and id(a) not in self.param_names):

@@ -1,7 +1,206 @@
-"""Converters of whole layers (one row per layer class)."""
+"""Converters of whole layers, one row per layer class: a layer that is one ONNX op (``Conv``, ``MaxPool``,
+``BatchNormalization``, ``LSTM``, ...) is written as that op from its attributes and parameters, rather than from
+the ops its forward runs. Layers not listed here are traced op by op.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import layers as nn
+from .context import Context
+from .graph import array_of
+from .rnn import RNN_CONVERTERS
+
 __all__ = ["LAYER_CONVERTERS"]
 
-LAYER_CONVERTERS: dict = {}
+
+def _tuple(v, n: int) -> list[int]:
+    return [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)] * n
+
+
+def _weight_t(cx: Context, w) -> str:
+    """``W^T`` of a Linear's weight: a transposed initializer (or a ``Transpose`` when parameters are inputs)."""
+    if cx.g.export_params:
+        name = cx.g.param_names.get(id(array_of(w)), "weight")
+        return cx.g.initializer(array_of(w).T, f"{name}_t")
+    return cx.node("Transpose", [cx.g.value(w)], perm=[1, 0])
+
+
+def linear(cx: Context) -> None:
+    """``x W^T + b``: ``Gemm`` on a matrix, ``MatMul`` and ``Add`` on any other rank."""
+    m = cx.rec.module
+    x = cx.input(0)
+    if len(cx.shape(0)) == 2:
+        args = [x, cx.g.value(m.weight)] + ([cx.g.value(m.bias)] if m.bias is not None else [])
+        cx.bind(cx.node("Gemm", args, transB=1))
+        return
+    y = cx.node("MatMul", [x, _weight_t(cx, m.weight)])
+    cx.bind(y if m.bias is None else cx.node("Add", [y, cx.g.value(m.bias)]))
+
+
+def _conv_pads(cx: Context, m, n: int) -> list[int]:
+    if getattr(m, "padding_mode", "zeros") != "zeros":
+        raise cx.refuse(f"padding_mode={m.padding_mode!r} (only 'zeros' is exported)")
+    if m.padding == "valid":
+        return [0] * (2 * n)
+    kernel, dilation = _tuple(m.kernel_size, n), _tuple(m.dilation, n)
+    if m.padding == "same":
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return [t // 2 for t in total] + [t - t // 2 for t in total]
+    pads = _tuple(m.padding, n)
+    return pads + pads
+
+
+def conv(cx: Context) -> None:
+    m = cx.rec.module
+    n = len(cx.shape(0)) - 2
+    if n < 1:
+        raise cx.refuse("unbatched convolution input (add the batch axis first)")
+    args = [cx.input(0), cx.g.value(m.weight)] + ([cx.g.value(m.bias)] if m.bias is not None else [])
+    attrs = dict(
+        kernel_shape=_tuple(m.kernel_size, n),
+        strides=_tuple(m.stride, n),
+        dilations=_tuple(m.dilation, n),
+        group=int(m.groups),
+    )
+    if isinstance(m, nn.ConvTranspose1d | nn.ConvTranspose2d):
+        if len(cx.rec.inputs) > 1 or "output_size" in cx.params:
+            raise cx.refuse("ConvTranspose with output_size")
+        pads = _tuple(m.padding, n)
+        cx.bind(cx.node("ConvTranspose", args, pads=pads + pads, output_padding=_tuple(m.output_padding, n), **attrs))
+        return
+    cx.bind(cx.node("Conv", args, pads=_conv_pads(cx, m, n), **attrs))
+
+
+def max_pool(cx: Context) -> None:
+    m = cx.rec.module
+    n = len(cx.shape(0)) - 2
+    if m.return_indices:
+        raise cx.refuse("return_indices=True")
+    kernel = _tuple(m.kernel_size, n)
+    stride = _tuple(m.stride if m.stride is not None else m.kernel_size, n)
+    pads = _tuple(m.padding, n)
+    cx.bind(
+        cx.node(
+            "MaxPool",
+            [cx.input(0)],
+            kernel_shape=kernel,
+            strides=stride,
+            pads=pads + pads,
+            dilations=_tuple(m.dilation, n),
+            ceil_mode=int(bool(m.ceil_mode)),
+        )
+    )
+
+
+def avg_pool(cx: Context) -> None:
+    m = cx.rec.module
+    n = len(cx.shape(0)) - 2
+    if getattr(m, "divisor_override", None):
+        raise cx.refuse("divisor_override")
+    kernel = _tuple(m.kernel_size, n)
+    stride = _tuple(m.stride if m.stride is not None else m.kernel_size, n)
+    pads = _tuple(m.padding, n)
+    cx.bind(
+        cx.node(
+            "AveragePool",
+            [cx.input(0)],
+            kernel_shape=kernel,
+            strides=stride,
+            pads=pads + pads,
+            ceil_mode=int(bool(m.ceil_mode)),
+            count_include_pad=int(bool(m.count_include_pad)),
+        )
+    )
+
+
+def adaptive_pool(global_op: str, op: str):
+    """Output size 1 everywhere: ``Global...Pool``; an output size that divides the input: a plain pool with
+    kernel = stride = input / output (the windows adaptive pooling takes then)."""
+
+    def convert(cx: Context) -> None:
+        m = cx.rec.module
+        shape = cx.shape(0)
+        n = len(shape) - 2
+        out = [s if o is None else int(o) for o, s in zip(_tuple_or_none(m.output_size, n), shape[2:])]
+        if getattr(m, "return_indices", False):
+            raise cx.refuse("return_indices=True")
+        x = cx.input(0)
+        if all(o == 1 for o in out):
+            cx.bind(cx.node(global_op, [x]))
+            return
+        if any(s % o for s, o in zip(shape[2:], out)) or (cx.rec2 is not None and cx.shape(0)[2:] != cx.shape2(0)[2:]):
+            raise cx.refuse(f"output size {tuple(out)} does not divide the input's {tuple(shape[2:])}")
+        kernel = [s // o for s, o in zip(shape[2:], out)]
+        cx.bind(cx.node(op, [x], kernel_shape=kernel, strides=kernel))
+
+    return convert
+
+
+def _tuple_or_none(v, n: int) -> list:
+    return list(v) if isinstance(v, (tuple, list)) else [v] * n
+
+
+def batch_norm(cx: Context) -> None:
+    """Evaluation-mode batch norm with the running statistics: ``BatchNormalization``."""
+    m = cx.rec.module
+    if m.running_mean is None:
+        raise cx.refuse("track_running_stats=False (it normalizes by the batch's statistics even in eval mode)")
+    c = int(m.num_features)
+    dtype = cx.g.dtype(cx.input(0)) or np.float32
+    scale = cx.g.value(m.weight) if m.weight is not None else cx.g.const(np.ones(c, dtype))
+    bias = cx.g.value(m.bias) if m.bias is not None else cx.g.const(np.zeros(c, dtype))
+    args = [cx.input(0), scale, bias, cx.g.value(m.running_mean), cx.g.value(m.running_var)]
+    cx.bind(cx.node("BatchNormalization", args, epsilon=float(m.eps)))
+
+
+def group_norm(cx: Context) -> None:
+    """``(x - mean) / sqrt(var + eps)`` over each group of channels (and all positions), then the per-channel
+    affine: written with ``Reshape`` and ``ReduceMean`` (ONNX's GroupNormalization changed meaning in opset 21)."""
+    m = cx.rec.module
+    x = cx.input(0)
+    rank = len(cx.shape(0))
+    grouped = cx.node("Reshape", [x, cx.g.ints([0, int(m.num_groups), -1])])
+
+    def mean(v: str) -> str:
+        if cx.opset >= 18:
+            return cx.node("ReduceMean", [v, cx.g.ints([2])], keepdims=1)
+        return cx.node("ReduceMean", [v], axes=[2], keepdims=1)
+
+    centered = cx.node("Sub", [grouped, mean(grouped)])
+    var = mean(cx.node("Mul", [centered, centered]))
+    std = cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(float(m.eps), x)])])
+    y = cx.node("Reshape", [cx.node("Div", [centered, std]), cx.node("Shape", [x])])
+    if m.affine:
+        per_channel = [1, -1] + [1] * (rank - 2)
+        w = cx.node("Reshape", [cx.g.value(m.weight), cx.g.ints(per_channel[1:])])
+        b = cx.node("Reshape", [cx.g.value(m.bias), cx.g.ints(per_channel[1:])])
+        y = cx.node("Add", [cx.node("Mul", [y, w]), b])
+    cx.bind(y)
+
+
+def identity(cx: Context) -> None:
+    cx.bind(cx.node("Identity", [cx.input(0)]))
+
+
+LAYER_CONVERTERS = {
+    nn.Linear: linear,
+    nn.Conv1d: conv,
+    nn.Conv2d: conv,
+    nn.ConvTranspose1d: conv,
+    nn.ConvTranspose2d: conv,
+    nn.MaxPool1d: max_pool,
+    nn.MaxPool2d: max_pool,
+    nn.AvgPool1d: avg_pool,
+    nn.AvgPool2d: avg_pool,
+    nn.AdaptiveAvgPool1d: adaptive_pool("GlobalAveragePool", "AveragePool"),
+    nn.AdaptiveAvgPool2d: adaptive_pool("GlobalAveragePool", "AveragePool"),
+    nn.AdaptiveMaxPool1d: adaptive_pool("GlobalMaxPool", "MaxPool"),
+    nn.BatchNorm1d: batch_norm,
+    nn.BatchNorm2d: batch_norm,
+    nn.GroupNorm: group_norm,
+    nn.Dropout: identity,
+    nn.Identity: identity,
+    **RNN_CONVERTERS,
+}

@@ -258,7 +258,8 @@ def layer_norm(cx: Context) -> None:
 
 
 def embedding(cx: Context) -> None:
-    cx.bind(cx.node("Gather", [cx.input(0), cx.input(1)], axis=0))
+    indices = cx.params["indices"] if "indices" in cx.params else cx.rec.inputs[1]
+    cx.bind(cx.node("Gather", [cx.input(0), cx.g.value(indices)], axis=0))
 
 
 def trilu(upper: int):

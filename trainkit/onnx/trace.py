@@ -57,15 +57,15 @@ class Tracer:
     >>> import trainkit
     >>> from trainkit import nn
     >>> net = nn.Sequential(nn.Linear(2, 3), nn.Tanh())
-    >>> with Tracer(net, whole={nn.Linear}) as tr:
+    >>> with Tracer(net, whole=lambda m: isinstance(m, nn.Linear)) as tr:
     ...     _ = net(trainkit.ones(1, 2))
     >>> [type(r.module).__name__ if r.module is not None else r.target.__name__ for r in tr.records]
     ['Linear', 'TanhBackward0']
     """
 
-    def __init__(self, model, whole: set | tuple = ()):
+    def __init__(self, model, whole=None):
         self.model = model
-        self.whole = tuple(whole)
+        self.whole = whole or (lambda module: False)  # module -> whether it is recorded as one call
         self.records: list[Record] = []
         self.scopes: list[str] = [""]
         self.depth = 0  # > 0 inside an op's forward or a module converted whole: nothing is noted there
@@ -95,7 +95,7 @@ class Tracer:
     def _wrap_module(self, name: str, module):
         tracer = self
         original = module.forward
-        whole = isinstance(module, self.whole)
+        whole = bool(self.whole(module))
 
         def forward(*args, **kwargs):
             if tracer.depth or threading.get_ident() != tracer.thread:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .autograd.backend import cuda_is_available, load_cupy
-from .autograd.random import manual_seed as seed_all
+from ..autograd.backend import cuda_is_available, load_cupy
+from ..autograd.random import manual_seed as seed_all
 
 
 def is_available() -> bool:
@@ -34,3 +34,6 @@ def manual_seed(seed: int) -> None:
 
 
 manual_seed_all = manual_seed
+
+
+from . import amp  # noqa: E402  (trainkit.cuda.amp, as torch.cuda.amp, after the names above)

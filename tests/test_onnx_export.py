@@ -1,0 +1,420 @@
+"""``torch.onnx.export``: models written as ONNX run in onnxruntime and give trainkit's outputs, at the traced
+sizes and, through ``dynamic_axes``, at others; what cannot be exported is refused with the op and module named."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import trainkit
+from trainkit import nn
+from trainkit.nn import functional as F
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def session(path_or_bytes) -> ort.InferenceSession:
+    data = path_or_bytes if isinstance(path_or_bytes, bytes) else str(path_or_bytes)
+    return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+
+
+def outputs_of(model, args) -> list[np.ndarray]:
+    with trainkit.no_grad():
+        out = model(*args)
+    flat = []
+
+    def walk(v):
+        if isinstance(v, trainkit.Tensor):
+            flat.append(v.numpy())
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                walk(x)
+
+    walk(out)
+    return flat
+
+
+def roundtrip(tmp_path, model, args, names, dynamic=None, others=(), atol=1e-5, **kwargs):
+    """Export ``model`` on ``args``, then compare onnxruntime with trainkit on ``args`` and on each of ``others``."""
+    model.eval()
+    path = tmp_path / "model.onnx"
+    trainkit.onnx.export(model, args, path, input_names=names, dynamic_axes=dynamic, **kwargs)
+    onnx.checker.check_model(str(path))
+    sess = session(path)
+    for inputs in (args, *others):
+        got = sess.run(None, {n: t.numpy() for n, t in zip(names, inputs)})
+        want = outputs_of(model, inputs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=atol)
+    return onnx.load(str(path))
+
+
+def ops_of(proto) -> set[str]:
+    return {n.op_type for n in proto.graph.node}
+
+
+# ----------------------------------------------------------------------------------------------- layer families
+LAYERS = [
+    ("linear", lambda: nn.Linear(4, 3), (2, 4), {0: "N"}, (5, 4), {"Gemm"}),
+    ("linear-3d", lambda: nn.Linear(4, 3), (2, 5, 4), {0: "N", 1: "T"}, (3, 2, 4), {"MatMul"}),
+    (
+        "conv1d",
+        lambda: nn.Conv1d(3, 6, 3, padding="same", dilation=2),
+        (2, 3, 10),
+        {0: "N", 2: "L"},
+        (1, 3, 7),
+        {"Conv"},
+    ),
+    (
+        "conv2d",
+        lambda: nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2),
+        (2, 4, 9, 9),
+        {0: "N"},
+        (3, 4, 9, 9),
+        {"Conv"},
+    ),
+    (
+        "conv-transpose1d",
+        lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1),
+        (2, 3, 6),
+        {0: "N"},
+        (1, 3, 6),
+        {"ConvTranspose"},
+    ),
+    (
+        "conv-transpose2d",
+        lambda: nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1),
+        (2, 3, 5, 5),
+        {0: "N", 2: "H", 3: "W"},
+        (1, 3, 7, 4),
+        {"ConvTranspose"},
+    ),
+    ("maxpool1d", lambda: nn.MaxPool1d(3, stride=2, padding=1), (2, 3, 9), {0: "N", 2: "L"}, (3, 3, 12), {"MaxPool"}),
+    ("maxpool2d", lambda: nn.MaxPool2d(2, ceil_mode=True), (2, 3, 7, 7), {0: "N"}, (1, 3, 7, 7), {"MaxPool"}),
+    ("avgpool1d", lambda: nn.AvgPool1d(2), (2, 3, 8), {0: "N"}, (3, 3, 8), {"AveragePool"}),
+    (
+        "avgpool2d",
+        lambda: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        (2, 3, 7, 7),
+        {0: "N"},
+        (1, 3, 7, 7),
+        {"AveragePool"},
+    ),
+    ("adaptive-avg1d", lambda: nn.AdaptiveAvgPool1d(1), (2, 3, 8), {0: "N", 2: "L"}, (3, 3, 5), {"GlobalAveragePool"}),
+    ("adaptive-avg2d", lambda: nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 4, 6), {0: "N"}, (1, 3, 4, 6), {"AveragePool"}),
+    ("batchnorm1d", lambda: nn.BatchNorm1d(5), (4, 5), {0: "N"}, (2, 5), {"BatchNormalization"}),
+    ("batchnorm2d", lambda: nn.BatchNorm2d(3), (2, 3, 4, 4), {0: "N"}, (3, 3, 4, 4), {"BatchNormalization"}),
+    ("layernorm", lambda: nn.LayerNorm(6), (2, 3, 6), {0: "N", 1: "T"}, (1, 5, 6), {"LayerNormalization"}),
+    ("layernorm-2d", lambda: nn.LayerNorm((3, 6)), (2, 3, 6), {0: "N"}, (4, 3, 6), {"LayerNormalization"}),
+    ("groupnorm", lambda: nn.GroupNorm(2, 4), (2, 4, 5, 5), {0: "N", 2: "H"}, (3, 4, 2, 5), {"ReduceMean"}),
+    ("dropout", lambda: nn.Dropout(0.5), (4, 6), {0: "N"}, (2, 6), set()),
+    ("relu", lambda: nn.ReLU(), (4, 6), {0: "N"}, (2, 6), {"Relu"}),
+    ("gelu", lambda: nn.GELU(), (4, 6), {0: "N"}, (2, 6), {"Erf"}),
+    ("gelu-tanh", lambda: nn.GELU(approximate="tanh"), (4, 6), {0: "N"}, (2, 6), {"Tanh"}),
+    ("tanh", lambda: nn.Tanh(), (4, 6), {0: "N"}, (2, 6), {"Tanh"}),
+    ("sigmoid", lambda: nn.Sigmoid(), (4, 6), {0: "N"}, (2, 6), {"Sigmoid"}),
+    ("silu", lambda: nn.SiLU(), (4, 6), {0: "N"}, (2, 6), {"Sigmoid", "Mul"}),
+    ("leaky-relu", lambda: nn.LeakyReLU(0.2), (4, 6), {0: "N"}, (2, 6), {"LeakyRelu"}),
+    ("softmax", lambda: nn.Softmax(dim=-1), (4, 6), {0: "N"}, (2, 6), {"Softmax"}),
+    ("log-softmax", lambda: nn.LogSoftmax(dim=1), (4, 6), {0: "N"}, (2, 6), {"LogSoftmax"}),
+    ("flatten", lambda: nn.Flatten(), (2, 3, 4, 5), {0: "N"}, (3, 3, 4, 5), {"Reshape"}),
+    ("flatten-middle", lambda: nn.Flatten(1, 2), (2, 3, 4, 5), {0: "N", 3: "W"}, (3, 3, 4, 2), {"Reshape"}),
+]
+
+
+@pytest.mark.parametrize("make,shape,axes,other,expected", [row[1:] for row in LAYERS], ids=[r[0] for r in LAYERS])
+def test_layer_runs_in_onnxruntime_at_the_traced_and_another_size(tmp_path, make, shape, axes, other, expected):
+    trainkit.manual_seed(0)
+    model = make()
+    if isinstance(model, (nn.BatchNorm1d, nn.BatchNorm2d)):  # running statistics other than 0 and 1
+        model.train()
+        with trainkit.no_grad():
+            for _ in range(3):
+                model(trainkit.randn(*shape) * 2 + 1)
+    proto = roundtrip(tmp_path, model, (trainkit.randn(*shape),), ["x"], {"x": axes}, [(trainkit.randn(*other),)])
+    assert expected <= ops_of(proto)
+    dims = proto.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param for d in dims if d.dim_param] == list(axes.values())
+
+
+def test_embedding_is_a_gather_of_int64_ids(tmp_path):
+    model = nn.Embedding(10, 4, padding_idx=0)
+    ids = trainkit.tensor([[1, 2, 0], [9, 3, 3]])
+    proto = roundtrip(tmp_path, model, (ids,), ["ids"], {"ids": [0, 1]}, [(trainkit.tensor([[4, 5, 6, 7, 8]]),)])
+    assert "Gather" in ops_of(proto)
+    assert proto.graph.initializer[0].name == "weight"
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_recurrent_layers_become_the_onnx_op_with_pytorchs_gates(tmp_path, kind, batch_first):
+    trainkit.manual_seed(1)
+    model = getattr(nn, kind)(4, 5, num_layers=2, bidirectional=True, batch_first=batch_first)
+    axes = {0: "a", 1: "b"}
+    proto = roundtrip(
+        tmp_path, model, (trainkit.randn(3, 6, 4),), ["x"], {"x": axes}, [(trainkit.randn(7, 2, 4),)], atol=1e-5
+    )
+    assert kind in ops_of(proto)
+    names = {i.name for i in proto.graph.initializer}
+    assert {"weight_ih_l0", "weight_hh_l1_reverse"} <= names  # the parameters keep PyTorch's names
+
+
+def test_lstm_with_initial_states_and_the_relu_rnn(tmp_path):
+    model = nn.LSTM(3, 4, num_layers=2)
+    h0, c0 = trainkit.randn(2, 2, 4), trainkit.randn(2, 2, 4)
+
+    class WithState(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = model
+
+        def forward(self, x, h, c):
+            return self.lstm(x, (h, c))
+
+    roundtrip(tmp_path, WithState(), (trainkit.randn(5, 2, 3), h0, c0), ["x", "h", "c"])
+    roundtrip(tmp_path, nn.RNN(3, 4, nonlinearity="relu"), (trainkit.randn(5, 3),), ["x"])  # unbatched
+
+
+def test_multihead_attention_with_weights_and_a_key_padding_mask(tmp_path):
+    trainkit.manual_seed(2)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x, pad):
+            return self.mha(x, x, x, key_padding_mask=pad)
+
+    x = trainkit.randn(2, 5, 8)
+    pad = trainkit.tensor([[False] * 4 + [True], [False] * 5])
+    roundtrip(tmp_path, Attend(), (x, pad), ["x", "pad"])
+    roundtrip(tmp_path, mha, (x, x, x), ["q", "k", "v"], atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------------ models
+class GPTBlock(nn.Module):
+    """A GPT block as nanoGPT writes it: causal attention through scaled_dot_product_attention, then an MLP."""
+
+    def __init__(self, d: int = 16, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.Dropout(0.1))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab: int = 20, d: int = 16, block: int = 12):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(trainkit.randn(1, block, d) * 0.1)
+        self.blocks = nn.Sequential(GPTBlock(d), GPTBlock(d))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos[:, :T, :]
+        return self.head(self.ln(self.blocks(x)))
+
+
+def test_mlp_and_cnn(tmp_path):
+    trainkit.manual_seed(3)
+    mlp = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3), nn.LogSoftmax(dim=1))
+    roundtrip(tmp_path, mlp, (trainkit.randn(4, 6),), ["x"], {"x": {0: "batch"}}, [(trainkit.randn(9, 6),)])
+    cnn = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.SiLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 10),
+    )
+    x = trainkit.randn(2, 1, 8, 8)
+    proto = roundtrip(tmp_path, cnn, (x,), ["image"], {"image": {0: "batch"}}, [(trainkit.randn(5, 1, 8, 8),)])
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+
+
+def test_lstm_language_model(tmp_path):
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(30, 8)
+            self.lstm = nn.LSTM(8, 12, num_layers=2, batch_first=True, dropout=0.1)
+            self.out = nn.Linear(12, 30)
+
+        def forward(self, ids):
+            h, _ = self.lstm(self.emb(ids))
+            return self.out(h)
+
+    trainkit.manual_seed(4)
+    ids = trainkit.randint(0, 30, (2, 7))
+    roundtrip(tmp_path, LM(), (ids,), ["ids"], {"ids": {0: "batch", 1: "seq"}}, [(trainkit.randint(0, 30, (3, 4)),)])
+
+
+def test_transformer_encoder(tmp_path):
+    trainkit.manual_seed(5)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=True, activation="gelu")
+    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    x = trainkit.randn(2, 5, 16)
+    proto = roundtrip(tmp_path, model, (x,), ["src"], {"src": {0: "B", 1: "S"}}, [(trainkit.randn(3, 9, 16),)])
+    assert "LayerNormalization" in ops_of(proto)
+
+
+def test_transformer_decoder_layer_with_a_causal_mask_input(tmp_path):
+    trainkit.manual_seed(6)
+    model = nn.TransformerDecoderLayer(16, 2, 24)  # sequence first
+    tgt, memory = trainkit.randn(4, 2, 16), trainkit.randn(6, 2, 16)
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+
+    class Decode(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = model
+
+        def forward(self, tgt, memory, mask):
+            return self.layer(tgt, memory, tgt_mask=mask)
+
+    roundtrip(tmp_path, Decode(), (tgt, memory, mask), ["tgt", "memory", "mask"])
+
+
+def test_gpt_with_dynamic_batch_and_sequence_length(tmp_path):
+    trainkit.manual_seed(7)
+    model = GPT()
+    ids = trainkit.randint(0, 20, (2, 6))
+    others = [(trainkit.randint(0, 20, (1, 12)),), (trainkit.randint(0, 20, (3, 3)),)]
+    dynamic = {"idx": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    model.eval()
+    path = tmp_path / "gpt.onnx"
+    trainkit.onnx.export(model, (ids,), str(path), input_names=["idx"], output_names=["logits"], dynamic_axes=dynamic)
+    sess = session(path)
+    for (x,) in [(ids,), *others]:
+        (got,) = sess.run(["logits"], {"idx": x.numpy()})
+        np.testing.assert_allclose(got, outputs_of(model, (x,))[0], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ the arguments
+def test_file_object_opsets_and_export_params(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.LayerNorm(4))
+    x = trainkit.randn(2, 3)
+    buf = io.BytesIO()
+    program = trainkit.onnx.export(model, (x,), buf, input_names=["x"], output_names=["y"])
+    proto = onnx.load_from_string(buf.getvalue())
+    assert proto.opset_import[0].version == 18 == program.model_proto.opset_import[0].version
+    assert [o.name for o in proto.graph.output] == ["y"]
+    got = session(buf.getvalue()).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(got, outputs_of(model, (x,))[0], rtol=1e-5, atol=1e-6)
+    for opset in (17, 20, 21):
+        proto = roundtrip(tmp_path, model, (x,), ["x"], opset_version=opset)
+        assert ("Gelu" in ops_of(proto)) == (opset >= 20)
+    proto = roundtrip(tmp_path, nn.Sequential(nn.Linear(3, 4), nn.Softmax(-1)), (x,), ["x"], opset_version=13)
+    buf = io.BytesIO()
+    trainkit.onnx.export(model, x, buf, export_params=False)  # a lone tensor is the one argument
+    proto = onnx.load_from_string(buf.getvalue())
+    assert not proto.graph.initializer or all(i.name.startswith("const") for i in proto.graph.initializer)
+    assert [i.name for i in proto.graph.input] == ["input", "0.weight", "0.bias", "2.weight", "2.bias"]
+
+
+def test_model_stays_in_its_mode_and_export_returns_a_program(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    model.train()
+    program = trainkit.onnx.export(model, (trainkit.randn(1, 3),), None)
+    assert model.training and model[1].training
+    assert "ONNXProgram" in repr(program)
+    program.save(tmp_path / "saved.onnx")
+    onnx.checker.check_model(str(tmp_path / "saved.onnx"))
+    assert trainkit.onnx.is_in_onnx_export() is False
+
+
+# ------------------------------------------------------------------------------------------------------ refusals
+def test_an_op_without_converter_names_the_op_and_the_module(tmp_path):
+    class Sorts(nn.Module):
+        def forward(self, x):
+            return x.sort(dim=-1).values
+
+    model = nn.Sequential(nn.Linear(3, 3), Sorts())
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"SortBackward0.*in module '1'"):
+        trainkit.onnx.export(model, (trainkit.randn(2, 3),), tmp_path / "m.onnx")
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_refusals_name_the_culprit(tmp_path):
+    x = trainkit.randn(2, 3)
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="opset_version=9"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), tmp_path / "m.onnx", opset_version=9)
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="LayerNormalization needs opset_version >= 17"):
+        trainkit.onnx.export(nn.LayerNorm(3), (x,), tmp_path / "m.onnx", opset_version=16)
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="input_names has 2 names for 1"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), tmp_path / "m.onnx", input_names=["a", "b"])
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="model must be a Module"):
+        trainkit.onnx.export(lambda t: t, (x,), tmp_path / "m.onnx")
+
+    class Mask(nn.Module):
+        def forward(self, x):
+            T = x.shape[1]
+            return x.masked_fill(trainkit.ones(T, T).triu(1).bool(), 0.0)
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="made inside forward whose size follows a dynamic"):
+        trainkit.onnx.export(
+            Mask(), (trainkit.randn(2, 4, 4),), tmp_path / "m.onnx", dynamic_axes={"x": {1: "T", 2: "T"}}
+        )
+    roundtrip(tmp_path, Mask(), (trainkit.randn(2, 4, 4),), ["x"])  # at a fixed size the mask is a constant
+
+
+# ------------------------------------------------------------------------------------------------- the launcher
+SCRIPT = """
+import torch
+import torch.onnx
+import onnxruntime
+
+model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+model.eval()
+torch.onnx.export(model, (torch.randn(1, 3),), "model.onnx", input_names=["x"], output_names=["y"],
+                  dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+x = torch.randn(5, 3)
+(y,) = onnxruntime.InferenceSession("model.onnx").run(None, {"x": x.numpy()})
+with torch.no_grad():
+    print("max difference", float(abs(y - model(x).numpy()).max()), y.shape)
+"""
+
+
+def test_torch_onnx_export_through_run_torch(tmp_path):
+    script = tmp_path / "export.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    result = subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", "run-torch", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    difference = float(result.stdout.split()[2])
+    assert difference < 1e-5 and "(5, 2)" in result.stdout
+    assert (tmp_path / "model.onnx").exists()
