@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autocast import autocast_inputs
 from ..backend import BFLOAT16_NP, is_array, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -86,7 +87,11 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> (trainkit.ones(2, 3) @ trainkit.ones(3)).shape
     trainkit.Size([2])
     """
-    a, b = input, other
+    return product(*autocast_inputs("matmul", input, other))
+
+
+def product(a: Tensor, b: Tensor) -> Tensor:
+    """``matmul`` without autocast: what ``dot`` and ``mv`` compute (autocast leaves them in the inputs' dtype)."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
     if a._data.ndim == 0 or b._data.ndim == 0:
@@ -131,6 +136,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"bmm expects two 3-D tensors with the same batch size, got shapes {tuple(input.shape)} and "
             f"{tuple(mat2.shape)}"
         )
+    input, mat2 = autocast_inputs("bmm", input, mat2)
     return _product(input, mat2, Bmm)
 
 
@@ -138,7 +144,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return matmul(input, other)
+    return product(input, other)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
