@@ -57,7 +57,7 @@ def test_matches_torch(torch, name, shapes, kw, dtype):
     rng = np.random.default_rng(0)
     (out, grads), (ref, ref_grads) = _pair(torch, rng, shapes, dtype, **kw)
     assert out.dtype == getattr(trainkit, np.dtype(dtype).name)
-    assert out.grad_fn.name() == NODE
+    assert out.grad_fn.name() == ref.grad_fn.name()  # the fused node where PyTorch runs its kernel, its ops elsewhere
     np.testing.assert_allclose(to_numpy(out), to_numpy(ref), **TOL[dtype])
     for a, b in zip(grads, ref_grads):
         assert a.dtype == dtype
@@ -322,3 +322,34 @@ def test_a_mask_with_more_dimensions_than_the_scores_is_refused_as_torch(torch):
         return L.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=L.zeros(1, 1, 1, 3, 3))
 
     assert_same_error(torch, fn, "doesn't match the broadcast shape [1, 2, 2, 3, 3]")
+
+
+PATHS = [
+    ("fused", ((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4)), {}),
+    ("Ev != E", ((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 3)), {}),
+    ("3-D", ((2, 5, 4), (2, 6, 4), (2, 6, 4)), {}),
+    ("2-D", ((5, 4), (6, 4), (6, 4)), {}),
+    ("broadcast heads", ((2, 2, 5, 4), (2, 1, 6, 4), (2, 1, 6, 4)), {}),
+    ("grouped heads", ((2, 4, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4)), {"enable_gqa": True}),
+    ("dropout", ((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4)), {"dropout_p": 0.5}),
+    ("no query", ((2, 2, 0, 4), (2, 2, 6, 4), (2, 2, 6, 3)), {}),
+    ("no key", ((2, 2, 5, 4), (2, 2, 0, 4), (2, 2, 0, 3)), {}),
+    ("empty head size", ((2, 2, 5, 0), (2, 2, 6, 0), (2, 2, 6, 3)), {}),
+]
+
+
+@pytest.mark.parametrize("name,shapes,kw", PATHS, ids=[p[0] for p in PATHS])
+def test_graph_follows_the_path_torch_takes(torch, name, shapes, kw):
+    """One fused node where PyTorch's CPU runs its kernel; its reference path's ops (and their node names)
+    elsewhere; zeros tied to every input where there is nothing to attend."""
+    got = []
+    for lib in (trainkit, torch):
+        ins = [lib.ones(s, requires_grad=True) for s in shapes]
+        out = lib.nn.functional.scaled_dot_product_attention(*ins, **kw)
+        out.sum().backward()
+        got.append((out.grad_fn.name(), tuple(out.shape), [to_numpy(x.grad) for x in ins]))
+    (node, shape, grads), (ref_node, ref_shape, ref_grads) = got
+    assert (node, shape) == (ref_node, ref_shape)
+    if "dropout_p" not in kw:
+        for a, b in zip(grads, ref_grads):
+            np.testing.assert_allclose(a, b, atol=1e-6)

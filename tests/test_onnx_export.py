@@ -119,6 +119,23 @@ LAYERS = [
     ("layernorm", lambda: nn.LayerNorm(6), (2, 3, 6), {0: "N", 1: "T"}, (1, 5, 6), {"LayerNormalization"}),
     ("layernorm-2d", lambda: nn.LayerNorm((3, 6)), (2, 3, 6), {0: "N"}, (4, 3, 6), {"LayerNormalization"}),
     ("groupnorm", lambda: nn.GroupNorm(2, 4), (2, 4, 5, 5), {0: "N", 2: "H"}, (3, 4, 2, 5), {"ReduceMean"}),
+    ("upsample-nearest", lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 5), {0: "N"}, (1, 3, 4, 5), {"Resize"}),
+    (
+        "upsample-bilinear",
+        lambda: nn.Upsample(scale_factor=(2, 3), mode="bilinear", align_corners=True),
+        (2, 3, 4, 5),
+        {0: "N"},
+        (1, 3, 4, 5),
+        {"Resize"},
+    ),
+    (
+        "upsample-bicubic",
+        lambda: nn.Upsample(size=(7, 9), mode="bicubic"),
+        (2, 3, 4, 5),
+        {0: "N"},
+        (3, 3, 4, 5),
+        {"Resize"},
+    ),
     ("dropout", lambda: nn.Dropout(0.5), (4, 6), {0: "N"}, (2, 6), set()),
     ("relu", lambda: nn.ReLU(), (4, 6), {0: "N"}, (2, 6), {"Relu"}),
     ("gelu", lambda: nn.GELU(), (4, 6), {0: "N"}, (2, 6), {"Erf"}),
@@ -203,6 +220,88 @@ def test_multihead_attention_with_weights_and_a_key_padding_mask(tmp_path):
     pad = trainkit.tensor([[False] * 4 + [True], [False] * 5])
     roundtrip(tmp_path, Attend(), (x, pad), ["x", "pad"])
     roundtrip(tmp_path, mha, (x, x, x), ["q", "k", "v"], atol=1e-5)
+
+
+class TensorOps(nn.Module):
+    """The tensor ops models use in forward, each an output of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(trainkit.randn(6, 5))
+        self.register_buffer("idx", trainkit.tensor([2, 0, 1]))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        u, v = trainkit.stack([x, x * 2], dim=1).unbind(1)
+        values, indices = x.max(dim=-1)
+        gathered = x[:, :, self.idx] + x.permute(0, 2, 1)[:, :3, :].transpose(1, 2)
+        spread = (x.sum(1, keepdim=True).expand(B, T, C) - x.amax(-1, keepdim=True)).clamp(-1, 1) ** 2
+        chosen = trainkit.where(x > 0, x.abs().sqrt(), (x.exp() + 1).log())
+        arithmetic = 1 - x / (x.abs() + 1) - (-x)
+        scores = trainkit.bmm(x, x.transpose(1, 2)).softmax(-1) + (x @ x.transpose(1, 2)).log_softmax(-1)
+        linear = F.linear(x, self.w.t()[:, :C], None)
+        gates = x.sigmoid() * x.tanh() * F.silu(x)
+        return (
+            u + v,
+            values,
+            indices,
+            x.argmin(1),
+            gathered,
+            spread,
+            chosen,
+            arithmetic,
+            scores,
+            x.cumsum(1),
+            linear,
+            gates,
+            x.mean((1, 2)),
+            x[:, -1],
+            x[..., None, 1:3],
+            x.min(),
+        )
+
+
+def test_tensor_ops_in_forward(tmp_path):
+    trainkit.manual_seed(9)
+    x = trainkit.randn(2, 4, 5)
+    roundtrip(tmp_path, TensorOps(), (x,), ["x"], {"x": {0: "B", 1: "T"}}, [(trainkit.randn(3, 7, 5),)])
+
+
+def test_comparisons_masks_and_padding_follow_the_inputs(tmp_path):
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 6, padding_idx=0)
+
+        def forward(self, ids):
+            pad = (ids == 0) | (ids > 10)
+            x = self.emb(ids).masked_fill(pad.unsqueeze(-1), -1.0)
+            x = F.pad(x, (1, 2), value=0.5) * (x.abs() + 1).rsqrt().mean(-1, keepdim=True)
+            return x.sum(1) / (~pad).float().sum(1, keepdim=True), x.amax(-1) >= 0
+
+    ids = trainkit.tensor([[0, 3, 11, 5], [4, 4, 0, 0]])
+    others = [(trainkit.tensor([[1, 0, 2, 0, 7, 11]]),)]
+    proto = roundtrip(tmp_path, Masked(), (ids,), ["ids"], {"ids": {0: "B", 1: "T"}}, others)
+    assert {"Equal", "Greater", "Or", "Not", "Pad", "Where"} <= ops_of(proto)
+
+
+def test_transformer_encoder_with_a_key_padding_mask_input(tmp_path):
+    trainkit.manual_seed(8)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
+
+    class Encode(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = model
+
+        def forward(self, x, pad):
+            return self.encoder(x, src_key_padding_mask=pad)
+
+    pad = trainkit.tensor([[False, False, True], [False, False, False]])
+    other = (trainkit.randn(3, 5, 8), trainkit.tensor([[False] * 5, [False] * 2 + [True] * 3, [False] * 4 + [True]]))
+    dynamic = {"x": {0: "B", 1: "T"}, "pad": {0: "B", 1: "T"}}
+    roundtrip(tmp_path, Encode(), (trainkit.randn(2, 3, 8), pad), ["x", "pad"], dynamic, [other])
 
 
 # ------------------------------------------------------------------------------------------------------ models
@@ -351,6 +450,28 @@ def test_model_stays_in_its_mode_and_export_returns_a_program(tmp_path):
     assert trainkit.onnx.is_in_onnx_export() is False
 
 
+def test_pytorch_switches(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    x = trainkit.randn(2, 3)
+    proto = roundtrip(
+        tmp_path,
+        model,
+        (x,),
+        ["x"],
+        keep_initializers_as_inputs=True,
+        training=trainkit.onnx.TrainingMode.EVAL,
+        dynamo=False,
+        do_constant_folding=False,
+        external_data=False,
+    )
+    assert {"0.weight", "1.running_mean"} <= {i.name for i in proto.graph.input}
+    model.train()
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="training=TrainingMode.TRAINING"):
+        trainkit.onnx.export(model, (x,), None, training=trainkit.onnx.TrainingMode.PRESERVE)
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="custom_translation_table"):
+        trainkit.onnx.export(model, (x,), None, custom_translation_table={abs: abs})
+
+
 # ------------------------------------------------------------------------------------------------------ refusals
 def test_an_op_without_converter_names_the_op_and_the_module(tmp_path):
     class Sorts(nn.Module):
@@ -371,6 +492,12 @@ def test_refusals_name_the_culprit(tmp_path):
         trainkit.onnx.export(nn.LayerNorm(3), (x,), tmp_path / "m.onnx", opset_version=16)
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="input_names has 2 names for 1"):
         trainkit.onnx.export(nn.Linear(3, 3), (x,), tmp_path / "m.onnx", input_names=["a", "b"])
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"dynamic_axes\['x'\] names axis 2, but the input"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, input_names=["x"], dynamic_axes={"x": [0, 2]})
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match=r"dynamic_axes\['y'\] names axis 3, but the output"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, output_names=["y"], dynamic_axes={"y": {3: "n"}})
+    with pytest.warns(UserWarning, match="Provided key z for dynamic axes is not a valid input/output name"):
+        trainkit.onnx.export(nn.Linear(3, 3), (x,), None, dynamic_axes={"z": [0]})
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="model must be a Module"):
         trainkit.onnx.export(lambda t: t, (x,), tmp_path / "m.onnx")
 
@@ -379,11 +506,44 @@ def test_refusals_name_the_culprit(tmp_path):
             T = x.shape[1]
             return x.masked_fill(trainkit.ones(T, T).triu(1).bool(), 0.0)
 
+    # a tensor of one value (ones, zeros_like) follows the axes; the triangle is then an op on it
+    dynamic = {"x": {1: "T", 2: "T"}}
+    roundtrip(tmp_path, Mask(), (trainkit.randn(2, 4, 4),), ["x"], dynamic, [(trainkit.randn(2, 7, 7),)])
+
+    class Positions(nn.Module):
+        def forward(self, x):
+            return x + trainkit.arange(x.shape[1])
+
     with pytest.raises(trainkit.onnx.OnnxExporterError, match="made inside forward whose size follows a dynamic"):
-        trainkit.onnx.export(
-            Mask(), (trainkit.randn(2, 4, 4),), tmp_path / "m.onnx", dynamic_axes={"x": {1: "T", 2: "T"}}
-        )
-    roundtrip(tmp_path, Mask(), (trainkit.randn(2, 4, 4),), ["x"])  # at a fixed size the mask is a constant
+        trainkit.onnx.export(Positions(), (trainkit.randn(2, 4),), tmp_path / "m.onnx", dynamic_axes={"x": [1]})
+    roundtrip(tmp_path, Positions(), (trainkit.randn(2, 4),), ["x"])  # at a fixed size the range is a constant
+
+    class Untraced(nn.Module):
+        def forward(self, x):
+            return x + trainkit.from_numpy(x.numpy() * 2)  # through NumPy: nothing is recorded
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="changes with the inputs' values"):
+        trainkit.onnx.export(Untraced(), (trainkit.randn(2, 3),), tmp_path / "m.onnx")
+
+    class Branches(nn.Module):
+        def forward(self, x):
+            return x.relu() if x.shape[0] <= 2 else x.tanh().tanh()
+
+    with pytest.raises(trainkit.onnx.OnnxExporterError, match="branches on their sizes or values"):
+        trainkit.onnx.export(Branches(), (trainkit.ones(2, 3),), tmp_path / "m.onnx", dynamic_axes={"x": [0]})
+
+
+def test_verbose_prints_the_nodes_and_forward_sees_the_export(tmp_path, capsys):
+    seen = []
+
+    class Looks(nn.Module):
+        def forward(self, x):
+            seen.append(trainkit.onnx.is_in_onnx_export())
+            return x.relu()
+
+    trainkit.onnx.export(Looks(), (trainkit.randn(2, 3),), tmp_path / "m.onnx", verbose=True)
+    assert seen and all(seen) and not trainkit.onnx.is_in_onnx_export()
+    assert "Relu(x)" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------------- the launcher

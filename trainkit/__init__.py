@@ -242,6 +242,7 @@ def _dims_tuple(name: str, dims) -> tuple:
     return tuple(dims)
 
 
+from . import accelerator, multiprocessing  # noqa: E402  (torch.accelerator, torch.multiprocessing)
 from .autograd.ops.more_math import (  # noqa: E402
     acosh,
     arccos,
@@ -267,7 +268,31 @@ from .autograd.ops.sorting import argsort, sort, topk  # noqa: E402
 from .autograd.ops.triangular import diag, diagonal, tril, triu  # noqa: E402
 from .autograd.ops.trigonometric import acos, asin, atan, atan2, cos, cosh, sin, sinh, tan  # noqa: E402
 from .autograd.out import wrap_namespace as _wrap_namespace  # noqa: E402
+from .autograd.tensor_types import (  # noqa: E402
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
+from .compiler import compile  # noqa: E402
+from .functional.cdist import cdist  # noqa: E402
 from .layers.summary import summary  # noqa: E402
+from .runtime import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_num_threads,
+    use_deterministic_algorithms,
+)
 from .serialization import load, save  # noqa: E402
 from .trainer import Trainer  # noqa: E402
 

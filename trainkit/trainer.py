@@ -45,6 +45,7 @@ from .registry import OPTIMIZERS, build
 from .training import checkpoint as ckpt
 from .training import loop
 from .training.loop import BatchInfo, eval_mode
+from .training.precision import Precision
 from .training.strategy import Strategy, resolve
 
 __all__ = ["DEFAULT_OPTIMIZER", "Trainer", "eval_mode"]
@@ -60,8 +61,10 @@ class Trainer:
     ``trainkit.registry.LOSSES``; ``strategy`` is ``"auto"``, ``"ddp"``, ``"single_device"`` or a
     ``trainkit.training.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``,
     its name as ``strategy``. ``verbose`` is Keras' (0, 1, 2 or 'auto'; True means 'auto', False 0), the
-    default of every ``fit``. As in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to
-    change what ``fit``, ``evaluate`` or ``predict`` does with one batch.
+    default of every ``fit``. ``precision`` is Lightning's ('32-true', 'bf16-mixed', '16-mixed' on a GPU,
+    'bf16-true', ...; ``trainkit.training.precision``): the steps' forward and loss run under autocast with it. As
+    in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to change what ``fit``,
+    ``evaluate`` or ``predict`` does with one batch.
 
     >>> import trainkit
     >>> from trainkit import nn, optim
@@ -96,6 +99,7 @@ class Trainer:
         bucket_cap_mb: float = 25.0,
         terminate_on_nan: bool = False,
         collective_timeout_s: float | None = None,
+        precision: str | int = "32-true",
     ):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
@@ -109,7 +113,8 @@ class Trainer:
         if process_seed is not None:  # the one place the Trainer seeds: after the model was built, as in Keras
             manual_seed(process_seed)
         self.seed = seed
-        self.model = model.to(device)
+        self.precision = Precision(precision, device)
+        self.model = self.precision.convert_module(model.to(device))
         for name in freeze:
             try:
                 self.model.get_submodule(name).requires_grad_(False)
@@ -182,7 +187,7 @@ class Trainer:
         ((2, 1), None)
         """
         x, y = (batch[0], batch[1] if len(batch) > 1 else None) if isinstance(batch, (tuple, list)) else (batch, None)
-        return tuple(t.to(self.device) if isinstance(t, Tensor) else t for t in (x, y))
+        return tuple(self.precision.convert_input(t.to(self.device)) if isinstance(t, Tensor) else t for t in (x, y))
 
     # ---------------------------------------------------------------------------------------------------- fit
     def fit(
@@ -308,19 +313,21 @@ class Trainer:
         info = self.current_batch if self.current_batch is not None else BatchInfo.alone(x)
         value = 0.0
         if info.size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
-            output = self.model(x)
-            loss = self.loss_fn(output, y)
+            with self.precision.forward_context():
+                output = self.model(x)
+                loss = self.loss_fn(output, y)
             scaled = loss / self.accumulate_steps if self.accumulate_steps > 1 else loss
-            strategy.scale_loss(scaled, info.size, info.global_size).backward()
+            self.precision.backward(strategy.scale_loss(scaled, info.size, info.global_size))
             value = loss.item()
         step_now = info.steps(self.accumulate_steps)
         strategy.after_backward(step_now)
         self.callbacks.on_after_backward()
         if step_now:
+            self.precision.unscale(self.optimizer)
             if self.grad_clip_norm is not None:
                 clip_grad_norm_([p for p in self.model.parameters() if p.grad is not None], self.grad_clip_norm)
             self.callbacks.on_before_optimizer_step(self.optimizer)
-            self.optimizer.step()
+            self.precision.step(self.optimizer)
             self.optimizer.zero_grad()
             self.global_step += 1
         if info.size:
@@ -340,10 +347,12 @@ class Trainer:
         {'loss': 1.0}
         """
         x, y = self.unpack_batch(batch)
-        output = self.model(x)
+        with self.precision.forward_context():
+            output = self.model(x)
+            loss = self.loss_fn(output, y)
         for m in self.eval_metrics:
             m.update(output, y)
-        return {"loss": self.loss_fn(output, y).item()}
+        return {"loss": loss.item()}
 
     def predict_step(self, batch: Any) -> Any:
         """The model's outputs for one batch (its inputs, or ``(inputs, ...)``), as Keras' ``predict_step``;
@@ -354,7 +363,8 @@ class Trainer:
         >>> trainer.predict_step(trainkit.ones(2, 1)).shape
         trainkit.Size([2, 3])
         """
-        return self.model(self.unpack_batch(batch)[0])
+        with self.precision.forward_context():
+            return self.model(self.unpack_batch(batch)[0])
 
     # ------------------------------------------------------------------------------------- evaluate / predict
     def evaluate(self, x: Any = None, y: Any = None, *, batch_size: int = 32, verbose: Any = None) -> dict:

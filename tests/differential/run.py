@@ -98,7 +98,7 @@ def check_against_known(records: list[Record], known: dict[str, str]) -> list[st
 
 def figure(records: list[Record]) -> str:
     agree = sum(r.agrees for r in records)
-    return f"{agree}/{len(records)} calls agree ({100 * agree / max(1, len(records)):.1f}%)"
+    return f"{agree}/{len(records)} calls agree ({100 * agree / max(1, len(records)):.2f}%)"
 
 
 def by_kind(records: list[Record]) -> list[tuple[str, int, int]]:

@@ -70,6 +70,17 @@ def _attention(b) -> None:
     b.call(sdpa, T((2, 2, 5, 4), domain="edge"), k, v)
     b.call(sdpa, q, T((2, 2, 6, 5)), v)
     b.call(sdpa, T((2, 2, 0, 4)), k, v)
+    # where PyTorch's CPU takes its fused kernel (Ev = E, 4-D, one batch size) and where its reference path
+    b.call(sdpa, q, k, T((2, 2, 6, 4)))
+    b.call(sdpa, q, k, T((2, 2, 6, 4)), attn_mask=T((2, 2, 5, 6), "b"))
+    b.call(sdpa, q, k, T((2, 2, 6, 4)), attn_mask=T((2, 5, 6), "b"))
+    b.call(sdpa, T((3, 5, 4)), T((3, 6, 4)), T((3, 6, 4)))
+    b.call(sdpa, q, T((1, 2, 6, 4)), T((2, 2, 6, 4)))
+    b.call(sdpa, q, T((2, 1, 6, 4)), T((2, 1, 6, 4)))
+    b.call(sdpa, q, T((2, 2, 0, 4)), T((2, 2, 0, 3)))
+    b.call(sdpa, q, k, T((2, 2, 6, 0)))
+    b.call(sdpa, T((2, 2, 5, 0)), T((2, 2, 6, 0)), v)
+    b.call(sdpa, T((2, 2, 1, 4)), k, T((2, 2, 6, 4)), is_causal=True)
     mha = "F.multi_head_attention_forward"
     e = 8
     query, key = T((5, 2, e)), T((6, 2, e))

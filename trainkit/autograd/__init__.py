@@ -15,6 +15,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Graph, graph
 from .hooks import RemovableHandle
 from .tensor import Tensor
+from .variable import Variable
 
 __all__ = [
     "AccumulateGrad",
@@ -25,6 +26,7 @@ __all__ = [
     "Node",
     "RemovableHandle",
     "Tensor",
+    "Variable",
     "backward",
     "detect_anomaly",
     "functional",

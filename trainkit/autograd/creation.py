@@ -118,12 +118,34 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             dtypes.add({"f": get_default_dtype().np, "b": _BOOL}.get(array.dtype.kind, _INT64))
         # a given dtype takes the Python numbers as they are (a float64 tensor keeps 1e300, not float32's inf)
         target = to_dtype(dtype).np if dtype is not None else _inferred(dtypes)
+        if target.kind in "iu" and array.size:
+            _check_range(array, target)
         if array.dtype != target:
-            array = array.astype(target)
+            with np.errstate(over="ignore"):  # 1e40 into float32 is inf, as PyTorch makes it, without a warning
+                array = array.astype(target)
         dev = device
     if dtype is not None:
         array = array.astype(to_dtype(dtype).np)
     return _finish(array, dev, requires_grad)
+
+
+def _check_range(array: np.ndarray, target: np.dtype) -> None:
+    """PyTorch's checked conversion of Python numbers into an integer dtype: a number outside its range (a float
+    as it is, 255.5 not in uint8; an unsigned dtype takes negative integers down to minus its largest value, -1
+    is 255) is refused rather than wrapped."""
+    info = np.iinfo(target)
+    if array.dtype.kind == "f":
+        fits = not np.isnan(array).any() and array.min() >= info.min and array.max() <= info.max
+    elif array.dtype.kind in "iu":
+        low = -int(info.max) if target.kind == "u" else int(info.min)
+        fits = int(array.min()) >= low and int(array.max()) <= int(info.max)
+    else:
+        return
+    if not fits:
+        raise RuntimeError(
+            f"value cannot be converted to type {target.name} without overflow: the data holds a number outside "
+            f"{target.name}'s range [{info.min}, {info.max}]"
+        )
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

@@ -417,6 +417,8 @@ class Tensor:
         if dtype is None:
             prefix = "trainkit.cuda." if self.is_cuda else "trainkit."
             return f"{prefix}{SCALAR_NAMES[self.dtype.name]}Tensor"
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), type(self.dtype)):
+            dtype = dtype.dtype  # a legacy type: x.type(trainkit.LongTensor)
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
             names = {
                 "Float": "float32",

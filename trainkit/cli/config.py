@@ -31,6 +31,7 @@ from ..data import load_npz, load_text, regression_curve
 from ..registry import CALLBACKS, DATA_KINDS, LOSSES, OPTIMIZERS, SCHEDULERS, ClassPathError
 from ..registry import resolve_class as resolve_registered
 from ..trainer import DEFAULT_OPTIMIZER, Trainer
+from ..training.precision import PRECISIONS, cpu_refusal
 from ..training.strategy import STRATEGIES
 from .arguments import callback_reference, callback_spec
 from .settings import (
@@ -262,6 +263,18 @@ class TrainerSection:
     bucket_cap_mb: float = setting(
         default_of(Trainer, "bucket_cap_mb"), "ddp: the size of the gradient buckets averaged together", gt=0
     )
+    precision: int | str = setting(
+        default_of(Trainer, "precision"),
+        "as Lightning's: 32-true; bf16-mixed: forward and loss under bfloat16 autocast, float32 weights and steps; "
+        "16-mixed: float16 autocast with loss scaling (GPU only); bf16-true, 16-true, 64-true: the model in that "
+        "dtype",
+        choices=PRECISIONS,
+    )
+
+    def check(self) -> None:
+        refusal = cpu_refusal(self.precision, "cuda" if self.device.startswith("cuda") else "cpu")
+        if refusal is not None:
+            raise SettingError("precision", f"is {self.precision!r}: {refusal}")
 
 
 @dataclass(kw_only=True)

@@ -241,13 +241,12 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
     def _recompute_backward(self, g, q, k, v, mask):
         """The backward of a ``create_graph`` pass: attention recomputed with differentiable ops from the saved
         inputs, and differentiated through, so that the gradients are functions of the inputs themselves."""
-        _, keep, bad = self.extra
+        keep = self.extra[1]
         keep = None if keep is None else _swap(keep)
-        bad = None if bad is None else _swap(bad)
         kg, vg = self.groups
         wanted = [(i, x) for i, (x, (fn, _)) in enumerate(zip((q, k, v, mask), self.next_functions)) if fn is not None]
         with grad_mode.enable_grad():
-            out = _attention_with_ops(q, k, v, mask, self.scale, keep, bad, kg, vg, self.causal)
+            out = _attention_with_ops(q, k, v, mask, self.scale, keep, kg, vg, self.causal)
             grads = api.grad(out, [x for _, x in wanted], g, create_graph=True, allow_unused=True)
         result = [None] * 4
         for (i, x), gi in zip(wanted, grads):
@@ -255,18 +254,24 @@ class ScaledDotProductAttention(Op, name="ScaledDotProductFlashAttentionForCpuBa
         return tuple(result)
 
 
-def _attention_with_ops(q, k, v, mask, scale, keep, bad, k_groups, v_groups, causal):
-    """softmax(q k^T * scale + mask) v written with differentiable Tensor ops (see ``_recompute_backward``)."""
+def _attention_with_ops(q, k, v, mask, scale, keep, k_groups, v_groups, causal):
+    """softmax(q k^T * scale + mask) v written with differentiable Tensor ops (see ``_recompute_backward``); a
+    query whose scores are all -inf (it sees no key) gets zeros, as PyTorch's safe softmax gives."""
     xp = xp_of(q._data)
     if k_groups > 1:
         k = k[..., np.repeat(np.arange(k.shape[-3]), k_groups), :, :]
     if v_groups > 1:
         v = v[..., np.repeat(np.arange(v.shape[-3]), v_groups), :, :]
-    s = (q @ k.transpose(-2, -1)) * scale
+    # PyTorch's reference path scales q and k by sqrt(scale) each: an empty head size then gives zero scores
+    # where zeros * scale would give nan for its infinite default scale
+    root = math.sqrt(abs(scale))
+    s = (q * (root if scale >= 0 else -root)) @ (k.transpose(-2, -1) * root)
     if mask is not None:
         s = s + (Tensor._make(_additive(mask._data, s._data.dtype, xp)) if mask._data.dtype == np.bool_ else mask)
     if causal:
         s = s + Tensor._make(_swap(causal_bias_t(q.shape[-2], k.shape[-2], s._data.dtype, xp)))
+    bad = xp.isneginf(s._data).all(axis=-1, keepdims=True)
+    bad = bad if bool(bad.any()) else None
     if bad is not None:  # fully masked rows: zeros, their -inf scores kept out of the softmax
         s = s.masked_fill(Tensor._make(xp.broadcast_to(bad, s.shape)), 0.0)
     p = softmax(s, -1)
@@ -356,6 +361,52 @@ def _fused_path(query, key, value, attn_mask, dropout_p: float, enable_gqa: bool
     )
 
 
+def _out_shape(query, key, value, k_groups: int, v_groups: int) -> tuple:
+    lead = -3 if k_groups > 1 or v_groups > 1 else -2
+    batch = _broadcast(_broadcast(query.shape[:lead], key.shape[:lead]), value.shape[:lead])
+    return batch + query.shape[lead:-1] + value.shape[-1:]
+
+
+def _no_work(query, key, value, k_groups: int, v_groups: int) -> bool:
+    """An empty result or no key to attend to: PyTorch returns zeros without computing any score."""
+    return key.shape[-2] == 0 or 0 in _out_shape(query, key, value, k_groups, v_groups)
+
+
+def _empty_attention(query, key, value, k_groups: int, v_groups: int) -> Tensor:
+    """Zeros of the result's shape, tied to the inputs by ``(sum q + sum k + sum v) * 0`` so that each input
+    still gets a (zero) gradient, PyTorch's graph for this case."""
+    zeros = Tensor._make(xp_of(query._data).zeros(_out_shape(query, key, value, k_groups, v_groups), query._data.dtype))
+    return zeros + (query.sum() + key.sum() + value.sum()) * 0
+
+
+def _flash_path(query, key, value, attn_mask, dropout_p: float, k_groups: int, v_groups: int) -> bool:
+    """Where PyTorch's CPU runs its fused kernel (one ``ScaledDotProductFlashAttentionForCpuBackward0`` node): 4-D
+    inputs of one batch size, equal (or grouped) heads, one nonzero head size for queries, keys and values, no
+    dropout, and no mask or a 2-D or 4-D mask that needs no gradient. Elsewhere its reference path composes the
+    ops, and so does this module, so that the graph has PyTorch's nodes."""
+    if not query.ndim == key.ndim == value.ndim == 4:
+        return False
+    grouped = k_groups > 1 or v_groups > 1
+    return (
+        query.shape[0] == key.shape[0] == value.shape[0]
+        and (grouped or query.shape[1] == key.shape[1] == value.shape[1])
+        and query.shape[-1] == value.shape[-1] > 0
+        and dropout_p == 0.0
+        and (attn_mask is None or (attn_mask.ndim in (2, 4) and not attn_mask.requires_grad))
+    )
+
+
+def _math_attention(query, key, value, attn_mask, scale, dropout_p, is_causal, k_groups, v_groups) -> Tensor:
+    """softmax(q k^T * scale + mask) v composed of Tensor ops, as PyTorch's reference path does: fully masked
+    queries get zeros (its safe softmax), the dropout mask is drawn over (..., L, S) as it draws it."""
+    L, S = query.shape[-2], key.shape[-2]
+    batch = _out_shape(query, key, value, k_groups, v_groups)[:-2]
+    if attn_mask is not None:
+        batch = _broadcast(batch, attn_mask.shape[:-2])
+    keep = None if dropout_p == 0.0 else _swap(_dropout_keep(batch + (S, L), dropout_p, query._data))
+    return _attention_with_ops(query, key, value, attn_mask, scale, keep, k_groups, v_groups, is_causal)
+
+
 def _check_broadcast(shapes: list) -> None:
     """PyTorch's message for shapes that do not broadcast, naming the first dimension that fails."""
     a = shapes[0]
@@ -389,7 +440,9 @@ def scaled_dot_product_attention(
     PyTorch's CPU kernel accepts both (4-D inputs, Ev = E, no dropout: both apply), refused elsewhere as PyTorch does.
     ``scale`` defaults to 1 / sqrt(E). ``dropout_p`` drops attention weights (always, as PyTorch's functional
     does: pass 0.0 in evaluation). ``enable_gqa``: key and value heads (dimension -3) are shared by groups of
-    query heads. One node, ``ScaledDotProductFlashAttentionForCpuBackward0``.
+    query heads. The graph is PyTorch's on the CPU: one ``ScaledDotProductFlashAttentionForCpuBackward0`` node
+    where it runs its fused kernel (4-D inputs of one batch size, Ev = E, no dropout, no mask needing a gradient),
+    its reference path's ops elsewhere, and zeros tied to the inputs where there is no query or key.
 
     >>> import trainkit
     >>> q = k = v = trainkit.ones(1, 2, 4)
@@ -400,6 +453,11 @@ def scaled_dot_product_attention(
     k_groups, v_groups = _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
+    if _no_work(query, key, value, k_groups, v_groups):
+        return _empty_attention(query, key, value, k_groups, v_groups)
+    if not _flash_path(query, key, value, attn_mask, dropout_p, k_groups, v_groups):
+        scale, dropout_p = float(scale), float(dropout_p)
+        return _math_attention(query, key, value, attn_mask, scale, dropout_p, is_causal, k_groups, v_groups)
     out = ScaledDotProductAttention.apply(
         query,
         key,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.autocast import autocast_inputs
-from ..autograd.backend import kind_of, xp_of
+from ..autograd.backend import bfloat16_result, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import legacy_type_name, scalar_name
 from ..autograd.tensor import Tensor
@@ -39,8 +39,9 @@ class ConvolutionTranspose(Op, name="ConvolutionBackward0"):
         col = (wg @ x.reshape(n, groups, cin // groups, h * wd)).reshape(n, cout * kh * kw, h * wd)
         out = col2im(col, (n, cout) + out_hw, geom)
         if b is not None:
-            return out + b.reshape(cout, 1, 1)  # a fresh, contiguous array, where col2im may hand back a cropped view
-        return xp_of(out).ascontiguousarray(out)
+            out = out + b.reshape(cout, 1, 1)  # a fresh, contiguous array, where col2im may hand back a cropped view
+        # bfloat16's product ran in float32 (NumPy's matmul gives it): rounded once, as PyTorch's kernel
+        return bfloat16_result(xp_of(out).ascontiguousarray(out), x)
 
     def backward(self, g):
         x, w = self.saved_tensors

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.autocast import autocast_inputs
-from ..autograd.backend import xp_of
+from ..autograd.backend import BFLOAT16_NP, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import linalg
 from ..autograd.tensor import Tensor
@@ -21,6 +23,8 @@ class Addmm(Op, name="AddmmBackward0"):
         self.row_bias = b.ndim < 2  # the same bias added to every row: its gradient is the sum of g's rows
         # wt = weight.t() of a C-ordered weight: wt's gradient is computed in that layout (see backward)
         self.wt_transposed = not wt.flags.c_contiguous and wt.flags.f_contiguous
+        if x.dtype == BFLOAT16_NP:  # accumulate in float32 and round once, as PyTorch's CPU kernel does
+            return (_mm(x.astype(np.float32), wt.astype(np.float32)) + b.astype(np.float32)).astype(x.dtype)
         out = _mm(x, wt)
         out += b
         return out
@@ -56,6 +60,8 @@ def _mm(a, b):
     large ones)."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return a @ b
+    if a.dtype == BFLOAT16_NP:  # NumPy's bfloat16 dot rounds every partial sum: accumulate in float32
+        return a.astype(np.float32).dot(b.astype(np.float32)).astype(a.dtype)
     return a.dot(b)
 
 

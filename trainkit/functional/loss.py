@@ -102,9 +102,27 @@ class MseLoss(PointwiseLoss, name="MseLossBackward0"):
 
 
 class HuberLoss(PointwiseLoss, name="HuberLossBackward0"):
-    """loss = d^2 / 2 where |d| < delta, else delta (|d| - delta / 2).   slope = d clipped to [-delta, delta]."""
+    """loss = d^2 / 2 where |d| < delta, else delta (|d| - delta / 2).   slope = d clipped to [-delta, delta].
+
+    Input and target of two dtypes give a loss but no gradient, as in PyTorch (its backward kernel takes one).
+    """
 
     kernel = "huber_cpu"
+
+    def forward(self, x, y, reduction, param, dtype=None, dtypes=None):
+        self.dtypes = dtypes
+        return super().forward(x, y, reduction, param, dtype)
+
+    def backward(self, g):
+        if self.dtypes is not None:
+            input_dtype, target_dtype = self.dtypes
+            (fx, _), _ = self.next_functions
+            found, expected = (target_dtype, input_dtype) if fx is not None else (input_dtype, target_dtype)
+            raise RuntimeError(
+                f"Found dtype {found} but expected {expected}: huber_loss differentiates an input and a target of "
+                "one dtype only (convert one of them, e.g. target.to(input.dtype))"
+            )
+        return super().backward(g)
 
     @staticmethod
     def loss(d, delta):
@@ -139,7 +157,9 @@ def _check_broadcast(name: str, input: Tensor, target: Tensor) -> None:
         raise shape_error(name, (input._data, target._data), err) from None
 
 
-def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None, keep_dtype: bool = False) -> Tensor:
+def _pointwise(
+    cls, input: Tensor, target: Tensor, reduction: str, param=None, keep_dtype: bool = False, **extra
+) -> Tensor:
     """``keep_dtype``: the loss has the input's dtype whatever the target's (PyTorch's huber_loss writes into a
     tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
@@ -153,7 +173,7 @@ def _pointwise(cls, input: Tensor, target: Tensor, reduction: str, param=None, k
                 f"pass a floating-point input (input.to({x.dtype}))"
             )
         dtype = input._data.dtype
-    return cls.apply(x, y, reduction=reduction, param=param, dtype=dtype)
+    return cls.apply(x, y, reduction=reduction, param=param, dtype=dtype, **extra)
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
@@ -194,7 +214,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     reduction = check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _pointwise(HuberLoss, input, target, reduction, delta, keep_dtype=True)
+    mixed = input._data.dtype != target._data.dtype
+    dtypes = (scalar_name(input), scalar_name(target)) if mixed else None
+    return _pointwise(HuberLoss, input, target, reduction, delta, keep_dtype=True, dtypes=dtypes)
 
 
 def smooth_l1_loss(

@@ -251,13 +251,16 @@ def multi_head_attention_forward(
     if need_weights:
         if is_causal and attn_mask is None:
             raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        # one batch of N * H heads, as PyTorch computes it: the weights it returns are a view of that batch
+        q, k, v = (x.reshape(bsz * num_heads, x.shape[2], head_dim) for x in (q, k, v))
         scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)
         if attn_mask is not None:
-            scores = scores + attn_mask
+            scores = scores + attn_mask.expand(bsz, num_heads, tgt_len, src_len).reshape(scores.shape)
         weights = softmax(scores, -1)
         if dropout_p > 0.0:
             weights = dropout(weights, p=dropout_p)
-        out = weights @ v
+        out = (weights @ v).view(bsz, num_heads, tgt_len, head_dim)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
     else:
         weights = None
         out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)

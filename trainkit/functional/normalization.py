@@ -17,17 +17,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..autograd.backend import kind_of, xp_of
+from ..autograd.backend import BFLOAT16_NP, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import scalar_name
 from ..autograd.tensor import Tensor
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
 
+_HALVES = (np.dtype(np.float16), BFLOAT16_NP)  # computed in float32
+
 
 def _compute_dtype(x):
-    """float16 is normalised in float32: its sums would lose too much, and PyTorch accumulates them in float too."""
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    """float16 and bfloat16 are normalised in float32: their sums would lose too much, and PyTorch accumulates them
+    in float too."""
+    return x.astype(np.float32) if x.dtype in _HALVES else x
 
 
 def _moments(x, axes: tuple, inv_n: float, eps: float):
@@ -74,14 +77,14 @@ def _xhat_grad(gx, xhat, rstd, axes: tuple, inv_n: float):
 
 
 def _check_param_dtypes(input: Tensor, params: tuple) -> None:
-    """PyTorch's rule: parameters share the input's dtype, or are float32 for a float16 input."""
+    """PyTorch's rule: parameters share the input's dtype, or are float32 for a float16 or bfloat16 input."""
     given = [p for p in params if p is not None]
     if not given:
         return
     if given[0].dtype != input.dtype:
         if any(p._data.dtype != np.float32 for p in given):
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-        if input._data.dtype != np.float16:
+        if input._data.dtype not in _HALVES:
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
         return
     for p in given[1:]:
@@ -141,7 +144,7 @@ class LayerNorm(Op, name="NativeLayerNormBackward0"):
             mean, rstd = _tensor_moments(x, self.axes, self.inv_n, self.eps)
         else:
             mean, rstd = self.extra
-            if xp_of(x) is np and x.flags.c_contiguous and self.inv_n and x.dtype != np.float16:
+            if xp_of(x) is np and x.flags.c_contiguous and self.inv_n and x.dtype not in _HALVES:
                 return _layer_norm_rows_backward(
                     g, x, weight, mean, rstd, x.shape[len(self.lead) :], fx is not None, fw is not None, fb is not None
                 )

@@ -195,6 +195,13 @@ class AdaptiveMax(Op, name="AdaptiveMaxPool2DBackward0"):
         return values.reshape(x.shape[:-1] + (out_len,))
 
     def backward(self, g):
+        shape = tuple(g.shape)
+        for dim in range(1 if len(shape) == 4 else 0, len(shape)):
+            if shape[dim] == 0:  # PyTorch's kernel refuses to spread an empty gradient
+                raise RuntimeError(
+                    "adaptive_max_pool2d_backward(): Expected grad_output to have non-zero size for non-batch "
+                    f"dimensions, but grad_output has sizes {list(shape)} with dimension {dim} being empty"
+                )
         index = self.extra[1]  # (P, out)
         p, length = index.shape[0], self.in_shape[-1]
         xp = xp_of(index)

@@ -1,6 +1,15 @@
-"""``trainkit.onnx`` (``torch.onnx``): ``export`` writes a model as an ONNX graph (docs/onnx.md)."""
+"""``trainkit.onnx`` (``torch.onnx``): ``export`` writes a model as an ONNX graph that onnxruntime and the other
+ONNX runtimes run (docs/onnx.md: what exports, what is refused).
 
-from .export import DEFAULT_OPSET, ONNXProgram, export, is_in_onnx_export
+>>> import io, trainkit
+>>> from trainkit import nn
+>>> program = trainkit.onnx.export(nn.Linear(4, 2), (trainkit.ones(1, 4),), io.BytesIO(), input_names=["x"])
+>>> program.model_proto.graph.input[0].name, program.model_proto.opset_import[0].version
+('x', 18)
+"""
+
+from .export import ONNXProgram, export, is_in_onnx_export
 from .graph import OnnxExporterError
+from .options import DEFAULT_OPSET, TrainingMode
 
-__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "export", "is_in_onnx_export"]
+__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "TrainingMode", "export", "is_in_onnx_export"]

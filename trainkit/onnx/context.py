@@ -17,7 +17,12 @@ __all__ = ["Context", "differs", "flat_arrays"]
 
 
 def flat_arrays(value: Any) -> list:
-    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; None stays None."""
+    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; other values are left out.
+
+    >>> import trainkit
+    >>> [a.shape for a in flat_arrays((trainkit.ones(2), [None, {"k": trainkit.zeros(1, 3)}]))]
+    [(2,), (1, 3)]
+    """
     if isinstance(value, Tensor):
         return [array_of(value)]
     if isinstance(value, (list, tuple)):
@@ -32,8 +37,13 @@ def flat_arrays(value: Any) -> list:
 class Context:
     """One conversion: ``rec`` (and ``rec2``, the same call in the second run, or None), ``g`` and ``dims``.
 
-    >>> Context.__name__
-    'Context'
+    >>> import numpy as np
+    >>> from trainkit.onnx.trace import TensorMethod
+    >>> g = GraphBuilder(18)
+    >>> x = np.ones(3, "float32")
+    >>> cx = Context(g, Dims(g, []), Record(TensorMethod("neg"), (x,), {}, -x, "head"), None, 18)
+    >>> cx.what(), cx.shape(0)
+    ("op neg (in module 'head')", (3,))
     """
 
     def __init__(self, g: GraphBuilder, dims: Dims, rec: Record, rec2: Record | None, opset: int):
@@ -50,6 +60,10 @@ class Context:
     def input(self, i: int = 0, like: str | None = None) -> str:
         """The value name of the record's ``i``-th input (a number becomes a constant of ``like``'s dtype)."""
         return self.g.value(self.rec.inputs[i], like)
+
+    def arg(self, i: int, name: str, default=None):
+        """The op's argument ``name``, given as its ``i``-th positional input or by keyword."""
+        return self.rec.inputs[i] if len(self.rec.inputs) > i else self.rec.params.get(name, default)
 
     def shape(self, i: int = 0) -> tuple:
         x = self.rec.inputs[i]
@@ -111,7 +125,11 @@ class Context:
 
 
 def differs(a, b) -> bool:
-    """Whether two recorded arguments differ (arrays by shape, containers item by item)."""
+    """Whether two recorded arguments differ (arrays by shape, containers item by item).
+
+    >>> differs((2, 3, slice(0, 4)), (2, 3, slice(0, 5))), differs({"dim": 1}, {"dim": 1})
+    (True, False)
+    """
     if type(a) is not type(b):
         return True
     if isinstance(a, dict):

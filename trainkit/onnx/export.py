@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,13 +23,12 @@ from .graph import GraphBuilder, OnnxExporterError, array_of
 from .layers import LAYER_CONVERTERS
 from .ops_math import MATH_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
+from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
 from .shapes import Dims
 from .trace import Tracer
 
-__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "export", "is_in_onnx_export"]
+__all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "export", "is_in_onnx_export"]
 
-DEFAULT_OPSET = 18  # what torch 2.13's exporter writes
-MIN_OPSET, MAX_OPSET = 13, 21
 OP_CONVERTERS = {**MATH_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
 
@@ -143,16 +143,28 @@ def _resize(a: np.ndarray, axis: int, n: int) -> np.ndarray:
 
 
 def _second_args(args, kwargs, names, dynamic, steps):
-    """The example inputs with each dynamic axis resized by its own step."""
+    """The example inputs with each dynamic axis resized by its own step and other values: floats drawn anew
+    with the same mean and spread, integers and bools shifted by one place (token ids stay in range)."""
     it = iter(names)
+    rng = np.random.default_rng(0)
+
+    made: dict[int, Tensor] = {}  # a tensor passed twice (q, k and v of self-attention) stays one tensor
 
     def resize(v):
         if isinstance(v, Tensor):
             name = next(it)
+            if id(v) in made:
+                return made[id(v)]
             a = np.asarray(array_of(v))
             for axis, sym in dynamic.get(name, {}).items():
                 a = _resize(a, axis, steps[sym](a.shape[axis]))
-            return from_numpy(np.ascontiguousarray(a))
+            if a.dtype.kind == "f" and a.size:
+                spread = float(a.std()) if np.isfinite(a).all() else 1.0
+                a = (rng.standard_normal(a.shape) * (spread or 1.0) + float(a.mean() if spread else 0)).astype(a.dtype)
+            elif a.size:
+                a = np.roll(a, 1)
+            made[id(v)] = from_numpy(np.ascontiguousarray(a))
+            return made[id(v)]
         if isinstance(v, (list, tuple)):
             return type(v)(resize(x) for x in v)
         if isinstance(v, dict):
@@ -197,17 +209,38 @@ def _run(model, args, kwargs):
     return tracer.records, output
 
 
+def _second_run(model, args, kwargs, names, dynamic, count: int):
+    """The model run again, on the inputs resized along the dynamic axes and with other values: what changes
+    between the two runs follows the inputs, what does not is a constant."""
+    args2, kwargs2 = _second_args(args, kwargs, names, dynamic, _steps(dynamic, names))
+    inputs2 = flat_arrays(list(args2) + list(kwargs2.values()))
+    try:
+        records2, output2 = _run(model, args2, kwargs2)
+    except Exception as err:
+        raise OnnxExporterError(
+            f"torch.onnx.export: the model is run a second time, on inputs of shapes {[a.shape for a in inputs2]} "
+            f"(the dynamic axes resized) and other values, to tell what follows the inputs, and it failed: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    if len(records2) != count:
+        raise OnnxExporterError(
+            "torch.onnx.export: the model runs a different number of ops on other inputs (its forward "
+            "branches on their sizes or values): it cannot be written as one graph"
+        )
+    return records2, output2, inputs2
+
+
 def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose, fold: bool) -> None:
     for i, rec in enumerate(records):
         rec2 = records2[i] if records2 is not None else None
-        if rec2 is not None and (rec2.target is not rec.target or rec2.scope != rec.scope):
+        if rec2 is not None and (_op_key(rec2.target) != _op_key(rec.target) or rec2.scope != rec.scope):
             raise OnnxExporterError(
-                "torch.onnx.export: the model runs other ops when a dynamic axis has another size (at "
-                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}): it cannot be exported with these "
-                "dynamic_axes"
+                "torch.onnx.export: the model runs other ops on other inputs (at "
+                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}; its forward branches on their sizes or "
+                "values): it cannot be written as one graph"
             )
         arrays = [a for a in flat_arrays(list(rec.inputs) + list(rec.params.values())) if id(a) in g.values]
-        moves = rec2 is not None and differs(rec.params, rec2.params)
+        moves = rec2 is not None and (differs(rec.params, rec2.params) or differs(rec.inputs, rec2.inputs))
         if fold and rec.module is None and not arrays and g.export_params and not moves:
             continue  # every input a constant: the output is one too, folded to its value when used
         cx = Context(g, dims, rec, rec2, opset)
@@ -230,13 +263,28 @@ def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose
 
 
 def _check_constants(cx: Context, g: GraphBuilder) -> None:
-    """A tensor made during the forward pass whose shape follows a dynamic axis (``torch.ones(T, T)``) would be
-    written at the traced size: refused."""
-    for a, b in zip(flat_arrays(list(cx.rec.inputs)), flat_arrays(list(cx.rec2.inputs))):
-        if id(a) not in g.values and id(a) not in g.param_names and tuple(a.shape) != tuple(b.shape):
+    """A tensor made during the forward pass is written as a constant: refused when it is not the same in the
+    second run, since then it follows a dynamic axis (``torch.ones(T, T)``) or the inputs' values (computed by an
+    operation that is not recorded)."""
+    mine = flat_arrays(list(cx.rec.inputs) + list(cx.rec.params.values()))
+    theirs = flat_arrays(list(cx.rec2.inputs) + list(cx.rec2.params.values()))
+    for a, b in zip(mine, theirs):
+        if id(a) in g.values or id(a) in g.param_names:
+            continue
+        if tuple(a.shape) != tuple(b.shape):
+            filled = cx.dims.filled(a, b)
+            if filled is not None:
+                g.bind(a, filled)
+                continue
             raise cx.refuse(
                 f"it uses a tensor of shape {tuple(a.shape)} made inside forward whose size follows a dynamic "
                 "axis; make it from the input with traced ops (or use is_causal=True for a causal mask)"
+            )
+        a, b = np.asarray(a), np.asarray(b)
+        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            raise cx.refuse(
+                f"it uses a tensor of shape {tuple(a.shape)} made inside forward that changes with the inputs' "
+                "values: it was computed by an operation the exporter does not record (or drawn at random)"
             )
 
 
@@ -256,19 +304,42 @@ def export(
     f: Any = None,
     *,
     kwargs: dict | None = None,
-    export_params: bool = True,
     verbose: bool | None = None,
     input_names=None,
     output_names=None,
     opset_version: int | None = None,
-    dynamic_axes=None,
-    do_constant_folding: bool = True,
     dynamo: bool = True,
+    external_data: bool = True,
     dynamic_shapes=None,
-    **ignored: Any,
+    custom_translation_table=None,
+    report: bool = False,
+    optimize: bool = True,
+    verify: bool = False,
+    profile: bool = False,
+    dump_exported_program: bool = False,
+    artifacts_dir: Any = ".",
+    export_params: bool = True,
+    keep_initializers_as_inputs: bool = False,
+    dynamic_axes=None,
+    training: Any = TrainingMode.EVAL,
+    operator_export_type: Any = None,
+    do_constant_folding: bool = True,
+    custom_opsets=None,
+    export_modules_as_functions: Any = False,
+    autograd_inlining: bool = True,
 ) -> ONNXProgram:
     """Write ``model`` called on ``args`` as an ONNX model to ``f`` (a path or a binary file object; None: only
-    return it), as ``torch.onnx.export``. See :mod:`trainkit.onnx`."""
+    return it), as ``torch.onnx.export``; returns the ``ONNXProgram``. docs/onnx.md lists the arguments, what
+    exports and what is refused (``OnnxExporterError``, naming the op and the module).
+
+    >>> import io, trainkit
+    >>> from trainkit import nn
+    >>> buffer = io.BytesIO()
+    >>> program = export(nn.Sequential(nn.Linear(3, 2), nn.ReLU()), (trainkit.ones(1, 3),), buffer,
+    ...                  input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    >>> [node.op_type for node in program.model_proto.graph.node]
+    ['Gemm', 'Relu', 'Identity']
+    """
     try:
         import onnx
     except ImportError:
@@ -277,40 +348,26 @@ def export(
         ) from None
     if not hasattr(model, "named_modules") or not callable(model):
         raise OnnxExporterError(f"torch.onnx.export: model must be a Module, got {type(model).__name__}")
-    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise OnnxExporterError(
-            f"torch.onnx.export: opset_version={opset_version} is not supported; trainkit writes opsets "
-            f"{MIN_OPSET} to {MAX_OPSET}"
-        )
+    opset = opset_of(opset_version)
+    check_options(model, training, custom_translation_table, custom_opsets, operator_export_type)
     args, kwargs = _split_args(args, kwargs)
     model, args, kwargs = _on_cpu(model, args, kwargs)
     names = _input_names(model, args, kwargs, input_names)
     inputs = flat_arrays(list(args) + list(kwargs.values()))
     dynamic = _dynamic(dynamic_axes, dynamic_shapes, names)
+    for name, a in zip(names, inputs):
+        bad = [axis for axis in dynamic.get(name, {}) if not 0 <= axis < a.ndim]
+        if bad:
+            raise OnnxExporterError(
+                f"torch.onnx.export: dynamic_axes[{name!r}] names axis {bad[0]}, but the input {name!r} has "
+                f"{a.ndim} dimensions"
+            )
     was_training = [(m, m.training) for m in model.modules()]
     model.eval()
     _state["exporting"] = True
     try:
         records, output = _run(model, args, kwargs)
-        records2 = output2 = None
-        if any(name in dynamic for name in names):
-            steps = _steps(dynamic, names)
-            args2, kwargs2 = _second_args(args, kwargs, names, dynamic, steps)
-            try:
-                records2, output2 = _run(model, args2, kwargs2)
-            except Exception as err:
-                shapes = [tuple(a.shape) for a in flat_arrays(list(args2) + list(kwargs2.values()))]
-                raise OnnxExporterError(
-                    f"torch.onnx.export: with dynamic_axes the model is run again at other sizes (inputs {shapes}) "
-                    f"to see which sizes follow them, and it failed: {type(err).__name__}: {err}"
-                ) from err
-            if len(records2) != len(records):
-                raise OnnxExporterError(
-                    "torch.onnx.export: the model runs a different number of ops when a dynamic axis has another "
-                    "size: it cannot be exported with these dynamic_axes"
-                )
-            inputs2 = flat_arrays(list(args2) + list(kwargs2.values()))
+        records2, output2, inputs2 = _second_run(model, args, kwargs, names, dynamic, len(records))
         param_names = {}
         for name, t in list(model.named_buffers()) + list(model.named_parameters()):
             param_names.setdefault(id(array_of(t)), name)
@@ -326,11 +383,17 @@ def export(
         dims_helper = Dims(g, sources)
         _convert(g, dims_helper, records, records2, opset, verbose, do_constant_folding)
         outputs = _outputs(g, output, output2, output_names, dynamic, sources)
+        for name in set(dynamic) - set(names) - {n for n, _, _ in outputs}:
+            warnings.warn(
+                f"Provided key {name} for dynamic axes is not a valid input/output name (inputs {names}, outputs "
+                f"{[n for n, _, _ in outputs]}); it is ignored",
+                stacklevel=2,
+            )
     finally:
         _state["exporting"] = False
         for m, flag in was_training:
             m.training = flag
-    proto = g.model(graph_inputs, outputs, "trainkit")
+    proto = g.model(graph_inputs, outputs, "trainkit", keep_initializers_as_inputs)
     onnx.checker.check_model(proto)
     program = ONNXProgram(proto)
     if f is not None:
@@ -340,6 +403,19 @@ def export(
             )
         program.save(f)
     return program
+
+
+def _check_axes(dynamic: dict, outputs: dict) -> None:
+    """An output axis that does not exist is refused; a name that is no output is warned about (it is checked
+    against the inputs first), as PyTorch warns."""
+    for name, axes in dynamic.items():
+        if name in outputs:
+            bad = [a for a in axes if not 0 <= a < outputs[name].ndim]
+            if bad:
+                raise OnnxExporterError(
+                    f"torch.onnx.export: dynamic_axes[{name!r}] names axis {bad[0]}, but the output {name!r} has "
+                    f"{outputs[name].ndim} dimensions"
+                )
 
 
 def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -> list:
@@ -354,6 +430,7 @@ def _outputs(g: GraphBuilder, output, output2, output_names, dynamic, sources) -
     if len(arrays) == 1 and not given:
         names = ["output"]
     known = {(a, b): sym for a, b, name, axis in sources for sym in [dynamic[name][axis]]}
+    _check_axes(dynamic, dict(zip(names, arrays)))
     out = []
     for _k, (name, a, b) in enumerate(zip(names, arrays, arrays2)):
         value = g.value(a)

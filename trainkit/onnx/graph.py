@@ -169,14 +169,18 @@ class GraphBuilder:
                     self.arrays[n] = a
         return names if isinstance(outputs, list) or outputs > 1 else names[0]
 
-    def model(self, inputs: list, outputs: list, producer: str):
+    def model(self, inputs: list, outputs: list, producer: str, initializers_as_inputs: bool = False):
         """The ``ModelProto``: ``inputs`` and ``outputs`` are ``(name, elem dtype, dims)`` with dims a list of
-        ints or strings (symbolic)."""
+        ints or strings (symbolic); ``initializers_as_inputs`` also lists each initializer as an input (with its
+        value as the default), as older runtimes wanted."""
         h = self.helper
+        extra = list(self.param_inputs)
+        if initializers_as_inputs:
+            extra += [h.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in self.initializers]
         graph = h.make_graph(
             self.nodes,
             "main_graph",
-            [h.make_tensor_value_info(n, _elem_type(d), dims) for n, d, dims in inputs] + self.param_inputs,
+            [h.make_tensor_value_info(n, _elem_type(d), dims) for n, d, dims in inputs] + extra,
             [h.make_tensor_value_info(n, _elem_type(d), dims) for n, d, dims in outputs],
             initializer=self.initializers,
         )

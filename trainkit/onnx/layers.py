@@ -27,7 +27,7 @@ def _weight_t(cx: Context, w) -> str:
     return cx.node("Transpose", [cx.g.value(w)], perm=[1, 0])
 
 
-def linear(cx: Context) -> None:
+def _linear(cx: Context) -> None:
     """``x W^T + b``: ``Gemm`` on a matrix, ``MatMul`` and ``Add`` on any other rank."""
     m = cx.rec.module
     x = cx.input(0)
@@ -52,7 +52,7 @@ def _conv_pads(cx: Context, m, n: int) -> list[int]:
     return pads + pads
 
 
-def conv(cx: Context) -> None:
+def _conv(cx: Context) -> None:
     m = cx.rec.module
     n = len(cx.shape(0)) - 2
     if n < 1:
@@ -73,7 +73,7 @@ def conv(cx: Context) -> None:
     cx.bind(cx.node("Conv", args, pads=_conv_pads(cx, m, n), **attrs))
 
 
-def max_pool(cx: Context) -> None:
+def _max_pool(cx: Context) -> None:
     m = cx.rec.module
     n = len(cx.shape(0)) - 2
     if m.return_indices:
@@ -94,7 +94,7 @@ def max_pool(cx: Context) -> None:
     )
 
 
-def avg_pool(cx: Context) -> None:
+def _avg_pool(cx: Context) -> None:
     m = cx.rec.module
     n = len(cx.shape(0)) - 2
     if getattr(m, "divisor_override", None):
@@ -115,7 +115,7 @@ def avg_pool(cx: Context) -> None:
     )
 
 
-def adaptive_pool(global_op: str, op: str):
+def _adaptive_pool(global_op: str, op: str):
     """Output size 1 everywhere: ``Global...Pool``; an output size that divides the input: a plain pool with
     kernel = stride = input / output (the windows adaptive pooling takes then)."""
 
@@ -142,7 +142,7 @@ def _tuple_or_none(v, n: int) -> list:
     return list(v) if isinstance(v, (tuple, list)) else [v] * n
 
 
-def batch_norm(cx: Context) -> None:
+def _batch_norm(cx: Context) -> None:
     """Evaluation-mode batch norm with the running statistics: ``BatchNormalization``."""
     m = cx.rec.module
     if m.running_mean is None:
@@ -155,7 +155,7 @@ def batch_norm(cx: Context) -> None:
     cx.bind(cx.node("BatchNormalization", args, epsilon=float(m.eps)))
 
 
-def group_norm(cx: Context) -> None:
+def _group_norm(cx: Context) -> None:
     """``(x - mean) / sqrt(var + eps)`` over each group of channels (and all positions), then the per-channel
     affine: written with ``Reshape`` and ``ReduceMean`` (ONNX's GroupNormalization changed meaning in opset 21)."""
     m = cx.rec.module
@@ -180,27 +180,59 @@ def group_norm(cx: Context) -> None:
     cx.bind(y)
 
 
-def identity(cx: Context) -> None:
+RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "trilinear": "linear"}
+
+
+def _upsample(cx: Context) -> None:
+    """``nn.Upsample``: ``Resize`` with PyTorch's pixel mapping (nearest: ``asymmetric`` and ``floor``; linear:
+    ``pytorch_half_pixel``, or ``align_corners``; bicubic: ``cubic_coeff_a=-0.75``)."""
+    m = cx.rec.module
+    x = cx.input(0)
+    n = len(cx.shape(0)) - 2
+    if m.mode not in RESIZE_MODES and m.mode != "bicubic":
+        raise cx.refuse(f"mode={m.mode!r} (nearest, linear, bilinear, trilinear and bicubic are exported)")
+    attrs: dict = {"mode": RESIZE_MODES.get(m.mode, "cubic")}
+    if m.mode == "nearest":
+        attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    else:
+        attrs["coordinate_transformation_mode"] = "align_corners" if m.align_corners else "pytorch_half_pixel"
+        if m.mode == "bicubic":
+            attrs["cubic_coeff_a"] = -0.75
+    if m.size is not None or m.recompute_scale_factor:
+        out = cx.out_arrays()[0].shape
+        if cx.rec2 is not None and cx.shape(0)[2:] != cx.shape2(0)[2:] and m.size is None:
+            raise cx.refuse("recompute_scale_factor=True with spatial axes that change")
+        batch_channels = cx.node("Slice", [cx.node("Shape", [x]), cx.g.ints([0]), cx.g.ints([2])])
+        sizes = cx.node("Concat", [batch_channels, cx.g.ints(out[2:])], axis=0)
+        cx.bind(cx.node("Resize", [x, "", "", sizes], **attrs))
+        return
+    factors = m.scale_factor if isinstance(m.scale_factor, tuple) else (m.scale_factor,) * n
+    scales = cx.g.const(np.asarray([1.0, 1.0, *factors], dtype=np.float32))
+    cx.bind(cx.node("Resize", [x, "", scales], **attrs))
+
+
+def _identity(cx: Context) -> None:
     cx.bind(cx.node("Identity", [cx.input(0)]))
 
 
 LAYER_CONVERTERS = {
-    nn.Linear: linear,
-    nn.Conv1d: conv,
-    nn.Conv2d: conv,
-    nn.ConvTranspose1d: conv,
-    nn.ConvTranspose2d: conv,
-    nn.MaxPool1d: max_pool,
-    nn.MaxPool2d: max_pool,
-    nn.AvgPool1d: avg_pool,
-    nn.AvgPool2d: avg_pool,
-    nn.AdaptiveAvgPool1d: adaptive_pool("GlobalAveragePool", "AveragePool"),
-    nn.AdaptiveAvgPool2d: adaptive_pool("GlobalAveragePool", "AveragePool"),
-    nn.AdaptiveMaxPool1d: adaptive_pool("GlobalMaxPool", "MaxPool"),
-    nn.BatchNorm1d: batch_norm,
-    nn.BatchNorm2d: batch_norm,
-    nn.GroupNorm: group_norm,
-    nn.Dropout: identity,
-    nn.Identity: identity,
+    nn.Linear: _linear,
+    nn.Conv1d: _conv,
+    nn.Conv2d: _conv,
+    nn.ConvTranspose1d: _conv,
+    nn.ConvTranspose2d: _conv,
+    nn.MaxPool1d: _max_pool,
+    nn.MaxPool2d: _max_pool,
+    nn.AvgPool1d: _avg_pool,
+    nn.AvgPool2d: _avg_pool,
+    nn.AdaptiveAvgPool1d: _adaptive_pool("GlobalAveragePool", "AveragePool"),
+    nn.AdaptiveAvgPool2d: _adaptive_pool("GlobalAveragePool", "AveragePool"),
+    nn.AdaptiveMaxPool1d: _adaptive_pool("GlobalMaxPool", "MaxPool"),
+    nn.BatchNorm1d: _batch_norm,
+    nn.BatchNorm2d: _batch_norm,
+    nn.GroupNorm: _group_norm,
+    nn.Upsample: _upsample,
+    nn.Dropout: _identity,
+    nn.Identity: _identity,
     **RNN_CONVERTERS,
 }

@@ -13,7 +13,7 @@ from .context import Context
 __all__ = ["MATH_CONVERTERS"]
 
 
-def unary(op_type: str, **attrs):
+def _unary(op_type: str, **attrs):
     def convert(cx: Context) -> None:
         cx.bind(cx.node(op_type, [cx.input(0)], **attrs))
 
@@ -21,7 +21,7 @@ def unary(op_type: str, **attrs):
     return convert
 
 
-def binary(op_type: str, swap: bool = False):
+def _binary(op_type: str, swap: bool = False):
     def convert(cx: Context) -> None:
         a, b = _operands(cx)
         cx.bind(cx.node(op_type, [b, a] if swap else [a, b]))
@@ -32,11 +32,12 @@ def binary(op_type: str, swap: bool = False):
 
 def _operands(cx: Context) -> tuple[str, str]:
     """The names of inputs 0 and 1; a number takes the dtype of the tensor beside it."""
-    x, y = cx.rec.inputs[0], cx.rec.inputs[1]
+    x = cx.rec.inputs[0]
+    y = cx.arg(1, "y", cx.params.get("other"))
     if hasattr(x, "shape") or not hasattr(y, "shape"):
         a = cx.input(0)
-        return a, cx.input(1, like=a)
-    b = cx.input(1)
+        return a, cx.g.value(y, like=a)
+    b = cx.g.value(y)
     return cx.input(0, like=b), b
 
 
@@ -44,23 +45,23 @@ def _scaled(cx: Context, name: str, alpha) -> str:
     return name if alpha in (None, 1) else cx.node("Mul", [name, cx.const_like(alpha, name)])
 
 
-def add(cx: Context) -> None:
+def _add(cx: Context) -> None:
     a, b = _operands(cx)
     cx.bind(cx.node("Add", [a, _scaled(cx, b, cx.params.get("alpha"))]))
 
 
-def sub(cx: Context) -> None:
+def _sub(cx: Context) -> None:
     a, b = _operands(cx)
     cx.bind(cx.node("Sub", [a, _scaled(cx, b, cx.params.get("alpha"))]))
 
 
-def rsub(cx: Context) -> None:
+def _rsub(cx: Context) -> None:
     """``other - x`` (``torch.rsub``, ``2 - x``)."""
     a, b = _operands(cx)
     cx.bind(cx.node("Sub", [b, a]))
 
 
-def div_mode(cx: Context) -> None:
+def _div_mode(cx: Context) -> None:
     a, b = _operands(cx)
     q = cx.node("Div", [a, b])
     mode = cx.params.get("mode")
@@ -71,7 +72,7 @@ def div_mode(cx: Context) -> None:
     cx.bind(q)
 
 
-def pow_scalar(cx: Context) -> None:
+def _pow_scalar(cx: Context) -> None:
     x = cx.input(0)
     p = cx.params.get("p", cx.rec.inputs[1] if len(cx.rec.inputs) > 1 else None)
     if p == 2:
@@ -82,30 +83,30 @@ def pow_scalar(cx: Context) -> None:
         cx.bind(cx.node("Pow", [x, cx.const_like(p, x)]))
 
 
-def pow_base(cx: Context) -> None:
+def _pow_base(cx: Context) -> None:
     """``base ** x`` with a number as the base."""
     x = cx.input(0)
     base = cx.params.get("base", cx.rec.inputs[1] if len(cx.rec.inputs) > 1 else None)
     cx.bind(cx.node("Pow", [cx.const_like(base, x), x]))
 
 
-def where(cx: Context) -> None:
+def _where(cx: Context) -> None:
     x = cx.input(0)
     y = cx.input(1, like=x)
-    cx.bind(cx.node("Where", [cx.input(2), x, y]))
+    cx.bind(cx.node("Where", [cx.g.value(cx.arg(2, "cond")), x, y]))
 
 
-def masked_fill(cx: Context) -> None:
+def _masked_fill(cx: Context) -> None:
     x = cx.input(0)
     cx.bind(cx.node("Where", [cx.input(1), cx.input(2, like=x), x]))
 
 
-def clamp(cx: Context) -> None:
+def _clamp(cx: Context) -> None:
     x = cx.input(0)
-    lo, hi = cx.rec.inputs[1], cx.rec.inputs[2]
+    lo, hi = cx.arg(1, "lo"), cx.arg(2, "hi")
     if hasattr(lo, "shape") or hasattr(hi, "shape"):  # tensor bounds: Max and Min broadcast, Clip does not
-        out = x if lo is None else cx.node("Max", [x, cx.input(1, like=x)])
-        cx.bind(out if hi is None else cx.node("Min", [out, cx.input(2, like=x)]))
+        out = x if lo is None else cx.node("Max", [x, cx.g.value(lo, like=x)])
+        cx.bind(out if hi is None else cx.node("Min", [out, cx.g.value(hi, like=x)]))
         return
     args = [x, "" if lo is None else cx.const_like(lo, x), "" if hi is None else cx.const_like(hi, x)]
     while args[-1] == "":
@@ -113,7 +114,7 @@ def clamp(cx: Context) -> None:
     cx.bind(cx.node("Clip", args))
 
 
-def gelu(cx: Context) -> None:
+def _gelu(cx: Context) -> None:
     """Exact: ``x/2 (1 + erf(x/sqrt 2))``; ``approximate='tanh'``: ``x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))``
     (ONNX ``Gelu`` from opset 20)."""
     x = cx.input(0)
@@ -131,21 +132,21 @@ def gelu(cx: Context) -> None:
     cx.bind(cx.node("Mul", [cx.node("Mul", [x, c(0.5)]), cx.node("Add", [t, c(1.0)])]))
 
 
-def silu(cx: Context) -> None:
+def _silu(cx: Context) -> None:
     x = cx.input(0)
     cx.bind(cx.node("Mul", [x, cx.node("Sigmoid", [x])]))
 
 
-def mish(cx: Context) -> None:
+def _mish(cx: Context) -> None:
     x = cx.input(0)
     cx.bind(cx.node("Mul", [x, cx.node("Tanh", [cx.node("Softplus", [x])])]))
 
 
-def leaky_relu(cx: Context) -> None:
+def _leaky_relu(cx: Context) -> None:
     cx.bind(cx.node("LeakyRelu", [cx.input(0)], alpha=float(cx.params["slope"])))
 
 
-def softplus(cx: Context) -> None:
+def _softplus(cx: Context) -> None:
     beta = cx.params.get("beta", 1.0)
     threshold = cx.params.get("threshold", 20.0)
     x = cx.input(0)
@@ -157,7 +158,7 @@ def softplus(cx: Context) -> None:
     cx.bind(cx.node("Where", [cx.node("Greater", [bx, cx.const_like(threshold, x)]), x, soft]))
 
 
-def elu(cx: Context) -> None:
+def _elu(cx: Context) -> None:
     alpha = cx.params.get("alpha", 1.0)
     scale = cx.params.get("scale", 1.0)
     input_scale = cx.params.get("input_scale", 1.0)
@@ -166,7 +167,7 @@ def elu(cx: Context) -> None:
     cx.bind(cx.node("Elu", [cx.input(0)], alpha=float(alpha)))
 
 
-def softmax(op_type: str):
+def _softmax(op_type: str):
     def convert(cx: Context) -> None:
         cx.bind(cx.node(op_type, [cx.input(0)], axis=int(cx.params["dim"])))
 
@@ -182,7 +183,7 @@ def _axes(cx: Context, axes) -> list[int]:
     return [a % rank if rank else 0 for a in axes]
 
 
-def reduce(op_type: str, axes_input_since: int = 18):
+def _reduce(op_type: str, axes_input_since: int = 18):
     """``ReduceSum`` takes its axes as an input from opset 13, the others from opset 18."""
 
     def convert(cx: Context) -> None:
@@ -200,7 +201,50 @@ def reduce(op_type: str, axes_input_since: int = 18):
     return convert
 
 
-def max_dim(op_type: str, arg_type: str):
+def _dim_args(cx: Context) -> tuple:
+    rest = list(cx.rec.inputs[1:])
+    dim = rest[0] if rest else cx.params.get("dim", cx.params.get("other"))
+    keepdim = rest[1] if len(rest) > 1 else cx.params.get("keepdim", False)
+    return dim, int(bool(keepdim))
+
+
+def _extreme(op_type: str, arg_type: str, pairwise: str):
+    """``x.max()``, ``x.max(dim)`` (values and indices) and ``x.max(other)``."""
+
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        dim, keep = _dim_args(cx)
+        if hasattr(dim, "shape"):
+            cx.bind(cx.node(pairwise, [x, cx.g.value(dim)]))
+            return
+        if dim is None:
+            cx.bind(cx.node(op_type, [x], keepdims=0))
+            return
+        dim = int(dim) % max(len(cx.shape(0)), 1)
+        if cx.opset >= 18:
+            values = cx.node(op_type, [x, cx.g.ints([dim])], keepdims=keep)
+        else:
+            values = cx.node(op_type, [x], axes=[dim], keepdims=keep)
+        cx.bind([values, cx.node(arg_type, [x], axis=dim, keepdims=keep)])
+
+    return convert
+
+
+def _arg_extreme(arg_type: str):
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        dim, keep = _dim_args(cx)
+        if dim is None:
+            if keep:
+                raise cx.refuse("argmax/argmin with keepdim=True and no dim")
+            cx.bind(cx.node(arg_type, [cx.node("Reshape", [x, cx.g.ints([-1])])], axis=0, keepdims=0))
+            return
+        cx.bind(cx.node(arg_type, [x], axis=int(dim) % max(len(cx.shape(0)), 1), keepdims=keep))
+
+    return convert
+
+
+def _max_dim(op_type: str, arg_type: str):
     """``x.max(dim)``: values and indices."""
 
     def convert(cx: Context) -> None:
@@ -219,12 +263,12 @@ def max_dim(op_type: str, arg_type: str):
     return convert
 
 
-def matmul(cx: Context) -> None:
+def _matmul(cx: Context) -> None:
     a, b = cx.input(0), cx.input(1)
     cx.bind(cx.node("MatMul", [a, b]))
 
 
-def addmm(cx: Context) -> None:
+def _addmm(cx: Context) -> None:
     """``bias + x @ w_t`` (what ``F.linear`` runs on 2-d inputs): ``Gemm``, or ``MatMul`` and ``Add``."""
     b, x, w = cx.input(0), cx.input(1), cx.input(2)
     if len(cx.shape(1)) == 2 and len(cx.shape(2)) == 2 and len(cx.shape(0)) <= 2:
@@ -233,7 +277,7 @@ def addmm(cx: Context) -> None:
         cx.bind(cx.node("Add", [cx.node("MatMul", [x, w]), b]))
 
 
-def to_copy(cx: Context) -> None:
+def _to_copy(cx: Context) -> None:
     from onnx import helper
 
     dtype = cx.params.get("dtype")
@@ -243,7 +287,7 @@ def to_copy(cx: Context) -> None:
     cx.bind(cx.node("Cast", [cx.input(0)], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))))
 
 
-def layer_norm(cx: Context) -> None:
+def _layer_norm(cx: Context) -> None:
     """``LayerNormalization`` over the last ``ndim`` axes (opset 17)."""
     cx.need_opset(17, "LayerNormalization")
     x = cx.input(0)
@@ -257,12 +301,12 @@ def layer_norm(cx: Context) -> None:
     cx.bind(y)
 
 
-def embedding(cx: Context) -> None:
+def _embedding(cx: Context) -> None:
     indices = cx.params["indices"] if "indices" in cx.params else cx.rec.inputs[1]
     cx.bind(cx.node("Gather", [cx.input(0), cx.g.value(indices)], axis=0))
 
 
-def trilu(upper: int):
+def _trilu(upper: int):
     def convert(cx: Context) -> None:
         cx.need_opset(14, "Trilu")
         cx.bind(cx.node("Trilu", [cx.input(0), _k(cx)], upper=upper))
@@ -274,12 +318,12 @@ def _k(cx: Context) -> str:
     return cx.g.const(np.asarray(int(cx.params.get("diagonal", 0)), dtype=np.int64))
 
 
-def cumsum(cx: Context) -> None:
+def _cumsum(cx: Context) -> None:
     dim = cx.params.get("dim", cx.params.get("axis"))
     cx.bind(cx.node("CumSum", [cx.input(0), cx.g.const(np.asarray(int(dim), dtype=np.int64))]))
 
 
-def attention(cx: Context) -> None:
+def _attention(cx: Context) -> None:
     """``softmax(q k^T * scale + mask) v`` from ``MatMul``, ``Softmax`` and, for ``is_causal``, a mask built
     at run time from the lengths (``Range``), so that it follows a dynamic sequence length."""
     q, k, v = cx.input(0), cx.input(1), cx.input(2)
@@ -309,86 +353,188 @@ def attention(cx: Context) -> None:
     cx.bind(cx.node("MatMul", [cx.node("Softmax", [scores], axis=-1), v]))
 
 
+def _compare(op_type: str, negate: bool = False):
+    def convert(cx: Context) -> None:
+        a, b = _operands(cx)
+        out = cx.node(op_type, [a, b])
+        cx.bind(cx.node("Not", [out]) if negate else out)
+
+    convert.__doc__ = f"ONNX {op_type} of two tensors (or a tensor and a number): a bool tensor."
+    return convert
+
+
+def _as_bool(cx: Context, name: str) -> str:
+    if cx.dtype(name) == np.bool_:
+        return name
+    if cx.rec.target.__name__ in ("and", "or", "xor", "invert"):
+        raise cx.refuse("a bitwise op on an integer tensor (only bool tensors are exported)")
+    return cx.node("Cast", [name], to=9)  # logical ops: nonzero is True
+
+
+def _logical(op_type: str):
+    """``&``, ``|``, ``^`` of bool tensors, ``logical_and`` and the rest of any tensors."""
+
+    def convert(cx: Context) -> None:
+        a, b = _operands(cx)
+        cx.bind(cx.node(op_type, [_as_bool(cx, a), _as_bool(cx, b)]))
+
+    return convert
+
+
+def _invert(cx: Context) -> None:
+    cx.bind(cx.node("Not", [_as_bool(cx, cx.input(0))]))
+
+
+def _canonical_mask(cx: Context) -> None:
+    """A bool attention mask (True = masked out) as the float mask added to the scores: -inf and 0."""
+    mask = cx.input(0)
+    if cx.dtype(mask) != np.bool_:
+        cx.bind(cx.node("Identity", [mask]))
+        return
+    dtype = np.dtype(cx.rec.inputs[4] if len(cx.rec.inputs) > 4 else cx.params["target_type"])
+    inf, zero = cx.g.const(np.asarray(-np.inf, dtype)), cx.g.const(np.asarray(0, dtype))
+    cx.bind(cx.node("Where", [mask, inf, zero]))
+
+
+def _rsqrt(cx: Context) -> None:
+    cx.bind(cx.node("Reciprocal", [cx.node("Sqrt", [cx.input(0)])]))
+
+
+def _log1p(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Log", [cx.node("Add", [x, cx.const_like(1, x)])]))
+
+
+def _expm1(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Sub", [cx.node("Exp", [x]), cx.const_like(1, x)]))
+
+
+def _constant_pad(cx: Context) -> None:
+    """``F.pad(x, widths, value=v)``: ``Pad`` with the amounts before and after each axis (negative crops)."""
+    x = cx.input(0)
+    widths = [(int(b), int(a)) for b, a in cx.params["widths"]]
+    pads = [b for b, _ in widths] + [a for _, a in widths]
+    cx.bind(cx.node("Pad", [x, cx.g.ints(pads), cx.const_like(cx.params.get("value", 0) or 0, x)], mode="constant"))
+
+
+def _cast(cx: Context) -> None:
+    """``x.to(dtype)``, ``x.bool()``, ``x.long()``, ...: ``Cast`` to the dtype of the result."""
+    from onnx import helper
+
+    x = cx.input(0)
+    dtype = np.dtype(cx.out_arrays()[0].dtype)
+    if cx.dtype(x) == dtype:
+        cx.bind(cx.node("Identity", [x]))
+        return
+    cx.bind(cx.node("Cast", [x], to=helper.np_dtype_to_tensor_dtype(dtype)))
+
+
 MATH_CONVERTERS = {
-    "math.AddBackward0": add,
-    "math.SubBackward0": sub,
-    "math.RsubBackward0": rsub,
-    "math.RsubBackward1": rsub,
-    "math.MulBackward0": binary("Mul"),
-    "math.DivBackward0": binary("Div"),
-    "math.DivBackward2": binary("Div"),
-    "division.DivBackward2": div_mode,
-    "classification.DivBackward1": binary("Div"),
-    "math.NegBackward0": unary("Neg"),
-    "math.ExpBackward0": unary("Exp"),
-    "math.LogBackward0": unary("Log"),
-    "math.SqrtBackward0": unary("Sqrt"),
-    "math.AbsBackward0": unary("Abs"),
-    "math.SignBackward0": unary("Sign"),
-    "math.ReciprocalBackward0": unary("Reciprocal"),
-    "math.WhereBackward0": where,
-    "elementwise.ErfBackward0": unary("Erf"),
-    "elementwise.FloorBackward0": unary("Floor"),
-    "elementwise.CeilBackward0": unary("Ceil"),
-    "elementwise.RoundBackward0": unary("Round"),
-    "trigonometric.SinBackward0": unary("Sin"),
-    "trigonometric.CosBackward0": unary("Cos"),
-    "trigonometric.TanBackward0": unary("Tan"),
-    "trigonometric.AsinBackward0": unary("Asin"),
-    "trigonometric.AcosBackward0": unary("Acos"),
-    "trigonometric.AtanBackward0": unary("Atan"),
-    "trigonometric.SinhBackward0": unary("Sinh"),
-    "trigonometric.CoshBackward0": unary("Cosh"),
-    "power.PowBackward0": pow_scalar,
-    "power.PowBackward1": binary("Pow"),
-    "power.PowBackward2": pow_base,
-    "clamp.ClampBackward0": clamp,
-    "clamp.ClampBackward1": clamp,
-    "clamp.ClampMinBackward0": clamp,
-    "clamp.ClampMinBackward1": clamp,
-    "clamp.ClampMaxBackward0": clamp,
-    "clamp.ClampMaxBackward1": clamp,
-    "clamp.MaximumBackward0": binary("Max"),
-    "clamp.MinimumBackward0": binary("Min"),
-    "masking.MaskedFillBackward0": masked_fill,
-    "masking.MaskedFillBackward1": masked_fill,
-    "activation.ReluBackward0": unary("Relu"),
-    "activation.SigmoidBackward0": unary("Sigmoid"),
-    "activation.TanhBackward0": unary("Tanh"),
-    "activation.GeluBackward0": gelu,
-    "activation.LeakyReluBackward0": leaky_relu,
-    "activation.LeakyReluBackward1": leaky_relu,
-    "activation.SoftplusBackward0": softplus,
-    "activation.SoftmaxBackward0": softmax("Softmax"),
-    "activation.LogSoftmaxBackward0": softmax("LogSoftmax"),
-    "self_gated.SiluBackward0": silu,
-    "self_gated.HardswishBackward0": unary("HardSwish"),
-    "self_gated.MishBackward0": mish,
-    "rectifiers.EluBackward0": elu,
-    "reduction.SumBackward0": reduce("ReduceSum", 13),
-    "reduction.SumBackward1": reduce("ReduceSum", 13),
-    "reduction.MeanBackward0": reduce("ReduceMean"),
-    "reduction.MeanBackward1": reduce("ReduceMean"),
-    "reduction.AmaxBackward0": reduce("ReduceMax"),
-    "reduction.AminBackward0": reduce("ReduceMin"),
-    "reduction.MaxBackward1": reduce("ReduceMax"),
-    "reduction.MinBackward1": reduce("ReduceMin"),
-    "reduction.MaxBackward0": max_dim("ReduceMax", "ArgMax"),
-    "reduction.MinBackward0": max_dim("ReduceMin", "ArgMin"),
-    "linalg.UnsafeViewBackward0": matmul,
-    "linalg.MmBackward0": matmul,
-    "linalg.MvBackward0": matmul,
-    "linalg.DotBackward0": matmul,
-    "linalg.BmmBackward0": matmul,
-    "linalg.SqueezeBackward4": matmul,
-    "linalg.CloneBackward0": matmul,
-    "linear.AddmmBackward0": addmm,
-    "copy.CloneBackward0": unary("Identity"),
-    "copy.ToCopyBackward0": to_copy,
-    "normalization.NativeLayerNormBackward0": layer_norm,
-    "sparse.EmbeddingBackward0": embedding,
-    "triangular.TrilBackward0": trilu(0),
-    "triangular.TriuBackward0": trilu(1),
-    "cumulative.CumsumBackward0": cumsum,
-    "attention.ScaledDotProductFlashAttentionForCpuBackward0": attention,
+    "tensor.to": _cast,
+    "tensor.max": _extreme("ReduceMax", "ArgMax", "Max"),
+    "tensor.min": _extreme("ReduceMin", "ArgMin", "Min"),
+    "tensor.argmax": _arg_extreme("ArgMax"),
+    "tensor.argmin": _arg_extreme("ArgMin"),
+    "elementwise.RsqrtBackward0": _rsqrt,
+    "elementwise.Log1PBackward0": _log1p,
+    "elementwise.Expm1Backward0": _expm1,
+    "padding.ConstantPadNdBackward0": _constant_pad,
+    "function.canonical_mask": _canonical_mask,
+    "tensor.eq": _compare("Equal"),
+    "tensor.ne": _compare("Equal", negate=True),
+    "tensor.lt": _compare("Less"),
+    "tensor.le": _compare("LessOrEqual"),
+    "tensor.gt": _compare("Greater"),
+    "tensor.ge": _compare("GreaterOrEqual"),
+    "tensor.and": _logical("And"),
+    "tensor.or": _logical("Or"),
+    "tensor.xor": _logical("Xor"),
+    "tensor.logical_and": _logical("And"),
+    "tensor.logical_or": _logical("Or"),
+    "tensor.logical_xor": _logical("Xor"),
+    "tensor.invert": _invert,
+    "tensor.logical_not": _invert,
+    "tensor.isnan": _unary("IsNaN"),
+    "math.AddBackward0": _add,
+    "math.SubBackward0": _sub,
+    "math.RsubBackward0": _rsub,
+    "math.RsubBackward1": _rsub,
+    "math.MulBackward0": _binary("Mul"),
+    "math.DivBackward0": _binary("Div"),
+    "math.DivBackward2": _binary("Div"),
+    "division.DivBackward2": _div_mode,
+    "classification.DivBackward1": _binary("Div"),
+    "math.NegBackward0": _unary("Neg"),
+    "math.ExpBackward0": _unary("Exp"),
+    "math.LogBackward0": _unary("Log"),
+    "math.SqrtBackward0": _unary("Sqrt"),
+    "math.AbsBackward0": _unary("Abs"),
+    "math.SignBackward0": _unary("Sign"),
+    "math.ReciprocalBackward0": _unary("Reciprocal"),
+    "math.WhereBackward0": _where,
+    "elementwise.ErfBackward0": _unary("Erf"),
+    "elementwise.FloorBackward0": _unary("Floor"),
+    "elementwise.CeilBackward0": _unary("Ceil"),
+    "elementwise.RoundBackward0": _unary("Round"),
+    "trigonometric.SinBackward0": _unary("Sin"),
+    "trigonometric.CosBackward0": _unary("Cos"),
+    "trigonometric.TanBackward0": _unary("Tan"),
+    "trigonometric.AsinBackward0": _unary("Asin"),
+    "trigonometric.AcosBackward0": _unary("Acos"),
+    "trigonometric.AtanBackward0": _unary("Atan"),
+    "trigonometric.SinhBackward0": _unary("Sinh"),
+    "trigonometric.CoshBackward0": _unary("Cosh"),
+    "power.PowBackward0": _pow_scalar,
+    "power.PowBackward1": _binary("Pow"),
+    "power.PowBackward2": _pow_base,
+    "clamp.ClampBackward0": _clamp,
+    "clamp.ClampBackward1": _clamp,
+    "clamp.ClampMinBackward0": _clamp,
+    "clamp.ClampMinBackward1": _clamp,
+    "clamp.ClampMaxBackward0": _clamp,
+    "clamp.ClampMaxBackward1": _clamp,
+    "clamp.MaximumBackward0": _binary("Max"),
+    "clamp.MinimumBackward0": _binary("Min"),
+    "masking.MaskedFillBackward0": _masked_fill,
+    "masking.MaskedFillBackward1": _masked_fill,
+    "activation.ReluBackward0": _unary("Relu"),
+    "activation.SigmoidBackward0": _unary("Sigmoid"),
+    "activation.TanhBackward0": _unary("Tanh"),
+    "activation.GeluBackward0": _gelu,
+    "activation.LeakyReluBackward0": _leaky_relu,
+    "activation.LeakyReluBackward1": _leaky_relu,
+    "activation.SoftplusBackward0": _softplus,
+    "activation.SoftmaxBackward0": _softmax("Softmax"),
+    "activation.LogSoftmaxBackward0": _softmax("LogSoftmax"),
+    "self_gated.SiluBackward0": _silu,
+    "self_gated.HardswishBackward0": _unary("HardSwish"),
+    "self_gated.MishBackward0": _mish,
+    "rectifiers.EluBackward0": _elu,
+    "reduction.SumBackward0": _reduce("ReduceSum", 13),
+    "reduction.SumBackward1": _reduce("ReduceSum", 13),
+    "reduction.MeanBackward0": _reduce("ReduceMean"),
+    "reduction.MeanBackward1": _reduce("ReduceMean"),
+    "reduction.AmaxBackward0": _reduce("ReduceMax"),
+    "reduction.AminBackward0": _reduce("ReduceMin"),
+    "reduction.MaxBackward1": _reduce("ReduceMax"),
+    "reduction.MinBackward1": _reduce("ReduceMin"),
+    "reduction.MaxBackward0": _max_dim("ReduceMax", "ArgMax"),
+    "reduction.MinBackward0": _max_dim("ReduceMin", "ArgMin"),
+    "linalg.UnsafeViewBackward0": _matmul,
+    "linalg.MmBackward0": _matmul,
+    "linalg.MvBackward0": _matmul,
+    "linalg.DotBackward0": _matmul,
+    "linalg.BmmBackward0": _matmul,
+    "linalg.SqueezeBackward4": _matmul,
+    "linalg.CloneBackward0": _matmul,
+    "linear.AddmmBackward0": _addmm,
+    "copy.CloneBackward0": _unary("Identity"),
+    "copy.ToCopyBackward0": _to_copy,
+    "normalization.NativeLayerNormBackward0": _layer_norm,
+    "sparse.EmbeddingBackward0": _embedding,
+    "triangular.TrilBackward0": _trilu(0),
+    "triangular.TriuBackward0": _trilu(1),
+    "cumulative.CumsumBackward0": _cumsum,
+    "attention.ScaledDotProductFlashAttentionForCpuBackward0": _attention,
 }

@@ -13,14 +13,14 @@ from .shapes import INT64_MAX
 __all__ = ["SHAPE_CONVERTERS"]
 
 
-def reshape(cx: Context) -> None:
+def _reshape(cx: Context) -> None:
     """Every view that only changes the shape (view, reshape, flatten, squeeze, unsqueeze): ``Reshape``."""
     x = cx.input(0)
     shape = cx.vector_for("shape", "Reshape", x)
     cx.bind(cx.node("Reshape", [x, shape]))
 
 
-def transpose(cx: Context) -> None:
+def _transpose(cx: Context) -> None:
     rank = len(cx.shape(0))
     if "d0" not in cx.params:  # a transpose of a 0-d or 1-d tensor: nothing moves
         cx.bind(cx.node("Identity", [cx.input(0)]))
@@ -31,12 +31,12 @@ def transpose(cx: Context) -> None:
     cx.bind(cx.node("Transpose", [cx.input(0)], perm=perm))
 
 
-def permute(cx: Context) -> None:
+def _permute(cx: Context) -> None:
     rank = len(cx.shape(0))
     cx.bind(cx.node("Transpose", [cx.input(0)], perm=[d % rank for d in cx.params["dims"]]))
 
 
-def expand(cx: Context) -> None:
+def _expand(cx: Context) -> None:
     x = cx.input(0)
     cx.bind(cx.node("Expand", [x, cx.vector_for("shape", "Expand", x)]))
 
@@ -70,7 +70,7 @@ def _bound(cx: Context, v1, v2, dim1: int, dim2: int, default: int, x: str):
     return found
 
 
-def basic_index(cx: Context) -> None:
+def _basic_index(cx: Context) -> None:
     """``x[1:, None, -1]``: one ``Slice`` over the sliced axes, ``Squeeze`` of the integer ones, ``Unsqueeze``
     for the new ones."""
     x = cx.input(0)
@@ -112,7 +112,7 @@ def basic_index(cx: Context) -> None:
     cx.bind(out if out != x else cx.node("Identity", [x]))
 
 
-def advanced_index(cx: Context) -> None:
+def _advanced_index(cx: Context) -> None:
     """``x[idx]`` or ``x[:, idx]`` with one integer array (or list): ``Gather`` on that axis."""
     x = cx.input(0)
     index = cx.params["index"]
@@ -124,20 +124,20 @@ def advanced_index(cx: Context) -> None:
     cx.bind(cx.node("Gather", [x, cx.g.value(parts[arrays[0]])], axis=arrays[0]))
 
 
-def cat(cx: Context) -> None:
+def _cat(cx: Context) -> None:
     names = [cx.input(i) for i in range(len(cx.rec.inputs))]
     keep = [n for n, a in zip(names, cx.rec.inputs) if a.size or len(a.shape) != 1]  # torch.cat skips empty 1-d
     cx.bind(cx.node("Concat", keep, axis=int(cx.params["dim"]) % max(len(cx.shape(0)), 1)))
 
 
-def stack(cx: Context) -> None:
+def _stack(cx: Context) -> None:
     rank = len(cx.shape(0)) + 1
     dim = int(cx.params["dim"]) % rank
     names = [cx.node("Unsqueeze", [cx.input(i), cx.g.ints([dim])]) for i in range(len(cx.rec.inputs))]
     cx.bind(cx.node("Concat", names, axis=dim))
 
 
-def split(cx: Context) -> None:
+def _split(cx: Context) -> None:
     x = cx.input(0)
     dim = int(cx.params["dim"]) % len(cx.shape(0))
     outs = cx.out_arrays()
@@ -148,7 +148,7 @@ def split(cx: Context) -> None:
     cx.bind(names if isinstance(names, list) else [names])
 
 
-def unbind(cx: Context) -> None:
+def _unbind(cx: Context) -> None:
     x = cx.input(0)
     dim = int(cx.params["dim"]) % len(cx.shape(0))
     n = len(cx.out_arrays())
@@ -158,24 +158,24 @@ def unbind(cx: Context) -> None:
 
 
 SHAPE_CONVERTERS = {
-    "shape.ViewBackward0": reshape,
-    "shape.UnsafeViewBackward0": reshape,
-    "shape.ReshapeAliasBackward0": reshape,
-    "shape.SqueezeBackward0": reshape,
-    "shape.SqueezeBackward1": reshape,
-    "shape.SqueezeBackward2": reshape,
-    "shape.UnsqueezeBackward0": lambda cx: (basic_index if "index" in cx.params else reshape)(cx),
-    "shape.TransposeBackward0": transpose,
-    "shape.TBackward0": transpose,
-    "shape.PermuteBackward0": permute,
-    "shape.ExpandBackward0": expand,
-    "shape.SliceBackward0": basic_index,
-    "shape.SelectBackward0": basic_index,
-    "shape.AliasBackward0": basic_index,
-    "shape.IndexBackward0": advanced_index,
-    "join.CatBackward0": cat,
-    "join.StackBackward0": stack,
-    "join.SplitBackward0": split,
-    "join.SplitWithSizesBackward0": split,
-    "join.UnbindBackward0": unbind,
+    "shape.ViewBackward0": _reshape,
+    "shape.UnsafeViewBackward0": _reshape,
+    "shape.ReshapeAliasBackward0": _reshape,
+    "shape.SqueezeBackward0": _reshape,
+    "shape.SqueezeBackward1": _reshape,
+    "shape.SqueezeBackward2": _reshape,
+    "shape.UnsqueezeBackward0": lambda cx: (_basic_index if "index" in cx.params else _reshape)(cx),
+    "shape.TransposeBackward0": _transpose,
+    "shape.TBackward0": _transpose,
+    "shape.PermuteBackward0": _permute,
+    "shape.ExpandBackward0": _expand,
+    "shape.SliceBackward0": _basic_index,
+    "shape.SelectBackward0": _basic_index,
+    "shape.AliasBackward0": _basic_index,
+    "shape.IndexBackward0": _advanced_index,
+    "join.CatBackward0": _cat,
+    "join.StackBackward0": _stack,
+    "join.SplitBackward0": _split,
+    "join.SplitWithSizesBackward0": _split,
+    "join.UnbindBackward0": _unbind,
 }

@@ -50,7 +50,7 @@ def _state_slice(cx: Context, h: str, k: int, dirs: int) -> str:
     return cx.node("Slice", [h, cx.g.ints([k * dirs]), cx.g.ints([(k + 1) * dirs]), cx.g.ints([0])])
 
 
-def recurrent(kind: str):
+def _recurrent(kind: str):
     """The converter of ``nn.RNN`` (``kind='RNN'``), ``nn.LSTM`` or ``nn.GRU``."""
     order = {"LSTM": LSTM_ORDER, "GRU": GRU_ORDER}.get(kind, ())
 
@@ -111,4 +111,4 @@ def recurrent(kind: str):
     return convert
 
 
-RNN_CONVERTERS = {nn.RNN: recurrent("RNN"), nn.LSTM: recurrent("LSTM"), nn.GRU: recurrent("GRU")}
+RNN_CONVERTERS = {nn.RNN: _recurrent("RNN"), nn.LSTM: _recurrent("LSTM"), nn.GRU: _recurrent("GRU")}

@@ -102,3 +102,21 @@ class Dims:
             else:
                 raise OnnxExporterError(f"size {a} of {what} changes with the dynamic axes in a way not traced")
         return self.concat(pieces)
+
+    def filled(self, a, b) -> str | None:
+        """A tensor made inside forward, filled with one value, whose shape follows the dynamic axes
+        (``zeros_like(x)``, ``torch.ones(T, T)``): ``Expand`` of the value to the run-time shape. None when the
+        tensor is not one value or a size is not an axis of an input."""
+        a, b = np.asarray(a), np.asarray(b)
+        if not a.size or not b.size or a.ndim != b.ndim:
+            return None
+        first = a.reshape(-1)[0]
+        if not (a == first).all() or not (b == first).all():
+            return None
+        pieces: list = []
+        for v1, v2 in zip(a.shape, b.shape):
+            found = [int(v1)] if v1 == v2 else self.size(int(v1), int(v2))
+            if found is None:
+                return None
+            pieces.append(found)
+        return self.g.node("Expand", [self.g.const(np.asarray(first, a.dtype)), self.concat(pieces)])

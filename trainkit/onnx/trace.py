@@ -10,12 +10,44 @@ not. The wrappers and the modules' ``forward`` attributes are removed when the c
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..autograd.function import Op
+from ..autograd.tensor import Tensor
+from ..functional import multi_head_attention
+from ..layers import attention as attention_layer
 
-__all__ = ["Record", "Tracer", "op_classes"]
+__all__ = ["TENSOR_METHODS", "Record", "TensorMethod", "Tracer", "op_classes"]
+
+# Tensor methods that are no Op (their results never require grad): comparisons and logic, recorded by name
+TENSOR_METHODS = {
+    **{f"__{n}__": n for n in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "invert")},
+    **{n: n for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")},
+    **{"logical_not": "logical_not", "bitwise_not": "invert", "isnan": "isnan"},
+    # casts to integer or bool types make their tensor without an op; the others run ToCopy, noted once here
+    **{n: "to" for n in ("to", "bool", "long", "int", "short", "float", "double", "half", "type_as")},
+    # max(dim) and min(dim) find their indices outside the op that gathers the values
+    **{n: n for n in ("max", "min", "argmax", "argmin")},
+}
+
+# functions that make a tensor without an op, by the modules that call them: recorded as one call each
+FUNCTIONS = ((multi_head_attention, "canonical_mask"), (attention_layer, "canonical_mask"))
+
+
+class TensorMethod:
+    """The target of a recorded Tensor method that is no Op (``x == y``): its name, keyed ``tensor.<name>``.
+
+    >>> TensorMethod("eq").__name__
+    'eq'
+    """
+
+    def __init__(self, name: str, kind: str = "tensor"):
+        self.__name__ = name
+        self.__module__ = kind
+
+    def __repr__(self) -> str:
+        return f"Tensor.{self.__name__}"
 
 
 @dataclass
@@ -25,6 +57,9 @@ class Record:
     ``inputs``: the op's positional arguments (arrays or numbers) or the module's (Tensors and other values);
     ``params``: keyword arguments; ``output``: what it returned; ``scope``: the qualified name of the innermost
     module running it ('' for the model itself).
+
+    >>> Record(TensorMethod("eq"), (1, 2), {}, False, "").scope
+    ''
     """
 
     target: Any
@@ -33,7 +68,6 @@ class Record:
     output: Any
     scope: str
     module: Any = None
-    keep: list = field(default_factory=list)
 
 
 def op_classes() -> list[type]:
@@ -70,7 +104,7 @@ class Tracer:
         self.scopes: list[str] = [""]
         self.depth = 0  # > 0 inside an op's forward or a module converted whole: nothing is noted there
         self.thread = threading.get_ident()
-        self.patched: list[tuple[type, Any]] = []
+        self.patched: list[tuple[Any, str, Any]] = []
         self.modules: list = []
 
     # ------------------------------------------------------------------------------------------------ ops
@@ -90,6 +124,43 @@ class Tracer:
 
         forward.__wrapped__ = original
         return forward
+
+    def _wrap_method(self, name: str, original):
+        tracer = self
+        target = TensorMethod(name)
+
+        def method(*args, **kwargs):
+            if tracer.depth or threading.get_ident() != tracer.thread:
+                return original(*args, **kwargs)
+            tracer.depth += 1  # the ops it runs are part of it
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                tracer.depth -= 1
+            outs = out if isinstance(out, tuple) else (out,)
+            if all(isinstance(t, Tensor) for t in outs) and out is not args[0]:
+                inputs = tuple(a.numpy(force=True) if isinstance(a, Tensor) else a for a in args)
+                arrays = [t.numpy(force=True) for t in outs]
+                record = Record(
+                    target, inputs, kwargs, arrays if isinstance(out, tuple) else arrays[0], tracer.scopes[-1]
+                )
+                tracer.records.append(record)
+            return out
+
+        return method
+
+    def _wrap_function(self, name: str, original):
+        tracer = self
+        target = TensorMethod(name, "function")
+
+        def function(*args, **kwargs):
+            out = original(*args, **kwargs)
+            if not tracer.depth and threading.get_ident() == tracer.thread and isinstance(out, Tensor):
+                inputs = tuple(a.numpy(force=True) if isinstance(a, Tensor) else a for a in args)
+                tracer.records.append(Record(target, inputs, kwargs, out.numpy(force=True), tracer.scopes[-1]))
+            return out
+
+        return function
 
     # ------------------------------------------------------------------------------------------------ modules
     def _wrap_module(self, name: str, module):
@@ -120,8 +191,18 @@ class Tracer:
             for cls in op_classes():
                 if "forward" in cls.__dict__:
                     original = cls.__dict__["forward"]
-                    self.patched.append((cls, original))
+                    self.patched.append((cls, "forward", original))
                     cls.forward = self._wrap_op(cls, original)
+            for attr, name in TENSOR_METHODS.items():
+                if attr in Tensor.__dict__:
+                    original = Tensor.__dict__[attr]
+                    self.patched.append((Tensor, attr, original))
+                    setattr(Tensor, attr, self._wrap_method(name, original))
+            for owner, attr in FUNCTIONS:
+                original = getattr(owner, attr, None)
+                if original is not None:
+                    self.patched.append((owner, attr, original))
+                    setattr(owner, attr, self._wrap_function(attr, original))
             for name, module in self.model.named_modules():
                 if "forward" not in module.__dict__:
                     module.__dict__["forward"] = self._wrap_module(name, module)
@@ -132,8 +213,8 @@ class Tracer:
         return self
 
     def __exit__(self, *exc) -> None:
-        for cls, original in reversed(self.patched):
-            cls.forward = original
+        for cls, attr, original in reversed(self.patched):
+            setattr(cls, attr, original)
         self.patched.clear()
         for module in self.modules:
             module.__dict__.pop("forward", None)

@@ -237,7 +237,7 @@ def load(
     map_location=None,
     pickle_module=None,
     *,
-    weights_only: bool | None = True,
+    weights_only: bool | None = None,
     mmap: bool | None = None,
     _expect: dict | None = None,
     **pickle_load_args,
@@ -247,7 +247,10 @@ def load(
     ``weights_only=True`` (the default, as torch's since 2.6) reads tensors, containers, numbers, strings and
     torch's own safe types, plus the classes and functions ``trainkit.serialization.add_safe_globals`` trusts;
     anything else is refused in torch's words, naming the global, before anything in the file runs.
-    ``weights_only=False`` unpickles whatever the file holds (a whole model): only for files you trust. Names under
+    ``weights_only=False`` unpickles whatever the file holds (a whole model): only for files you trust. As in torch,
+    the environment can change the default: ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` forces ``True`` whatever the call
+    says, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` makes a call that does not pass ``weights_only`` load with
+    ``False`` (with a warning). Names under
     ``torch.`` in a file torch saved are looked up under ``trainkit.``. Tensors come back as trainkit Tensors where
     they were saved from (a GPU's on that GPU when one answers, else on the CPU), or where ``map_location`` sends
     them: a device or a string (``"cpu"``, ``"cuda:0"``), a dict of saved locations (``{"cuda:0": "cpu"}``) or a
@@ -265,7 +268,7 @@ def load(
         raise ValueError("trainkit.load reads pickles with its own unpickler; pickle_module is not supported")
     if pickle_load_args and set(pickle_load_args) != {"encoding"}:
         raise TypeError(f"trainkit.load got unexpected arguments {sorted(pickle_load_args)}")
-    weights_only = True if weights_only is None else bool(weights_only)
+    weights_only = resolve_weights_only(weights_only)
     place = placement(map_location)  # a bad map_location is refused before the file is opened
     where = (getattr(f, "name", None) or "the file object") if hasattr(f, "read") else str(f)
     if not hasattr(f, "read") and not Path(f).is_file():
@@ -286,6 +289,35 @@ def load(
         raise FileFormatError(f"{where}: its structure is nested too deeply to be a saved state") from None
     except (TypeError, AttributeError, ValueError) as err:
         raise FileFormatError(f"{where}: its structure is not one trainkit.save writes ({err})") from None
+
+
+TRUE_VALUES = ("1", "y", "yes", "true")
+
+
+def resolve_weights_only(weights_only: bool | None) -> bool:
+    """``load``'s ``weights_only`` after torch's two environment variables: ``None`` (not passed) is ``True``
+    unless ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set; ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces ``True``.
+
+    >>> resolve_weights_only(None), resolve_weights_only(False)
+    (True, False)
+    """
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in TRUE_VALUES
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in TRUE_VALUES
+    if force and force_no:
+        raise RuntimeError(
+            "Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+            "should be set, but both were set."
+        )
+    if force:
+        return True
+    if weights_only is None and force_no:
+        warn_user(
+            "Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the `weights_only` argument was "
+            "not explicitly passed to `torch.load`, forcing weights_only=False.",
+            UserWarning,
+        )
+        return False
+    return True if weights_only is None else bool(weights_only)
 
 
 def _is_torch_archive(f) -> bool:

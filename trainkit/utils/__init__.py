@@ -1,3 +1,4 @@
-"""``trainkit.utils``: PyTorch's home for ``data`` (``from trainkit.utils.data import DataLoader``)."""
+"""``trainkit.utils``: PyTorch's home for ``data`` (``from trainkit.utils.data import DataLoader``) and
+``checkpoint`` (activation checkpointing)."""
 
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401

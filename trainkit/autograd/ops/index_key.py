@@ -3,6 +3,8 @@ whether the indexing is basic (a view) or advanced (a copy)."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..backend import device_of, to_device, xp_of
@@ -25,6 +27,15 @@ def _as_tuple(key: list) -> bool:
     return False
 
 
+def _int_bounds(k: slice) -> slice:
+    """The slice with its bounds as ints: Python reads a bound through ``__index__``, so a 0-d integer tensor or a
+    NumPy integer is one (``data[i : i + 8]`` for ``i`` taken from a tensor), and a float tensor is refused."""
+    if (type(k.start) is int or k.start is None) and (type(k.stop) is int or k.stop is None):
+        if type(k.step) is int or k.step is None:
+            return k
+    return slice(*(None if b is None else operator.index(b) for b in (k.start, k.stop, k.step)))
+
+
 def _bad_step(k: slice):
     if k.step == 0:
         raise ValueError("slice step cannot be zero")
@@ -43,6 +54,7 @@ def normalize_index(key, data):
     if type(key) is int:
         return key, "select"
     if type(key) is slice:
+        key = _int_bounds(key)
         if key.step is not None and key.step <= 0:
             _bad_step(key)
         return key, "slice"
@@ -58,6 +70,8 @@ def normalize_index(key, data):
             out.append(k)
             continue
         if type(k) is slice or k is None or k is Ellipsis:
+            if type(k) is slice:
+                k = _int_bounds(k)
             if k is not None and k is not Ellipsis and k.step is not None and k.step <= 0:
                 _bad_step(k)
             out.append(k)

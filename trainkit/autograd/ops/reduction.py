@@ -126,6 +126,14 @@ def _moment(x, axes, keepdim, correction, root: bool):
     """var (or std) of x, accumulated in float64 for float32 as PyTorch does on the CPU: the squares of float32
     values overflow long before their variance does."""
     with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype == np.float32 and x.size and (axes is None or len(axes) == x.ndim):
+            # over every element PyTorch takes the mean in float32 (where a sum of huge values overflows to inf,
+            # and the variance with it) and only the squared deviations in float64
+            with np.errstate(over="ignore"):
+                d = x.astype(np.float64) - float(x.mean(dtype=np.float32))
+                dof = x.size - correction
+                out = (d * d).sum(axis=axes, keepdims=keepdim) / (dof if dof > 0 else 0)
+                return (xp_of(x).sqrt(out) if root else out).astype(np.float32)
         if x.dtype == np.float32:
             out = x.var(axis=axes, keepdims=keepdim, ddof=correction, dtype=np.float64)
             with np.errstate(over="ignore"):

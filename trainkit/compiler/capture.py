@@ -1,0 +1,490 @@
+"""Capture: run a region eagerly once and note every op, backward pass and optimizer update it makes.
+
+``Recorder`` sits in ``autograd.function.recording`` while the region runs: each ``Op.apply`` calls it, it runs the
+op as usual and notes the op's class, inputs, keyword arguments and results (see ``plan.OpStep``). A few methods
+are wrapped for the duration, on their classes, so that nothing else pays for them:
+
+- ``Tensor.backward``: a backward pass becomes a ``BackwardStep`` (its schedule taken from the graph before the
+  pass runs it);
+- the optimizers' group updates and ``zero_grad``, and ``Tensor.grad``'s setter: ``CallStep``s;
+- the methods that read a tensor's values into Python (``item``, ``tolist``, ``bool()``, ``float()``, ...): Python
+  code may branch on what they return, which a replay could not follow, so they make the region eager;
+- ``Module.__call__``: the modules the region runs, whose ``training`` flag and hooks the guards watch.
+
+Whatever the region does that a replay would not repeat refuses the plan with the reason (``Refused``): random
+numbers drawn, a tensor changed in place, a custom ``autograd.Function``, ``create_graph``, hooks.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+from ..autograd import engine, function, grad_mode
+from ..autograd.random import get_rng_state
+from ..autograd.tensor import Tensor
+from ..layers.module import Module
+from ..optim.optimizer import Optimizer
+from .errors import CompileError
+from .plan import WANTED, BackwardStep, CallStep, Const, OpStep, Refused, schedule
+from .prepared import BUMPED, PREPARED, after_apply
+
+# Modules whose tensors made during a capture are constants of the region: creation functions (zeros, arange,
+# tensor(...)), whose values follow from their arguments; random ones are caught by the generator's state.
+CONSTANT_MAKERS = {"trainkit.autograd.creation"}
+READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__")
+
+
+def flatten(args: tuple, kwargs: dict) -> tuple:
+    """``(structure, tensors)``: the tensors of a call's arguments in order, and a hashable description of the
+    rest (containers and Python values) that a later call must match for a plan to fit.
+
+    >>> flatten((1, [2.5, "a"]), {})[0]
+    (('v', 1), ('l', (('v', 2.5), ('v', 'a'))), ('d', ()))
+    """
+    tensors: list = []
+    structure = tuple(_walk(a, tensors) for a in args) + (
+        ("d", tuple((k, _walk(v, tensors)) for k, v in kwargs.items())),
+    )
+    return structure, tensors
+
+
+def _walk(x, tensors: list):
+    if isinstance(x, Tensor):
+        tensors.append(x)
+        return ("t",)
+    if isinstance(x, (list, tuple)):
+        return ("l" if isinstance(x, list) else type(x).__name__, tuple(_walk(v, tensors) for v in x))
+    if isinstance(x, dict):
+        return ("d", tuple((k, _walk(v, tensors)) for k, v in x.items()))
+    if x is None or isinstance(x, (bool, int, float, str, complex, type(Ellipsis), slice)):
+        return ("v", x)
+    return ("o", id(x))  # another object: the same one must come again
+
+
+def signature(tensors: list) -> tuple:
+    """What a plan is specialised on for each tensor argument: shape, dtype, array type, requires_grad."""
+    return tuple((t._data.shape, t._data.dtype, type(t._data), t._requires_grad) for t in tensors)
+
+
+class Recorder:
+    """Notes one eager run of a region; ``steps`` and the slot tables are what ``plan`` is built from."""
+
+    def __init__(self, arg_tensors: list, fullgraph: bool):
+        self.fullgraph = fullgraph
+        self.thread = threading.get_ident()
+        self.steps: list = []
+        self.slot_of: dict = {}  # id(tensor) -> slot
+        self.tensors: list = []  # tensor of each slot (kept alive while capturing, so that ids stay unique)
+        self.array_slot: dict = {}  # id(array) -> slot, for keyword arguments that are a tensor's array
+        self.externals: list = []  # (slot, tensor)
+        self.versions: dict = {}  # slot -> version seen when first read
+        self.op_of: dict = {}  # id(node) -> OpStep
+        self.modules: dict = {}  # id(module) -> module, every module called
+        self.view_of: dict = {}  # slot of a view -> slot of the tensor whose version counter it shares
+        self.owners: dict = {}  # id(array) -> the parameter or buffer that holds it, for modules called
+        self.fresh: dict = {}  # id(tensor) -> (tensor, maker's module): tensors made by Tensor._make meanwhile
+        self.refusal: str | None = None
+        self.opaque = 0
+        self.start_seq = engine.next_seq()
+        self.passes = 0
+        self.args = tuple(self.new_slot(t) for t in arg_tensors)
+
+    # ------------------------------------------------------------------------------------------------ slots
+    def new_slot(self, t: Tensor) -> int:
+        slot = len(self.tensors)
+        self.tensors.append(t)
+        self.slot_of[id(t)] = slot
+        self.array_slot[id(t._data)] = slot
+        self.versions[slot] = t._version_counter[0]
+        return slot
+
+    def slot(self, t: Tensor) -> int:
+        slot = self.slot_of.get(id(t))
+        if slot is not None:
+            return slot
+        fn = t._grad_fn
+        if fn is not None and fn._seq > self.start_seq:
+            raise Refused(
+                f"a tensor made by {fn.name()}, which the compiler cannot replay (a custom autograd.Function or an "
+                "in-place op)"
+            )
+        made = self.fresh.get(id(t))
+        if made is not None and made[0] is t and made[1] not in CONSTANT_MAKERS:
+            raise Refused(
+                f"a tensor made outside the ops by {made[1]} (a comparison, a mask or the like): a replay would not "
+                "recompute it"
+            )
+        slot = self.new_slot(t)
+        self.externals.append((slot, t))
+        return slot
+
+    def known(self, module) -> None:
+        """Note the arrays of a module's parameters and buffers: an op may take one as a keyword argument
+        (batch norm's running statistics)."""
+        for t in (*module._parameters.values(), *module._buffers.values()):
+            if t is not None:
+                self.owners[id(t._data)] = t
+
+    def refuse(self, reason: str) -> None:
+        if self.refusal is None:
+            self.refusal = reason
+        if self.fullgraph:
+            raise CompileError(reason)
+
+    # ------------------------------------------------------------------------------------------------- ops
+    def __call__(self, cls, apply, inputs, params):
+        """The hook of ``Op.apply``: run the op, then note it."""
+        function.recording.pop()
+        try:
+            result = apply(*inputs, **params)
+        finally:
+            function.recording.append(self)
+        if self.refusal is None:
+            try:
+                self.note_op(cls, inputs, params, result)
+            except Refused as why:
+                self.refuse(str(why))
+        return result
+
+    def note_op(self, cls, inputs, params, result) -> None:
+        spec = []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                spec.append(self.slot(x))
+            elif self.array_ref(x, cls, "an input") is not None:
+                raise Refused(f"{cls.__name__} takes a tensor's array as a plain input")
+            else:
+                spec.append(Const(x))
+        static, refs = {}, []
+        prepare = PREPARED.get(cls)
+        for key, value in params.items():
+            if prepare is not None and key in prepare[0]:
+                continue  # recomputed from the op's inputs at each replay
+            ref = self.array_ref(value, cls, key)
+            if ref is None:
+                static[key] = value
+            else:
+                refs.append((key, *ref))
+        spec = tuple(spec)
+        multi = isinstance(result, tuple)
+        outs = result if multi else (result,)
+        step = OpStep(cls, spec, static, tuple(refs), tuple(self.new_slot(t) for t in outs), multi)
+        step.prepare = prepare[1] if prepare is not None else None
+        if cls in BUMPED and params.get("training"):
+            step.bumps = tuple(s for key, s, _ in refs if key in BUMPED[cls])
+            for s in step.bumps:
+                self.versions[s] += 1  # the function bumps it right after apply
+        step.index = len(self.steps)
+        first = inputs[0] if inputs else None
+        if isinstance(first, Tensor) and outs[0]._version_counter is first._version_counter:
+            self.view_of[step.outs[0]] = self.view_of.get(spec[0], spec[0])  # a view: its base's versions
+        step.out_shapes = tuple((t._data.shape, t._data.dtype) for t in outs)
+        node = outs[0]._grad_fn if outs[0]._requires_grad else None
+        if node is not None and type(node) is cls:
+            self.op_of[id(node)] = step
+            step.node = node  # until the plan is built; dropped then
+            step.num_outputs = node.num_outputs
+            step.output_meta = getattr(node, "_output_meta", ())
+            step.edges = tuple((WANTED if fn is not None else None, nr) for fn, nr in node.next_functions)
+            step.meta = node._input_meta
+            saved = node._saved or ()
+            kept = [None if saved[j] is None else i for j, i in enumerate(cls.save_inputs) if j < len(saved)]
+            step.saved = tuple(kept + ([-1] if cls.save_output else []))
+        self.steps.append(step)
+
+    def array_ref(self, value, cls, key):
+        """``(slot, shape)`` when a keyword argument is a slot's array or a reshaped view of it (a loss's
+        targets), None for a value that is no array. An array computed outside the ops may hold values derived
+        from the data, which a replay would not recompute: refused, naming the op and argument."""
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                if self.array_ref(v, cls, key) is not None:
+                    raise Refused(f"{cls.__name__} takes a sequence of tensors' arrays ({key})")
+            return None
+        if not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+            return None
+        slot = self.array_slot.get(id(value))
+        if slot is None and id(value) in self.owners:
+            slot = self.slot(self.owners[id(value)])
+        if slot is not None:
+            return slot, None
+        base = value.base
+        while base is not None:
+            slot = self.array_slot.get(id(base))
+            if slot is None and id(base) in self.owners:
+                slot = self.slot(self.owners[id(base)])
+            if slot is not None:
+                src = self.tensors[slot]._data
+                if value.size == src.size and value.flags.c_contiguous and src.flags.c_contiguous:
+                    return slot, value.shape
+                raise Refused(f"{cls.__name__} takes a view of a tensor's array that the compiler cannot rebuild")
+            base = base.base
+        if not value.flags.writeable:
+            return None  # a frozen array of its maker's: a constant
+        raise Refused(f"{cls.__name__} takes an array computed outside the ops ({key}): it could depend on the data")
+
+    # ------------------------------------------------------------------------------------------ backward
+    def backward(self, t: Tensor, gradient, retain_graph, create_graph, inputs) -> None:
+        if create_graph:
+            raise Refused("backward(create_graph=True): higher-order gradients run eagerly")
+        if inputs is not None:
+            raise Refused("backward(inputs=...) is not compiled")
+        if retain_graph:
+            raise Refused("backward(retain_graph=True) inside the region")
+        self.check_versions("before backward()")
+        check_nodes(self.steps)
+        if t._grad_fn is None:
+            raise Refused("backward() from a tensor with no history")
+        root = self.slot(t)
+        seed = None if gradient is None else self.slot(gradient)
+        sched = schedule([(t._grad_fn, t._output_nr, root)], [seed], self.op_of, self.input_slot)
+        for slot, _, _ in sched.exits:
+            leaf = self.tensors[slot]
+            if leaf._grad_fn is not None:
+                raise Refused("backward() inside the region reaches a graph made before it")
+            if has_hooks(leaf):
+                raise Refused("a hook on a leaf tensor the backward reaches")
+        self.steps.append(BackwardStep(sched, root, seed))
+        self.passes += 1
+
+    def input_slot(self, step: OpStep, i: int) -> int:
+        return step.inputs[i]
+
+    def check_nodes(self, steps: list) -> None:
+        check_nodes(steps)
+
+    def after_backward(self) -> None:
+        """The leaves' ``.grad`` tensors become slots: later code (gradient clipping, metrics) reads them."""
+        step = self.steps[-1]
+        pairs = []
+        for slot, _, _ in step.schedule.exits:
+            grad = self.tensors[slot]._grad
+            if grad is not None:
+                pairs.append((self.new_slot(grad), slot))
+        step.grads_out = tuple(pairs)
+
+    # ------------------------------------------------------------------------------------- eager calls
+    def call(self, kind: str, target, args: tuple, text: str) -> None:
+        self.check_versions(f"before {text}")
+        self.steps.append(CallStep(kind, target, args, text))
+
+    def check_versions(self, when: str) -> None:
+        """Every tensor read so far still has the version it was read at: nothing changed one in place."""
+        for slot, version in self.versions.items():
+            t = self.tensors[slot]
+            if t._version_counter[0] != version:
+                raise Refused(f"a tensor of shape {tuple(t._data.shape)} was changed in place inside the region")
+
+    def resnapshot(self) -> None:
+        for slot in self.versions:
+            self.versions[slot] = self.tensors[slot]._version_counter[0]
+
+
+def check_nodes(steps: list) -> None:
+    """Refuse nodes that code after ``apply`` changed in ways a replay would not repeat (hooks, retain_grad, saved
+    entries added), except the fused layers' kept arrays, which a replay moves as ``run_layer`` does."""
+    for step in steps:
+        fn = getattr(step, "node", None)
+        if fn is None:
+            continue
+        if fn._hooks is not None:
+            raise Refused(f"a hook or retain_grad() on a tensor made by {fn.name()} in the region")
+        if step.saved is not None and len(fn._saved or ()) != len(step.saved):
+            step.after = after_apply(type(fn))
+            if step.after is None:
+                raise Refused(f"{fn.name()}'s node was changed after it was made")
+
+
+def has_hooks(t: Tensor) -> bool:
+    """Whether a leaf carries gradient hooks of its own or post-accumulate hooks."""
+    h = t._hooks
+    if h is not None and (any(h.tensor.values()) or h.pre or h.post or h.retain):
+        return True
+    return bool(t._post_accumulate_hooks)
+
+
+class Patches:
+    """The wrappers a capture puts on classes for its duration (see the module's docstring)."""
+
+    def __init__(self, rec: Recorder):
+        self.rec = rec
+        self.saved: list = []
+
+    def put(self, owner, name: str, value) -> None:
+        self.saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    def __enter__(self):
+        rec = self.rec
+        mine = rec.thread
+        for name in READS:
+            if name in Tensor.__dict__:
+                self.put(Tensor, name, _reading(rec, name, Tensor.__dict__[name], mine))
+        self.put(Tensor, "backward", _backward(rec, Tensor.backward, mine))
+        grad = Tensor.__dict__["grad"]
+        self.put(Tensor, "grad", property(grad.fget, _grad_setter(rec, grad.fset, mine), grad.fdel, grad.__doc__))
+        self.put(Module, "__call__", _module_call(rec, Module.__call__, mine))
+        self.put(Tensor, "_make", staticmethod(_making(rec, Tensor._make, mine)))
+        self.put(Module, "zero_grad", _opaque(rec, "zero_grad", Module.zero_grad, mine))
+        self.put(Optimizer, "zero_grad", _opaque(rec, "zero_grad", Optimizer.zero_grad, mine))
+        for cls in _subclasses(Optimizer):
+            if "_update_group" in cls.__dict__:
+                self.put(cls, "_update_group", _update(rec, cls.__dict__["_update_group"], mine))
+        function.recording.append(rec)
+        return self
+
+    def __exit__(self, *exc):
+        function.recording.remove(self.rec)
+        for owner, name, value in reversed(self.saved):
+            setattr(owner, name, value)
+
+
+def _subclasses(cls) -> list:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out.extend(_subclasses(sub))
+    return out
+
+
+def _active(rec: Recorder, mine: int) -> bool:
+    return rec.opaque == 0 and threading.get_ident() == mine
+
+
+def _reading(rec, name, method, mine):
+    def wrapper(self, *args, **kwargs):
+        if _active(rec, mine) and (id(self) in rec.slot_of or id(self) in rec.fresh) and rec.refusal is None:
+            shown = {"__bool__": "bool(tensor)", "__float__": "float(tensor)", "__int__": "int(tensor)"}
+            rec.refuse(
+                f"{shown.get(name, f'tensor.{name}()')} reads a value inside the region: Python code may branch on "
+                "it (data-dependent control flow); read it outside the compiled function"
+            )
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _making(rec, make, mine):
+    """``Tensor._make``, noting each tensor made outside an op's ``apply`` and the module that made it."""
+
+    def wrapper(*args, **kwargs):
+        t = make(*args, **kwargs)
+        if _active(rec, mine):
+            rec.fresh[id(t)] = (t, sys._getframe(1).f_globals.get("__name__", "?"))
+        return t
+
+    return wrapper
+
+
+def _backward(rec, method, mine):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        noting = _active(rec, mine) and rec.refusal is None
+        if noting:
+            try:
+                rec.backward(self, gradient, retain_graph, create_graph, inputs)
+            except Refused as why:
+                noting = False
+                rec.refuse(str(why))
+        method(self, gradient, retain_graph, create_graph, inputs)
+        if noting:
+            rec.after_backward()
+            rec.resnapshot()  # the pass bumped nothing the region reads, but .grad tensors came into being
+
+    return backward
+
+
+def _grad_setter(rec, fset, mine):
+    def setter(self, value):
+        if _active(rec, mine) and rec.refusal is None:
+            if value is not None:
+                rec.refuse("a tensor assigned to .grad inside the region")
+            else:
+                rec.steps.append(CallStep("set_grad", rec.slot(self), (), "tensor.grad = None"))
+        fset(self, value)
+
+    return setter
+
+
+def _module_call(rec, method, mine):
+    def call(self, *args, **kwargs):
+        if _active(rec, mine):
+            rec.modules[id(self)] = self
+            rec.known(self)
+            counter = getattr(self, "num_batches_tracked", None)
+            if self.training and getattr(self, "track_running_stats", False) and isinstance(counter, Tensor):
+                if getattr(self, "momentum", 0.1) is None:
+                    rec.refuse(f"{type(self).__name__}(momentum=None) reads its batch count in Python")
+                rec.steps.append(CallStep("count", counter, (), f"{type(self).__name__}.num_batches_tracked += 1"))
+            if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+                rec.refuse(f"{type(self).__name__} has forward or backward hooks")
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+def _opaque(rec, kind, method, mine):
+    """A method the plan calls as it is (``zero_grad``); nothing inside it is recorded."""
+
+    def wrapper(self, *args, **kwargs):
+        if not _active(rec, mine) or rec.refusal is not None:
+            return method(self, *args, **kwargs)
+        try:
+            rec.call(kind, self, (method, args, kwargs), f"{type(self).__name__}.{kind}()")
+        except Refused as why:
+            rec.refuse(str(why))
+        rec.opaque += 1
+        function.recording.remove(rec)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            function.recording.append(rec)
+            rec.opaque -= 1
+            rec.resnapshot()
+
+    return wrapper
+
+
+def _update(rec, method, mine):
+    """An optimizer's update of one parameter group, replayed by calling it again on the same group."""
+
+    def wrapper(self, group, params):
+        if not _active(rec, mine) or rec.refusal is not None:
+            return method(self, group, params)
+        try:
+            index = next(i for i, g in enumerate(self.param_groups) if g is group)
+            rec.call("update", self, (method, index), f"{type(self).__name__} update of group {index}")
+        except (Refused, StopIteration) as why:
+            rec.refuse(str(why) or "an optimizer update of a group it does not hold")
+        rec.opaque += 1
+        function.recording.remove(rec)
+        try:
+            return method(self, group, params)
+        finally:
+            function.recording.append(rec)
+            rec.opaque -= 1
+            rec.resnapshot()
+
+    return wrapper
+
+
+def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool):
+    """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``."""
+    rec = Recorder(arg_tensors, fullgraph)
+    if grad_mode.state.anomaly:
+        rec.refuse("anomaly detection is on")
+    before = get_rng_state()._data.tobytes()
+    with Patches(rec):
+        result = fn(*args, **kwargs)
+    if rec.refusal is None:
+        try:
+            rec.check_versions("at the end")
+        except Refused as why:
+            rec.refuse(str(why))
+    if rec.refusal is None and get_rng_state()._data.tobytes() != before:
+        rec.refuse("random numbers were drawn inside the region (dropout, randn, ...): they would repeat on replay")
+    return result, rec
+
+
+__all__ = ["Recorder", "flatten", "run_captured", "signature"]

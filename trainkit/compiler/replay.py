@@ -1,0 +1,263 @@
+"""Replay: run a plan on new arrays, and the one graph node a compiled forward's outputs carry.
+
+A replay fills the plan's slots with the arrays of the call's tensor arguments and of the tensors the region
+reads, then runs the steps: each op's ``forward`` on a bare node of its class (no Tensor, no graph edges), with the
+node keeping what its ``backward`` reads exactly as ``Op.apply`` would have it keep; each backward pass walks its
+schedule, calling the nodes' ``backward`` and summing each gradient into its destination in the engine's order,
+fitted to the input's shape and dtype as the engine would; leaves get their gradient through the engine's own
+``accumulate`` (so ``.grad`` accumulates, and is taken over without a copy when nothing else holds it).
+
+When the region ends before its backward (a module's forward), the outputs carry one ``CompiledFunctionBackward``
+node whose backward runs the plan's boundary schedule; the engine passes its results on to the inputs and
+parameters as it would for any node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.api import grad as autograd_grad
+from ..autograd.backend import as_array
+from ..autograd.engine import Node, accumulator
+from ..autograd.grad_buffer import accumulate, fit_to_input
+from ..autograd.tensor import Tensor
+from .plan import BackwardStep, CallStep, OpStep
+
+_new = object.__new__
+_ZERO = [0]  # the version counter of a replay's saved arrays: nothing outside the replay can reach them
+_ndarray = np.ndarray
+
+
+def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
+    """One op's forward on the slots' arrays; its node is kept when a backward runs through it."""
+    arrays = [env[i] if type(i) is int else i.value for i in step.inputs]
+    params = step.params
+    if step.refs or step.prepare is not None:
+        params = dict(params)
+        for key, s, shape in step.refs:
+            params[key] = env[s] if shape is None else env[s].reshape(shape)
+        if step.prepare is not None:
+            params.update(step.prepare(arrays, params))
+    node = _new(step.cls)
+    out = node.forward(*arrays, **params) if params else node.forward(*arrays)
+    if step.multi:
+        out = tuple(o if type(o) is _ndarray else as_array(o) for o in out)
+        for s, o in zip(step.outs, out):
+            env[s] = o
+    else:
+        if type(out) is not _ndarray:
+            out = as_array(out)
+        env[step.outs[0]] = out
+    if step.backward:
+        node.next_functions = step.edges
+        node._input_meta = step.meta
+        if step.multi:
+            node.num_outputs = step.num_outputs
+            node._output_meta = step.output_meta
+        node._saved = [None if i is None else (None, out if i < 0 else arrays[i], 0, _ZERO) for i in step.saved]
+        if step.after is not None:  # what the op's function does to the node after apply (prepared.py)
+            step.after(node, _ZERO)
+        nodes[step.index] = node
+    for s in step.bumps:  # arrays the op updated in place (running statistics): their tensors' versions move on
+        tensors[s]._version_counter[0] += 1
+    for s in step.frees:
+        env[s] = None
+
+
+def run_schedule(sched, nodes: list, seeds) -> list:
+    """Walk a backward schedule from ``seeds`` (one gradient array per root); return the gradients of its exits."""
+    grads = [None] * sched.n_grads
+    for (slot, _, _), g in zip(sched.seeds, seeds):
+        grads[slot] = g if grads[slot] is None else grads[slot] + g
+    exits = [None] * len(sched.exits)
+    for k, outs, deliveries in sched.steps:
+        node = nodes[k]
+        nodes[k] = None
+        if len(outs) == 1:
+            g = grads[outs[0]]
+            grads[outs[0]] = None
+            if g is None:
+                continue
+            result = node.backward(g)
+        else:
+            gs = [grads[i] for i in outs]
+            if all(g is None for g in gs):
+                continue
+            for i in outs:
+                grads[i] = None
+            gs = [np.zeros(*meta[:2]) if g is None else g for g, meta in zip(gs, node._output_meta)]
+            result = node.backward(*gs)
+        if type(result) is not tuple:
+            result = (result,)
+        for i, dest, to_exit, shape, dtype in deliveries:
+            g = result[i]
+            if g is None:
+                continue
+            if g.shape != shape or g.dtype != dtype:
+                g = fit_to_input(g, shape, dtype, False)
+            buf = exits if to_exit else grads
+            old = buf[dest]
+            buf[dest] = g if old is None else old + g
+    return exits
+
+
+def run_backward_step(step: BackwardStep, env: list, tensors: list, nodes: list) -> None:
+    """``loss.backward()`` inside the region: the schedule, then each leaf's ``.grad``."""
+    root = env[step.root]
+    if step.gradient is None:
+        seed = np.empty(root.shape, root.dtype) if type(root) is _ndarray else root.copy()
+        seed.fill(1)
+    else:
+        seed = env[step.gradient]
+        if seed.dtype != root.dtype:
+            seed = seed.astype(root.dtype)
+    exits = run_schedule(step.schedule, nodes, (seed,))
+    del seed
+    specs = step.schedule.exits
+    for i in range(len(specs)):
+        g = exits[i]
+        exits[i] = None
+        if g is not None:
+            accumulate(tensors[specs[i][0]], g, False)  # takes g over without a copy when nothing else holds it
+        del g
+    for slot, leaf in step.grads_out:
+        t = tensors[leaf]._grad
+        tensors[slot] = t
+        env[slot] = None if t is None else t._data
+
+
+def run_call(step: CallStep) -> None:
+    if step.kind == "update":
+        method, index = step.args
+        opt = step.target
+        with grad_mode.no_grad():
+            group = opt.param_groups[index]
+            params = [p for p in group["params"] if p._grad is not None]
+            if params:
+                method(opt, group, params)
+    elif step.kind == "count":
+        with grad_mode.no_grad():
+            step.target.add_(1)
+    elif step.kind == "zero_grad":
+        method, args, kwargs = step.args
+        method(step.target, *args, **kwargs)
+
+
+def replay(plan, arg_tensors: list, recompute=None):
+    """Run ``plan`` for a call whose tensor arguments are ``arg_tensors``; return the region's result."""
+    env = [None] * plan.n_slots
+    tensors = [None] * plan.n_slots
+    for s, t in zip(plan.args, arg_tensors):
+        env[s] = t._data
+        tensors[s] = t
+    for s, t in plan.externals:
+        env[s] = t._data
+        tensors[s] = t
+    nodes = [None] * len(plan.steps)
+    for step in plan.steps:
+        kind = type(step)
+        if kind is OpStep:
+            run_op(step, env, nodes, tensors)
+        elif kind is BackwardStep:
+            run_backward_step(step, env, tensors, nodes)
+        elif step.kind == "set_grad":
+            tensors[step.target].grad = None
+        else:
+            run_call(step)
+            for s, t in plan.externals:
+                env[s] = t._data
+    node = None
+    if plan.boundary is not None:
+        node = boundary_node(plan, env, tensors, nodes, recompute)
+    elif plan.outputs:
+        node = spent_node(plan, env)
+    return rebuild(plan.result, env, tensors, node)
+
+
+def rebuild(shape, env: list, tensors: list, node):
+    kind = shape[0]
+    if kind == "out":
+        _, slot, nr = shape
+        if nr < 0:
+            return Tensor._make(env[slot])
+        return Tensor._make(env[slot], True, node, nr)
+    if kind == "in":
+        return tensors[shape[1]]
+    if kind == "v":
+        return shape[1]
+    if kind is dict:
+        return {k: rebuild(v, env, tensors, node) for k, v in shape[1]}
+    items = [rebuild(v, env, tensors, node) for v in shape[1]]
+    return items if kind is list else kind(items)
+
+
+class CompiledFunctionBackward(Node):
+    """The node of a compiled forward's outputs: its backward replays the plan's backward schedule and hands the
+    gradients of the region's inputs and parameters to the engine (see the module's docstring)."""
+
+    def backward(self, *grads):
+        plan, nodes, versions, recompute = self.extra
+        for counter, version, shape in versions:
+            if counter[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [tensor of shape {shape}], read by a compiled region, is at version {counter[0]}; "
+                    f"expected version {version} instead. Hint: change a clone() instead, or make the change out "
+                    "of place."
+                )
+        if grad_mode.state.create_graph:
+            return recompute_grads(self, recompute, grads)
+        return tuple(run_schedule(plan.boundary, list(nodes), grads))
+
+
+def boundary_node(plan, env: list, tensors: list, nodes: list, recompute) -> CompiledFunctionBackward:
+    node = CompiledFunctionBackward()
+    edges, meta = [], []
+    for slot, shape, dtype in plan.boundary.exits:
+        t = tensors[slot]
+        if t._grad_fn is not None:
+            edges.append((t._grad_fn, t._output_nr))
+        else:
+            edges.append((accumulator(t), 0))
+        meta.append((shape, dtype))
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(meta)
+    node.num_outputs = len(plan.outputs)
+    node._output_meta = tuple((env[s].shape, env[s].dtype, np) for s, _ in plan.outputs)
+    versions = tuple(
+        (tensors[s]._version_counter, tensors[s]._version_counter[0], tuple(env[s].shape)) for s in plan.saved_inputs
+    )
+    exit_tensors = tuple(tensors[slot] for slot, _, _ in plan.boundary.exits)
+    node.extra = (plan, nodes, versions, (recompute, exit_tensors))
+    return node
+
+
+def spent_node(plan, env: list) -> CompiledFunctionBackward:
+    """The node of outputs whose backward already ran inside the region: a second backward raises PyTorch's
+    'backward through the graph a second time' error, as eager mode would."""
+    node = CompiledFunctionBackward()
+    node.num_outputs = len(plan.outputs)
+    node._freed = True
+    return node
+
+
+def recompute_grads(node, recompute, grads) -> tuple:
+    """``create_graph=True`` through a compiled forward: run the region eagerly again on the same inputs and let
+    the engine differentiate that graph, so that higher-order gradients hold."""
+    (run, exit_tensors) = recompute
+    with grad_mode.enable_grad():
+        outs = run()
+    outs = [t for t in _tensors(outs) if t.requires_grad]
+    found = autograd_grad(outs, list(exit_tensors), grad_outputs=list(grads), create_graph=True, allow_unused=True)
+    return tuple(found)
+
+
+def _tensors(x) -> list:
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
