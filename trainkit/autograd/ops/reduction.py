@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import kind_of, to_dtype, xp_of
+from ..backend import BFLOAT16_NP, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -94,6 +94,8 @@ class Sum(Op, name="SumBackward1"):
 
     def forward(self, x, axes, keepdim, dtype=None):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
+        if dtype is None and x.dtype == BFLOAT16_NP:  # NumPy adds bfloat16 in bfloat16: accumulate in float32
+            return x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
 
     def backward(self, g):
@@ -110,6 +112,8 @@ class Mean(Op, name="MeanBackward1"):
     def forward(self, x, axes, keepdim):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
         self.n = _count(x.shape, axes)
+        if x.dtype == BFLOAT16_NP:  # as in Sum
+            return x.mean(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.mean(axis=axes, keepdims=keepdim)
 
     def backward(self, g):
