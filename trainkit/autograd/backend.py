@@ -6,6 +6,7 @@ input, so one implementation serves both. CuPy is imported only when a CUDA devi
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import ml_dtypes
@@ -305,6 +306,28 @@ def bfloat16_result(out, like):
     if getattr(like, "dtype", None) == BFLOAT16_NP and getattr(out, "dtype", None) == np.float32:
         return out.astype(BFLOAT16_NP)
     return out
+
+
+def float32_for_bfloat16(forward):
+    """Decorate an op's ``forward(self, x, ...)``: a bfloat16 ``x`` is computed in float32 and the result rounded to
+    bfloat16 once, as PyTorch's CPU kernels accumulate (NumPy would add bfloat16 numbers in bfloat16, whose 8 bits
+    of mantissa lose a long sum).
+
+    >>> class Total:
+    ...     @float32_for_bfloat16
+    ...     def forward(self, x):
+    ...         return x.sum(keepdims=True)
+    >>> Total().forward(np.full(10000, 0.01, BFLOAT16_NP))
+    array([100], dtype=bfloat16)
+    """
+
+    @functools.wraps(forward)
+    def run(self, x, *args, **kwargs):
+        if getattr(x, "dtype", None) != BFLOAT16_NP:
+            return forward(self, x, *args, **kwargs)
+        return bfloat16_result(forward(self, x.astype(np.float32), *args, **kwargs), x)
+
+    return run
 
 
 float16 = dtype("float16", np.float16)

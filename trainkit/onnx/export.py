@@ -163,7 +163,7 @@ def _second_args(args, kwargs, names, dynamic, steps):
                 a = (rng.standard_normal(a.shape) * (spread or 1.0) + float(a.mean() if spread else 0)).astype(a.dtype)
             elif a.size:
                 a = np.roll(a, 1)
-            made[id(v)] = from_numpy(np.ascontiguousarray(a))
+            made[id(v)] = from_numpy(np.array(a, order="C"))
             return made[id(v)]
         if isinstance(v, (list, tuple)):
             return type(v)(resize(x) for x in v)
@@ -394,7 +394,10 @@ def export(
         for m, flag in was_training:
             m.training = flag
     proto = g.model(graph_inputs, outputs, "trainkit", keep_initializers_as_inputs)
-    onnx.checker.check_model(proto)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise OnnxExporterError(f"torch.onnx.export: the ONNX checker refused the graph written: {err}") from err
     program = ONNXProgram(proto)
     if f is not None:
         if not hasattr(f, "write") and not isinstance(f, (str, os.PathLike)):

@@ -64,8 +64,11 @@ class GraphBuilder:
         self.consts: dict[tuple, str] = {}
 
     # ------------------------------------------------------------------------------------------------ names
-    def fresh(self, hint: str) -> str:
-        """A value or node name not used yet: ``hint``, else ``hint_1``, ``hint_2``, ..."""
+    def fresh(self, hint: str, plain: bool = False) -> str:
+        """A value or node name not used yet: ``hint_0``, ``hint_1``, ... (with ``plain``, ``hint`` itself first)."""
+        if plain and hint not in self.taken:
+            self.taken.add(hint)
+            return hint
         n = self.counts.get(hint, 0)
         name = f"{hint}_{n}"
         while name in self.taken:
@@ -118,7 +121,7 @@ class GraphBuilder:
                 self.taken.add(name)
             host = array_of(a)
             if self.export_params:
-                self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(host), name))
+                self.initializers.append(self.numpy_helper.from_array(np.asarray(host, order="C"), name))
             else:
                 self.param_inputs.append(self.helper.make_tensor_value_info(name, _elem_type(host.dtype), host.shape))
             return self.bind(a, name)
@@ -126,8 +129,8 @@ class GraphBuilder:
 
     def initializer(self, array: np.ndarray, hint: str) -> str:
         """A new initializer holding ``array`` (a derived weight: a transposed or reordered parameter)."""
-        name = self.fresh(hint)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        name = self.fresh(hint, plain=hint != "const")
+        self.initializers.append(self.numpy_helper.from_array(np.asarray(array, order="C"), name))
         self.arrays[name] = array
         return name
 
@@ -185,7 +188,8 @@ class GraphBuilder:
             initializer=self.initializers,
         )
         model = h.make_model(graph, opset_imports=[h.make_opsetid("", self.opset)], producer_name=producer)
-        model.ir_version = min(model.ir_version, 10)  # what onnxruntime 1.17 and later read
+        # the oldest IR version the opset allows, so that older runtimes read the file (onnxruntime 1.17: IR 9)
+        model.ir_version = h.find_min_ir_version_for(list(model.opset_import))
         return model
 
 

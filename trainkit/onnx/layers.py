@@ -23,7 +23,7 @@ def _weight_t(cx: Context, w) -> str:
     """``W^T`` of a Linear's weight: a transposed initializer (or a ``Transpose`` when parameters are inputs)."""
     if cx.g.export_params:
         name = cx.g.param_names.get(id(array_of(w)), "weight")
-        return cx.g.initializer(array_of(w).T, f"{name}_t")
+        return cx.g.initializer(array_of(w).T, f"{name}.T")
     return cx.node("Transpose", [cx.g.value(w)], perm=[1, 0])
 
 

@@ -430,7 +430,128 @@ def _cast(cx: Context) -> None:
     cx.bind(cx.node("Cast", [x], to=helper.np_dtype_to_tensor_dtype(dtype)))
 
 
+def _reduce_node(cx: Context, op_type: str, x: str, axes: list[int], keep: int, since: int = 18) -> str:
+    """A reduction over ``axes`` (all when empty is not meant: callers pass the axes), the axes as an input from
+    opset ``since`` and as an attribute before."""
+    if cx.opset >= since:
+        return cx.node(op_type, [x, cx.g.ints(axes)], keepdims=keep)
+    return cx.node(op_type, [x], axes=axes, keepdims=keep)
+
+
+def _logsumexp(cx: Context) -> None:
+    axes = _axes(cx, cx.params.get("dims"))
+    cx.bind(_reduce_node(cx, "ReduceLogSumExp", cx.input(0), axes, int(bool(cx.params.get("keepdim")))))
+
+
+def _vector_norm(cx: Context) -> None:
+    """``norm(x, p, dim)``: ``ReduceL2``, ``ReduceL1``, the largest or smallest ``|x|``, else
+    ``(sum |x|^p)^(1/p)``."""
+    x = cx.input(0)
+    p = float(cx.params.get("p", 2))
+    axes = _axes(cx, cx.params.get("axes"))
+    keep = int(bool(cx.params.get("keepdim")))
+    if p == 2:
+        cx.bind(_reduce_node(cx, "ReduceL2", x, axes, keep))
+    elif p == 1:
+        cx.bind(_reduce_node(cx, "ReduceL1", x, axes, keep))
+    elif math.isinf(p):
+        cx.bind(_reduce_node(cx, "ReduceMax" if p > 0 else "ReduceMin", cx.node("Abs", [x]), axes, keep))
+    elif p == 0:
+        raise cx.refuse("the 0-norm (a count of nonzeros)")
+    else:
+        powered = cx.node("Pow", [cx.node("Abs", [x]), cx.const_like(p, x)])
+        total = _reduce_node(cx, "ReduceSum", powered, axes, keep, 13)
+        cx.bind(cx.node("Pow", [total, cx.const_like(1 / p, x)]))
+
+
+def _variance(root: bool):
+    """``var``/``std`` over ``axes`` with ``correction``: the mean of squared deviations, divided by the count less
+    the correction (the count from the run-time shape, so it follows dynamic axes)."""
+
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        axes = _axes(cx, cx.params.get("axes"))
+        keep = int(bool(cx.params.get("keepdim")))
+        centered = cx.node("Sub", [x, _reduce_node(cx, "ReduceMean", x, axes, 1)])
+        total = _reduce_node(cx, "ReduceSum", cx.node("Mul", [centered, centered]), axes, keep, 13)
+        sizes = cx.node("Gather", [cx.node("Shape", [x]), cx.g.ints(axes)], axis=0)
+        count = cx.node("Cast", [cx.node("ReduceProd", [sizes], keepdims=0)], to=_elem(cx.dtype(x)))
+        correction = cx.const_like(float(cx.params.get("correction", 1) or 0), x)
+        out = cx.node("Div", [total, cx.node("Sub", [count, correction])])
+        cx.bind(cx.node("Sqrt", [out]) if root else out)
+
+    return convert
+
+
+def _elem(dtype) -> int:
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype or np.float32))
+
+
+def _prod(cx: Context) -> None:
+    x = cx.input(0)
+    dim = cx.params.get("dim")
+    if dim is None:
+        cx.bind(cx.node("ReduceProd", [x], keepdims=0))
+        return
+    keep = int(bool(cx.params.get("keepdim")))
+    cx.bind(_reduce_node(cx, "ReduceProd", x, _axes(cx, dim), keep))
+
+
+def _exp2(cx: Context) -> None:
+    x = cx.input(0)
+    cx.bind(cx.node("Pow", [cx.const_like(2.0, x), x]))
+
+
+def _log_base(base: float):
+    def convert(cx: Context) -> None:
+        x = cx.input(0)
+        cx.bind(cx.node("Div", [cx.node("Log", [x]), cx.const_like(math.log(base), x)]))
+
+    return convert
+
+
+def _prelu(cx: Context) -> None:
+    """``F.prelu(x, w)``: one slope per channel (dimension 1), or one for all."""
+    x, w = cx.input(0), cx.input(1)
+    rank = len(cx.shape(0))
+    if cx.shape(1) and cx.shape(1)[0] > 1 and rank > 2:
+        w = cx.node("Reshape", [w, cx.g.ints([-1] + [1] * (rank - 2))])
+    cx.bind(cx.node("PRelu", [x, w]))
+
+
+def _top(cx: Context) -> None:
+    """``x.topk(k, dim, largest)``, ``x.sort(dim, descending)`` and ``x.argsort(...)``: ``TopK``, over the whole
+    dimension (its run-time length) for sort."""
+    x = cx.input(0)
+    name = cx.rec.target.__name__
+    rank = max(len(cx.shape(0)), 1)
+    if name == "topk":
+        k = cx.arg(1, "k")
+        dim, largest = cx.arg(2, "dim", -1), cx.arg(3, "largest", True)
+        k = cx.g.ints([int(k)])
+    else:
+        dim, largest = cx.arg(1, "dim", -1), cx.arg(2, "descending", False)
+        k = cx.node("Gather", [cx.node("Shape", [x]), cx.g.ints([int(dim) % rank])], axis=0)
+    values, indices = cx.g.node("TopK", [x, k], outputs=2, axis=int(dim) % rank, largest=int(bool(largest)))
+    cx.bind(indices if name == "argsort" else [values, indices])
+
+
 MATH_CONVERTERS = {
+    "tensor.topk": _top,
+    "tensor.sort": _top,
+    "tensor.argsort": _top,
+    "activation.LogsumexpBackward0": _logsumexp,
+    "norm.LinalgVectorNormBackward0": _vector_norm,
+    "reduction.VarBackward0": _variance(False),
+    "reduction.StdBackward0": _variance(True),
+    "cumulative.ProdBackward0": _prod,
+    "cumulative.ProdBackward1": _prod,
+    "elementwise.Exp2Backward0": _exp2,
+    "elementwise.Log2Backward0": _log_base(2.0),
+    "elementwise.Log10Backward0": _log_base(10.0),
+    "rectifiers.PreluKernelBackward0": _prelu,
     "tensor.to": _cast,
     "tensor.max": _extreme("ReduceMax", "ArgMax", "Max"),
     "tensor.min": _extreme("ReduceMin", "ArgMin", "Min"),

@@ -157,7 +157,49 @@ def _unbind(cx: Context) -> None:
     cx.bind([cx.node("Squeeze", [name, cx.g.ints([dim])]) for name in names])
 
 
+def _repeat(cx: Context) -> None:
+    """``x.repeat(*sizes)``: ``Tile``, after new leading axes when there are more sizes than axes."""
+    x = cx.input(0)
+    repeats = [int(r) for r in cx.params["repeats"]]
+    extra = len(repeats) - len(cx.shape(0))
+    if extra > 0:
+        x = cx.node("Unsqueeze", [x, cx.g.ints(range(extra))])
+    cx.bind(cx.node("Tile", [x, cx.g.ints(repeats)]))
+
+
+def _flip(cx: Context) -> None:
+    rank = len(cx.shape(0))
+    dims = [int(d) % rank for d in cx.params["dims"]]
+    n = len(dims)
+    ends = cx.g.ints([-INT64_MAX - 1] * n)
+    cx.bind(cx.node("Slice", [cx.input(0), cx.g.ints([-1] * n), ends, cx.g.ints(dims), cx.g.ints([-1] * n)]))
+
+
+def _roll(cx: Context) -> None:
+    """``x.roll(shifts, dims)``: per dimension, the last ``shift`` elements moved to the front (``Slice`` and
+    ``Concat``; the shift counts from the end, so it holds at any length larger than the shift)."""
+    dims = cx.params.get("dims")
+    if dims is None or not len(dims):
+        raise cx.refuse("roll without dims (over the flattened tensor)")
+    out = cx.input(0)
+    shape = cx.shape(0)
+    for shift, dim in zip(cx.params["shifts"], dims):
+        dim = int(dim) % len(shape)
+        shift = int(shift) % shape[dim] if shape[dim] else 0
+        if not shift:
+            continue
+        axis = cx.g.ints([dim])
+        tail = cx.node("Slice", [out, cx.g.ints([-shift]), cx.g.ints([INT64_MAX]), axis])
+        head = cx.node("Slice", [out, cx.g.ints([0]), cx.g.ints([-shift]), axis])
+        out = cx.node("Concat", [tail, head], axis=dim)
+    cx.bind(out if out != cx.input(0) else cx.node("Identity", [out]))
+
+
 SHAPE_CONVERTERS = {
+    "rearrange.RepeatBackward0": _repeat,
+    "rearrange.FlipBackward0": _flip,
+    "rearrange.RollBackward0": _roll,
+    "gather_scatter.IndexSelectBackward0": _advanced_index,
     "shape.ViewBackward0": _reshape,
     "shape.UnsafeViewBackward0": _reshape,
     "shape.ReshapeAliasBackward0": _reshape,

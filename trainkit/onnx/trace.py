@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..autograd.function import Op
 from ..autograd.tensor import Tensor
 from ..functional import multi_head_attention
@@ -28,7 +30,7 @@ TENSOR_METHODS = {
     # casts to integer or bool types make their tensor without an op; the others run ToCopy, noted once here
     **{n: "to" for n in ("to", "bool", "long", "int", "short", "float", "double", "half", "type_as")},
     # max(dim) and min(dim) find their indices outside the op that gathers the values
-    **{n: n for n in ("max", "min", "argmax", "argmin")},
+    **{n: n for n in ("max", "min", "argmax", "argmin", "topk", "sort", "argsort")},
 }
 
 # functions that make a tensor without an op, by the modules that call them: recorded as one call each
@@ -119,6 +121,11 @@ class Tracer:
                 out = original(node, *arrays, **params)
             finally:
                 tracer.depth -= 1
+            # a NumPy scalar (x.sum()) becomes a 0-d array here rather than in apply, so the tensor holds this one
+            if isinstance(out, np.generic):
+                out = np.asarray(out)
+            elif isinstance(out, tuple):
+                out = tuple(np.asarray(o) if isinstance(o, np.generic) else o for o in out)
             tracer.records.append(Record(type(node), arrays, params, out, tracer.scopes[-1]))
             return out
 
