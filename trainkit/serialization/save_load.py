@@ -31,6 +31,7 @@ import numpy as np
 
 from ..autograd.backend import BFLOAT16_NP, CPU, to_device
 from ..autograd.tensor import Tensor
+from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES, FileFormatError, creation_mode, naming, temporary_beside
 from .locations import placement

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import workspace
-from ..backend import kind_of, xp_of
+from ..backend import float32_for_bfloat16, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -63,6 +63,7 @@ class Softmax(Op, name="SoftmaxBackward0"):
 
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
@@ -84,6 +85,7 @@ class LogSoftmax(Op, name="LogSoftmaxBackward0"):
 
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
@@ -105,6 +107,7 @@ class Logsumexp(Op, name="LogsumexpBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dims, keepdim):
         self.dims, self.keepdim = dims, keepdim
         xp = xp_of(x)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import kind_of, to_dtype, xp_of
+from ..backend import float32_for_bfloat16, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -84,6 +84,7 @@ class VectorNorm(Op, name="LinalgVectorNormBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, p, axes, keepdim):
         self.p, self.axes, self.keepdim, self.in_shape = p, axes, keepdim, x.shape
         return _norm_forward(x, p, axes, keepdim)
