@@ -93,3 +93,21 @@ def test_files_keep_bfloat16(tmp_path, name):
     back = trainkit.load(tmp_path / name)
     assert back["w"].dtype is trainkit.bfloat16 and back["f"].dtype is trainkit.float32
     np.testing.assert_array_equal(to_numpy(back["w"].float()), to_numpy(state["w"].float()))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, a: a.sum(),
+        lambda m, a: a.mean(1),
+        lambda m, a: a.cumsum(1)[:, -1],
+        lambda m, a: a.softmax(-1),
+        lambda m, a: a.log_softmax(-1),
+        lambda m, a: a.logsumexp(-1),
+        lambda m, a: a.norm(),
+        lambda m, a: m.nn.functional.cross_entropy(a, m.tensor([0, 1, 2, 3])),
+    ],
+)
+def test_long_reductions_accumulate_in_float32(torch, rng, fn):
+    x, tx = pair(torch, rng.standard_normal((4, 5000)).astype(np.float32) + 0.5)
+    same(fn(trainkit, x), fn(torch, tx), rtol=1e-2, atol=0.07)
