@@ -192,6 +192,7 @@ def trace(input: Tensor) -> Tensor:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
+    (input,) = autocast_inputs("trace", input)
     return Trace.apply(input)
 
 
