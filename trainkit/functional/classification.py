@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import kind_of, xp_of
+from ..autograd.backend import float32_for_bfloat16, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.shape import index_into_zeros
@@ -63,6 +63,7 @@ class NllLoss(Op, name="NllLossBackward0"):
     """loss_i = -w[t_i] x[i, t_i] (0 where t_i = ignore_index); 'mean' divides the sum by sum_i w[t_i].
     dx[i, t_i] = -w[t_i] * g_i (g_i: row i's share of the output gradient), 0 elsewhere."""
 
+    @float32_for_bfloat16
     def forward(self, x, target, weight, ignore_index, reduction):
         xp = xp_of(x)
         rows = _to_rows(x)
@@ -100,6 +101,7 @@ class CrossEntropy(Op, name="NllLossBackward0"):
 
     save_inputs = (0,)
 
+    @float32_for_bfloat16
     def forward(self, x, target, weight, ignore_index, reduction):
         xp = xp_of(x)
         rows = _to_rows(x)
