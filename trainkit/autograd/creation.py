@@ -16,6 +16,7 @@ from .backend import (
     device_state,
     get_default_dtype,
     is_array,
+    kind_of,
     module_for,
     on_device,
     to_device,
@@ -321,7 +322,7 @@ _SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Cha
 def _random(draw, size, generator, dtype, device, requires_grad, kernel: str) -> Tensor:
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
-    if dt.kind != "f":
+    if kind_of(dt) != "f":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAMES[dt.name]}'")
     with on_device(dev):
         array = draw(generator_for(dev, generator).rng, flatten_sizes(size), dt)
