@@ -30,7 +30,7 @@ def _torch():
 
 
 def _lib(impl: str):
-    return trainkit if impl == "trainkit" else _torch()
+    return _torch() if impl == "torch" else trainkit  # "compiled" is trainkit with its step compiled
 
 
 def _xp(device: str):
@@ -155,7 +155,7 @@ def gpt_training(impl: str, device: str, batch: int = GPT_BATCH, context: int = 
         opt.step()
         return loss
 
-    return step, model
+    return (trainkit.compile(step) if impl == "compiled" else step), model
 
 
 def lstm_training(impl: str, device: str, steps: int = LSTM_STEPS, batch: int = LSTM_BATCH, dtype: str = "float32"):
@@ -191,7 +191,7 @@ def lstm_training(impl: str, device: str, steps: int = LSTM_STEPS, batch: int = 
         opt.step()
         return loss
 
-    return step, model
+    return (trainkit.compile(step) if impl == "compiled" else step), model
 
 
 def gpt_step(impl: str, device: str):

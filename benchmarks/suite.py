@@ -1,4 +1,5 @@
-"""The benchmark suite: seven workloads, each in trainkit, PyTorch and hand-written NumPy, timed in one process.
+"""The benchmark suite: seven workloads, each in trainkit, PyTorch, hand-written NumPy and trainkit compiled
+(``trainkit.compile`` of the same step), timed in one process.
 
 Rounds interleave the implementations (trainkit, torch, numpy, trainkit, ...) so that drift of the machine hits
 them alike; each reports the median and the min/max of its rounds, and ratios to PyTorch and to the NumPy limit.
@@ -22,7 +23,8 @@ from benchmarks import numpy_limit, sequence_steps
 from trainkit.autograd import workspace
 from trainkit.functional import winograd
 
-IMPLS = ("trainkit", "torch", "numpy")
+IMPLS = ("trainkit", "torch", "numpy", "compiled")
+COMPILED_TARGETS = {"mlp_step": 0.6, "tiny_ops": 0.5, "regression_fit": 0.35}  # compiled trainkit / torch
 SETTLE_SECONDS = 0.2
 MIN_SAMPLE_SECONDS = 0.05
 
@@ -105,7 +107,7 @@ def _training_step(make, loss_name: str, lr: float, momentum: float, data, devic
         model = cls[loss_name[0]]({k: xp.asarray(v) for k, v in weights.items()}, xp=xp)
         xa, ya = xp.asarray(x), xp.asarray(y)
         return (lambda: model.step(xa, ya)), model
-    lib = trainkit if impl == "trainkit" else _torch()
+    lib = _torch() if impl == "torch" else trainkit
     model = _load(make(lib), weights, lib, device)
     opt = lib.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     loss_fn = lib.nn.CrossEntropyLoss() if loss_name[1] == "ce" else lib.nn.MSELoss()
@@ -118,7 +120,7 @@ def _training_step(make, loss_name: str, lr: float, momentum: float, data, devic
         opt.step()
         return loss
 
-    return step, model
+    return (trainkit.compile(step) if impl == "compiled" else step), model
 
 
 def _params(model) -> dict:
@@ -136,7 +138,7 @@ def _check_steps(make, loss_name, lr, momentum, data, device, steps=3, rtol=2e-3
             step()
         finals[impl] = _params(model)
     worst = 0.0
-    for impl in ("trainkit", "numpy"):
+    for impl in ("trainkit", "numpy", "compiled"):
         for k, ref in finals["torch"].items():
             got = finals[impl][k]
             np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, err_msg=f"{impl} {k}")
@@ -199,7 +201,7 @@ def tiny_ops(impl, device, backward: bool = True):
             return x
 
         return forward
-    lib = trainkit if impl == "trainkit" else _torch()
+    lib = _torch() if impl == "torch" else trainkit
     x0, w, b = (lib.tensor([v], requires_grad=True, device=device) for v in (0.1, 0.5, 0.2))
 
     def run():
@@ -217,6 +219,8 @@ def tiny_ops(impl, device, backward: bool = True):
         with lib.no_grad():
             return run()
 
+    if impl == "compiled":
+        return trainkit.compile(run if backward else forward)
     return run if backward else forward
 
 
@@ -233,7 +237,7 @@ def conv_big(impl, device):
         conv = numpy_limit.ConvBig({k: xp.asarray(v) for k, v in weights.items()}, xp=xp)
         xa, ga = xp.asarray(x), xp.asarray(g)
         return lambda: conv.step(xa, ga)
-    lib = trainkit if impl == "trainkit" else _torch()
+    lib = _torch() if impl == "torch" else trainkit
     conv = _load(lib.nn.Conv2d(64, 128, 3, padding=1), weights, lib, device)
     xt = lib.tensor(x).to(device).requires_grad_()
     gt = lib.tensor(g).to(device)
@@ -243,7 +247,7 @@ def conv_big(impl, device):
         conv.zero_grad()
         conv(xt).backward(gt)
 
-    return run
+    return trainkit.compile(run) if impl == "compiled" else run
 
 
 def _check_mlp(device):
@@ -260,17 +264,25 @@ def _check_regression(device):
 
 def _check_tiny(device):
     outs = {}
-    for impl in ("trainkit", "torch"):
-        lib = trainkit if impl == "trainkit" else _torch()
+    for impl in ("trainkit", "torch", "compiled"):
+        lib = _torch() if impl == "torch" else trainkit
         x0, w, b = (lib.tensor([v], requires_grad=True) for v in (0.1, 0.5, 0.2))
-        x = x0
-        for _ in range(TINY_ITERATIONS):
-            x = x + (x * w + b).tanh()
-        x.sum().backward()
-        outs[impl] = [float(t.grad.item()) for t in (x0, w, b)]
+
+        def run(x0=x0, w=w, b=b):
+            x = x0
+            for _ in range(TINY_ITERATIONS):
+                x = x + (x * w + b).tanh()
+            x.sum().backward()
+
+        # compiled: captured, then replayed twice, the gradients accumulating over the three calls
+        calls = 3 if impl == "compiled" else 1
+        step = trainkit.compile(run) if impl == "compiled" else run
+        for _ in range(calls):
+            step()
+        outs[impl] = [float(t.grad.item()) / calls for t in (x0, w, b)]
     x0, w, b = (np.array([v], dtype=np.float32) for v in (0.1, 0.5, 0.2))
     outs["numpy"] = [float(np.asarray(g).item()) for g in numpy_limit.tiny_ops(x0, w, b, TINY_ITERATIONS)]
-    for impl in ("trainkit", "numpy"):
+    for impl in ("trainkit", "numpy", "compiled"):
         np.testing.assert_allclose(outs[impl], outs["torch"], rtol=1e-4, err_msg=impl)
     return max(abs(a - b) for a, b in zip(outs["trainkit"], outs["torch"]))
 

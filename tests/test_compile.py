@@ -200,3 +200,29 @@ def test_bad_arguments_are_refused_as_torch_refuses_them(torch):
         assert str(ours.value).split(",")[0] == str(theirs.value).split(",")[0]
     with pytest.raises(RuntimeError, match="Invalid backend: 'nope'"):
         trainkit.compile(lambda x: x, backend="nope")
+
+
+def test_compile_forward_keeps_the_module_and_guards_it():
+    trainkit.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    forward = trainkit.compiler.compile_forward(model)
+    x = trainkit.randn(5, 3)
+    for _ in range(3):
+        out = forward(x)
+        out.sum().backward()
+    assert forward.counts["replays"] == 2
+    expected = model(x)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    model.eval()
+    forward(x)
+    assert any("Sequential.training is now False" in f for f in forward.fallbacks)
+
+
+def test_compile_train_step_gives_the_trainer_a_compiled_forward():
+    trainer = trainkit.Trainer(nn.Linear(2, 1), verbose=False)
+    forward = trainkit.compiler.compile_train_step(trainer)
+    assert trainer.forward is forward
+    x = trainkit.ones(4, 2)
+    forward(x)
+    np.testing.assert_array_equal(forward(x).detach().numpy(), trainer.model(x).detach().numpy())

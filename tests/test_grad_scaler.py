@@ -3,6 +3,8 @@ steps, unscaling, the state dict, the errors, and the disabled scaler of a machi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -151,3 +153,47 @@ def test_float16_gradients_are_refused(torch):
         scaler.scale(p.float().sum()).backward()
         with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients"):
             scaler.unscale_(opt)
+
+
+SCRIPT = """
+import warnings
+import torch
+import torch.cuda.amp
+from torch.amp import GradScaler
+
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = GradScaler("cpu", init_scale=4.0)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    out = model(torch.ones(2, 3))
+    loss = (out.float() ** 2).mean()
+scaler.scale(loss).backward()
+scaler.step(opt)
+scaler.update()
+with warnings.catch_warnings(record=True) as found:
+    warnings.simplefilter("always")
+    old = torch.cuda.amp.GradScaler()
+print(out.dtype, model.weight.grad.dtype, scaler.get_scale(), old.is_enabled(), [w.category.__name__ for w in found])
+"""
+
+
+@pytest.mark.skipif(trainkit.cuda.is_available(), reason="checks the machine without a GPU")
+def test_a_pytorch_script_with_amp_runs_unmodified(tmp_path):
+    script = tmp_path / "amp_script.py"
+    script.write_text(SCRIPT)
+    result = subprocess.run(
+        [sys.executable, "-m", "trainkit.cli", "run-torch", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "trainkit.bfloat16",
+        "trainkit.float32",
+        "4.0",
+        "False",
+        "['FutureWarning',",
+        "'UserWarning']",
+    ]

@@ -13,7 +13,7 @@ trainkit.Size([2, 1])
 
 from __future__ import annotations
 
-from .compiled import CompiledFunction, OptimizedModule, compile, list_backends
+from .compiled import CompiledFunction, OptimizedModule, compile, compile_forward, list_backends
 from .errors import CompileError
 from .explain import report
 from .training import compile_train_step
@@ -41,6 +41,7 @@ __all__ = [
     "CompiledFunction",
     "OptimizedModule",
     "compile",
+    "compile_forward",
     "compile_train_step",
     "explain",
     "list_backends",

@@ -430,6 +430,9 @@ def _opaque(rec, kind, method, mine):
     def wrapper(self, *args, **kwargs):
         if not _active(rec, mine) or rec.refusal is not None:
             return method(self, *args, **kwargs)
+        if getattr(type(self), kind) is not wrapper:
+            rec.refuse(f"{type(self).__name__} overrides {kind}()")
+            return method(self, *args, **kwargs)
         try:
             rec.call(kind, self, (method, args, kwargs), f"{type(self).__name__}.{kind}()")
         except Refused as why:
@@ -469,9 +472,13 @@ def _update(rec, method, mine):
     return wrapper
 
 
-def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool):
-    """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``."""
+def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):
+    """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``. ``watch``: modules
+    the region belongs to without calling them (a compiled ``forward``), guarded as the ones it calls."""
     rec = Recorder(arg_tensors, fullgraph)
+    for module in watch:
+        rec.modules[id(module)] = module
+        rec.known(module)
     if grad_mode.state.anomaly:
         rec.refuse("anomaly detection is on")
     before = get_rng_state()._data.tobytes()

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from ..autograd import grad_mode
 from ..layers.module import Module
 from .capture import flatten, run_captured, signature
+from .codegen import generate
 from .errors import CompileError
 from .explain import report
 from .guards import Guards
 from .plan import BackwardStep, Refused, build
-from .replay import replay
+from .replay import boundary_node, rebuild, replay, run_call, spent_node
 
 CACHE_SIZE = 8
 MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
@@ -45,8 +46,11 @@ class CompiledFunction:
     (tensor(6., grad_fn=<CompiledFunctionBackward>), tensor(8., grad_fn=<CompiledFunctionBackward>))
     """
 
-    def __init__(self, fn: Callable, fullgraph: bool = False, dynamic: bool | None = None, eager: bool = False):
+    def __init__(
+        self, fn: Callable, fullgraph: bool = False, dynamic: bool | None = None, eager: bool = False, watch=()
+    ):
         self.fn = fn
+        self.watch = tuple(watch)  # modules guarded though the region does not call them
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.eager = eager
@@ -71,6 +75,8 @@ class CompiledFunction:
             if entry.plan is None:
                 self.counts["eager"] += 1
                 return self.fn(*args, **kwargs)
+            if entry.replays and entry.plan.code is None:  # what the first replay saw shapes the code
+                entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node)
             entry.replays += 1
             self.counts["replays"] += 1
             return replay(entry.plan, tensors, functools.partial(self.fn, *args, **kwargs))
@@ -81,7 +87,7 @@ class CompiledFunction:
 
     def capture(self, key, args, kwargs, tensors):
         self.counts["captures"] += 1
-        result, rec = run_captured(self.fn, args, kwargs, tensors, self.fullgraph)
+        result, rec = run_captured(self.fn, args, kwargs, tensors, self.fullgraph, self.watch)
         guards = Guards(key[2], list(rec.modules.values()), rec.externals, leaves(rec))
         plan, reason = None, rec.refusal
         if reason is None:
@@ -208,6 +214,27 @@ def compile(
 
 def _call(module: Module, *args, **kwargs):
     return module(*args, **kwargs)
+
+
+def _forward(module: Module, *args, **kwargs):
+    return type(module).forward(module, *args, **kwargs)
+
+
+def compile_forward(module: Module, **options) -> CompiledFunction:
+    """The module's ``forward`` compiled, without its hooks and without wrapping the module: a callable whose
+    outputs are the module's, for code that keeps the module itself (its state dict keys unchanged, as a Trainer
+    needs). The module's training flag, parameters and hooks are guarded as for ``compile(module)``.
+
+    >>> import trainkit
+    >>> layer = trainkit.nn.Linear(2, 1)
+    >>> forward = compile_forward(layer)
+    >>> forward(trainkit.ones(3, 2)).shape
+    trainkit.Size([3, 1])
+    """
+    options.setdefault("fullgraph", False)
+    return CompiledFunction(
+        functools.partial(_forward, module), options["fullgraph"], options.get("dynamic"), False, (module,)
+    )
 
 
 def list_backends() -> list[str]:

@@ -133,6 +133,8 @@ class Plan:
     guards: object = None
     notes: list = field(default_factory=list)
     saved_inputs: tuple = ()
+    code: object = None  # codegen.Code: the plan as straight-line Python, made after the first replay
+    seen: dict = field(default_factory=dict)  # what the first replay found (see replay.run_schedule)
 
 
 def schedule(roots: list, seeds: list, op_of: dict, slot_of_input) -> Schedule:

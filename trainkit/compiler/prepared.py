@@ -33,18 +33,17 @@ PREPARED = {MaxPool2DWithIndices: (("found",), _max_pool)}
 BUMPED = {BatchNorm: ("running_mean", "running_var")}
 
 
-# Ops whose function changes the node after ``apply`` (adds saved arrays its backward reads): a replay repeats
-# the change on its own node, from the arrays ``forward`` left on it.
-def _attention(node, zero: list) -> None:
-    p = node.extra[0].swapaxes(-1, -2)
-    node._saved.append((None, p, 0, zero))
+# Ops whose function adds saved arrays to the node after ``apply``: a replay adds them to its own node, from what
+# ``forward`` left on it; each function returns the arrays to add.
+def _attention(node) -> tuple:
+    return (node.extra[0].swapaxes(-1, -2),)
 
 
-def _fused_layer(node, zero: list) -> None:
+def _fused_layer(node) -> tuple:
     keep = node.keep
     node.keep = None
     node.keep_names = tuple(keep)
-    node._saved.extend((None, a, 0, zero) for a in keep.values())
+    return tuple(keep.values())
 
 
 AFTER_APPLY = {ScaledDotProductAttention: _attention, FusedLayer: _fused_layer}

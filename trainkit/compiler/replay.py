@@ -29,8 +29,9 @@ _ZERO = [0]  # the version counter of a replay's saved arrays: nothing outside t
 _ndarray = np.ndarray
 
 
-def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
-    """One op's forward on the slots' arrays; its node is kept when a backward runs through it."""
+def run_op(step: OpStep, env: list, nodes: list, tensors: list, seen: dict) -> None:
+    """One op's forward on the slots' arrays; its node is kept when a backward runs through it. ``seen`` notes
+    what the code generated later may take for granted (the kind of array each op returns)."""
     arrays = [env[i] if type(i) is int else i.value for i in step.inputs]
     params = step.params
     if step.refs or step.prepare is not None:
@@ -41,6 +42,7 @@ def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
             params.update(step.prepare(arrays, params))
     node = _new(step.cls)
     out = node.forward(*arrays, **params) if params else node.forward(*arrays)
+    seen[step.index] = (type(out) is _ndarray) if not step.multi else all(type(o) is _ndarray for o in out)
     if step.multi:
         out = tuple(o if type(o) is _ndarray else as_array(o) for o in out)
         for s, o in zip(step.outs, out):
@@ -56,8 +58,8 @@ def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
             node.num_outputs = step.num_outputs
             node._output_meta = step.output_meta
         node._saved = [None if i is None else (None, out if i < 0 else arrays[i], 0, _ZERO) for i in step.saved]
-        if step.after is not None:  # what the op's function does to the node after apply (prepared.py)
-            step.after(node, _ZERO)
+        if step.after is not None:  # what the op's function adds to the node after apply (prepared.py)
+            node._saved.extend((None, a, 0, _ZERO) for a in step.after(node))
         nodes[step.index] = node
     for s in step.bumps:  # arrays the op updated in place (running statistics): their tensors' versions move on
         tensors[s]._version_counter[0] += 1
@@ -65,13 +67,15 @@ def run_op(step: OpStep, env: list, nodes: list, tensors: list) -> None:
         env[s] = None
 
 
-def run_schedule(sched, nodes: list, seeds) -> list:
-    """Walk a backward schedule from ``seeds`` (one gradient array per root); return the gradients of its exits."""
+def run_schedule(sched, nodes: list, seeds, seen: dict) -> list:
+    """Walk a backward schedule from ``seeds`` (one gradient array per root); return the gradients of its exits.
+    ``seen`` notes, per node, whether its backward returned a tuple and, per gradient it passed on, whether it was
+    None and whether it had to be summed or cast to its input's shape and dtype."""
     grads = [None] * sched.n_grads
     for (slot, _, _), g in zip(sched.seeds, seeds):
         grads[slot] = g if grads[slot] is None else grads[slot] + g
     exits = [None] * len(sched.exits)
-    for k, outs, deliveries in sched.steps:
+    for n, (k, outs, deliveries) in enumerate(sched.steps):
         node = nodes[k]
         nodes[k] = None
         if len(outs) == 1:
@@ -88,13 +92,16 @@ def run_schedule(sched, nodes: list, seeds) -> list:
                 grads[i] = None
             gs = [np.zeros(*meta[:2]) if g is None else g for g, meta in zip(gs, node._output_meta)]
             result = node.backward(*gs)
+        seen[(id(sched), n)] = type(result) is tuple
         if type(result) is not tuple:
             result = (result,)
-        for i, dest, to_exit, shape, dtype in deliveries:
+        for j, (i, dest, to_exit, shape, dtype) in enumerate(deliveries):
             g = result[i]
+            fits = g is None or g.shape != shape or g.dtype != dtype
+            seen[(id(sched), n, j)] = (g is None, fits, type(g) is _ndarray)
             if g is None:
                 continue
-            if g.shape != shape or g.dtype != dtype:
+            if fits:
                 g = fit_to_input(g, shape, dtype, False)
             buf = exits if to_exit else grads
             old = buf[dest]
@@ -102,7 +109,7 @@ def run_schedule(sched, nodes: list, seeds) -> list:
     return exits
 
 
-def run_backward_step(step: BackwardStep, env: list, tensors: list, nodes: list) -> None:
+def run_backward_step(step: BackwardStep, env: list, tensors: list, nodes: list, seen: dict) -> None:
     """``loss.backward()`` inside the region: the schedule, then each leaf's ``.grad``."""
     root = env[step.root]
     if step.gradient is None:
@@ -112,7 +119,7 @@ def run_backward_step(step: BackwardStep, env: list, tensors: list, nodes: list)
         seed = env[step.gradient]
         if seed.dtype != root.dtype:
             seed = seed.astype(root.dtype)
-    exits = run_schedule(step.schedule, nodes, (seed,))
+    exits = run_schedule(step.schedule, nodes, (seed,), seen)
     del seed
     specs = step.schedule.exits
     for i in range(len(specs)):
@@ -146,6 +153,8 @@ def run_call(step: CallStep) -> None:
 
 def replay(plan, arg_tensors: list, recompute=None):
     """Run ``plan`` for a call whose tensor arguments are ``arg_tensors``; return the region's result."""
+    if plan.code is not None:
+        return plan.code.run(arg_tensors, recompute)
     env = [None] * plan.n_slots
     tensors = [None] * plan.n_slots
     for s, t in zip(plan.args, arg_tensors):
@@ -158,9 +167,9 @@ def replay(plan, arg_tensors: list, recompute=None):
     for step in plan.steps:
         kind = type(step)
         if kind is OpStep:
-            run_op(step, env, nodes, tensors)
+            run_op(step, env, nodes, tensors, plan.seen)
         elif kind is BackwardStep:
-            run_backward_step(step, env, tensors, nodes)
+            run_backward_step(step, env, tensors, nodes, plan.seen)
         elif step.kind == "set_grad":
             tensors[step.target].grad = None
         else:
@@ -208,7 +217,9 @@ class CompiledFunctionBackward(Node):
                 )
         if grad_mode.state.create_graph:
             return recompute_grads(self, recompute, grads)
-        return tuple(run_schedule(plan.boundary, list(nodes), grads))
+        if plan.code is not None:
+            return plan.code.back(nodes, grads)
+        return tuple(run_schedule(plan.boundary, list(nodes), grads, plan.seen))
 
 
 def boundary_node(plan, env: list, tensors: list, nodes: list, recompute) -> CompiledFunctionBackward:

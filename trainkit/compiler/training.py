@@ -1,23 +1,25 @@
-"""What the Trainer calls for ``Trainer(compile=True)``: its training step, compiled."""
+"""What the Trainer calls for ``Trainer(compile=True)`` (config ``trainer.compile: true``)."""
 
 from __future__ import annotations
 
-from .compiled import compile
+from .compiled import CompiledFunction, compile_forward
 
 
-def compile_train_step(trainer, **options):
-    """Compile ``trainer.train_step`` in place: each batch's forward, loss, backward and optimizer update become
-    one replayed plan (a step the plan cannot replay, with gradient clipping or dropout say, runs eagerly).
-    Returns the compiled step; ``trainer.train_step.explain()`` prints it.
+def compile_train_step(trainer, **options) -> CompiledFunction:
+    """Compile the forward pass of ``trainer.model`` for the Trainer's steps: sets ``trainer.forward``, which
+    ``train_step``, ``test_step`` and ``predict_step`` call in place of ``trainer.model``, and returns it.
+
+    The step's own Python (the loss read with ``.item()``, callbacks, metrics, gradient accumulation) stays eager
+    around it: the forward is replayed as array kernels and its backward as one graph node, so a callback that
+    inspects gradients between backward and the optimizer step sees them as before. The model itself is not
+    wrapped, so checkpoints keep their keys. ``trainer.forward.explain()`` prints the plans.
 
     >>> import trainkit
     >>> class Stub:
-    ...     def train_step(self, batch):
-    ...         return {"loss": 0.0}
-    >>> t = Stub(); step = compile_train_step(t)
-    >>> t.train_step is step
-    True
+    ...     model = trainkit.nn.Linear(2, 1)
+    >>> t = Stub(); forward = compile_train_step(t)
+    >>> t.forward is forward, forward(trainkit.ones(1, 2)).shape
+    (True, trainkit.Size([1, 1]))
     """
-    step = compile(trainer.train_step, **options)
-    trainer.train_step = step
-    return step
+    trainer.forward = compile_forward(trainer.model, **options)
+    return trainer.forward

@@ -1,30 +1,78 @@
-"""Data-parallel training over MPI, with torch.distributed's names for the basics.
+"""``trainkit.distributed`` (``torch.distributed``): process groups, collectives and data-parallel training over MPI.
 
-Start N processes with ``mpiexec -n N trainkit train CONFIG.yaml`` (or ``mpiexec -n N python script.py`` with
-``Trainer(..., strategy="ddp")``): every rank starts from rank 0's weights, trains on its share of each batch, and
-averages gradients with Allreduce before each optimizer step. Without mpi4py or without a launcher, the world is
-this process alone and every collective returns its input.
+A program written for ``torchrun --nproc_per_node=N`` runs unchanged with ``trainkit run-torch --nproc N SCRIPT``
+(or ``mpiexec -n N trainkit run-torch SCRIPT``): ``init_process_group("gloo")`` (or ``"mpi"``, or ``"nccl"`` on a
+GPU machine) joins the world the launcher started, and the collectives run over MPI through mpi4py. The Trainer's
+``strategy="ddp"`` and ``DistributedDataParallel`` join that world themselves. Without a launcher the world is this
+process alone, where every collective returns its input and mpi4py is never imported.
 
 >>> import trainkit
 >>> import trainkit.distributed as dist
+>>> dist.init_process_group("gloo", "tcp://localhost:29500", rank=0, world_size=1)
 >>> dist.get_rank(), dist.get_world_size()
 (0, 1)
 >>> t = trainkit.ones(2)
->>> dist.all_reduce(t); t
+>>> dist.all_reduce(t, op=dist.ReduceOp.AVG); t
 tensor([1., 1.])
+>>> dist.destroy_process_group()
 """
 
 from __future__ import annotations
 
-from ..autograd.tensor import Tensor
-from .comm import ReduceOp, World, is_initialized, launched_size, world
+from .collectives import (
+    Work,
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    barrier,
+    broadcast,
+    broadcast_object_list,
+    gather,
+    gather_object,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+)
+from .comm import ReduceOp, World, joined, launched_size, world
 from .ddp import DistributedDataParallel
+from .process_group import (
+    Backend,
+    GroupMember,
+    ProcessGroup,
+    default_group,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_initialized,
+    is_torchelastic_launched,
+    nccl_usable,
+    new_group,
+)
 from .reducer import GradientReducer, broadcast_tensors
-from .sampler import ShardedBatchSampler, shard_bounds
+from .sampler import DistributedSampler, ShardedBatchSampler, shard_bounds
 
 
 def is_available() -> bool:
-    """Whether mpi4py can be imported (a world of one works without it)."""
+    """Whether mpi4py can be imported, which a world of more than one process needs (a world of one works
+    without it).
+
+    >>> isinstance(is_available(), bool)
+    True
+    """
+    return is_mpi_available()
+
+
+def is_mpi_available() -> bool:
+    """Whether mpi4py can be imported: every backend runs over MPI.
+
+    >>> isinstance(is_mpi_available(), bool)
+    True
+    """
     try:
         import mpi4py  # noqa: F401
     except ImportError:
@@ -32,58 +80,65 @@ def is_available() -> bool:
     return True
 
 
-def init_process_group(backend: str = "mpi") -> World:
-    """Join the launcher's world (done on first use anyway); only the ``"mpi"`` backend exists."""
-    if backend != "mpi":
-        raise ValueError(f"init_process_group: backend {backend!r} is not supported; use 'mpi'")
-    return world()
+def is_gloo_available() -> bool:
+    """Whether ``init_process_group("gloo")`` can run: it runs over MPI, as every backend does.
+
+    >>> is_gloo_available() == is_mpi_available()
+    True
+    """
+    return is_mpi_available()
 
 
-def get_rank() -> int:
-    """This process's rank, 0 to world size - 1."""
-    return world().rank
+def is_nccl_available() -> bool:
+    """Whether ``init_process_group("nccl")`` can run: there must be a CUDA GPU (through CuPy).
 
-
-def get_world_size() -> int:
-    """How many processes the job has."""
-    return world().size
-
-
-def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM) -> None:
-    """Combine ``tensor`` over all ranks, in place (its version counter moves, as after any in-place write)."""
-    data = tensor._data
-    if not data.flags.c_contiguous:
-        raise RuntimeError("all_reduce: the tensor must be contiguous; call .contiguous() first")
-    world().allreduce(data, op)
-    tensor._version_counter[0] += 1
-
-
-def broadcast(tensor: Tensor, src: int = 0) -> None:
-    """Overwrite ``tensor`` on every rank with rank ``src``'s, in place."""
-    broadcast_tensors([tensor], src)
-
-
-def barrier() -> None:
-    """Wait until every rank gets here."""
-    world().barrier()
+    >>> isinstance(is_nccl_available(), bool)
+    True
+    """
+    return nccl_usable()
 
 
 __all__ = [
+    "Backend",
     "DistributedDataParallel",
+    "DistributedSampler",
     "GradientReducer",
+    "GroupMember",
+    "ProcessGroup",
     "ReduceOp",
     "ShardedBatchSampler",
+    "Work",
     "World",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
     "all_reduce",
     "barrier",
     "broadcast",
+    "broadcast_object_list",
     "broadcast_tensors",
+    "default_group",
+    "destroy_process_group",
+    "gather",
+    "gather_object",
+    "get_backend",
     "get_rank",
     "get_world_size",
+    "group",
     "init_process_group",
     "is_available",
+    "is_gloo_available",
     "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "is_torchelastic_launched",
+    "joined",
     "launched_size",
+    "new_group",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
     "shard_bounds",
     "world",
 ]

@@ -22,12 +22,23 @@ _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SL
 
 
 class ReduceOp(Enum):
-    """How ``all_reduce`` combines the ranks' values (``trainkit.distributed.ReduceOp.SUM``, as in torch)."""
+    """How ``all_reduce`` combines the ranks' values (``trainkit.distributed.ReduceOp.SUM``, as in torch).
+
+    ``AVG`` is the sum divided by the world size (floating dtypes only); ``BAND``, ``BOR`` and ``BXOR`` are the
+    bitwise and, or and exclusive or (integer dtypes only).
+
+    >>> ReduceOp.SUM, ReduceOp.AVG.value
+    (<ReduceOp.SUM: 'sum'>, 'avg')
+    """
 
     SUM = "sum"
     MAX = "max"
     MIN = "min"
     PRODUCT = "prod"
+    AVG = "avg"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
 
 
 def launched_size() -> int:
@@ -153,6 +164,50 @@ class World:
         else:
             self._wait(self.comm.Ibcast(array, root=src), "broadcast")
 
+    def allgather(self, send, recv):
+        """Every rank's ``send`` (host arrays of one shape and dtype) in rank order in ``recv``; returns ``recv``."""
+        if self.comm is None:
+            recv.reshape(-1)[...] = send.reshape(-1)
+            return recv
+        return self._host_collective("Allgather", "all_gather", send, recv)
+
+    def reduce(self, send, recv, op: ReduceOp = ReduceOp.SUM, dst: int = 0):
+        """``send`` combined over the ranks into ``recv`` on rank ``dst`` (``recv`` is unused elsewhere)."""
+        if self.comm is None:
+            recv[...] = send
+            return recv
+        return self._host_collective("Reduce", "reduce", send, recv, op=self._mpi_op(op), root=dst)
+
+    def gather(self, send, recv, dst: int = 0):
+        """Every rank's ``send`` in rank order in ``recv`` on rank ``dst`` (None elsewhere)."""
+        if self.comm is None:
+            recv.reshape(-1)[...] = send.reshape(-1)
+            return recv
+        return self._host_collective("Gather", "gather", send, recv, root=dst)
+
+    def scatter(self, send, recv, src: int = 0):
+        """Rank ``src``'s ``send``, cut into world-size equal parts along its first axis: part r into rank r's
+        ``recv`` (``send`` is unused elsewhere)."""
+        if self.comm is None:
+            recv.reshape(-1)[...] = send.reshape(-1)
+            return recv
+        return self._host_collective("Scatter", "scatter", send, recv, root=src)
+
+    def reduce_scatter(self, send, recv, op: ReduceOp = ReduceOp.SUM):
+        """``send`` (world size equal parts) combined over the ranks; rank r keeps part r in ``recv``."""
+        if self.comm is None:
+            recv.reshape(-1)[...] = send.reshape(-1)
+            return recv
+        return self._host_collective("Reduce_scatter_block", "reduce_scatter", send, recv, op=self._mpi_op(op))
+
+    def _host_collective(self, name: str, what: str, send, recv, **options):
+        """Run MPI's ``name`` on host arrays, or its non-blocking form within ``timeout``."""
+        if self.timeout is None:
+            getattr(self.comm, name)(send, recv, **options)
+        else:
+            self._wait(getattr(self.comm, "I" + name[0].lower() + name[1:])(send, recv, **options), what)
+        return recv
+
     def broadcast_object(self, obj, src: int = 0):
         """Rank ``src``'s ``obj`` on every rank (pickled by mpi4py: for small, trusted values only)."""
         if self.comm is None:
@@ -200,6 +255,9 @@ class World:
             ReduceOp.MAX: self._mpi.MAX,
             ReduceOp.MIN: self._mpi.MIN,
             ReduceOp.PRODUCT: self._mpi.PROD,
+            ReduceOp.BAND: self._mpi.BAND,
+            ReduceOp.BOR: self._mpi.BOR,
+            ReduceOp.BXOR: self._mpi.BXOR,
         }[op]
 
     def _allreduce_device(self, array, op: ReduceOp):
@@ -287,10 +345,10 @@ def world() -> World:
     return _world
 
 
-def is_initialized() -> bool:
-    """Whether this process has joined its world.
+def joined() -> bool:
+    """Whether this process has joined its world (``world()`` has been called).
 
-    >>> _ = world(); is_initialized()
+    >>> _ = world(); joined()
     True
     """
     return _world is not None

@@ -8,11 +8,17 @@ from collections.abc import Iterator
 
 from ..layers.module import Module
 from .comm import World, world
+from .process_group import ProcessGroup
 from .reducer import GradientReducer, broadcast_tensors
 
 
 class DistributedDataParallel(Module):
     """Wrap ``module`` so that each ``backward`` through it ends with the gradients averaged over the ranks.
+
+    Takes torch's arguments: ``device_ids`` and ``output_device`` only for a module on a GPU (as torch refuses
+    them for a CPU module), ``process_group`` a ``ProcessGroup`` (the default group when None), ``init_sync``
+    whether rank 0's weights are sent at construction; ``static_graph``, ``check_reduction`` and the others change
+    nothing here. ``state_dict()`` keys start with ``module.``, as torch's.
 
     At construction every rank takes rank 0's parameters and buffers; with ``broadcast_buffers`` the buffers
     (BatchNorm's running statistics) are taken from rank 0 again before each forward. Once the last trainable
@@ -34,12 +40,33 @@ class DistributedDataParallel(Module):
         output_device=None,
         dim: int = 0,
         broadcast_buffers: bool = True,
-        process_group: World | None = None,
-        bucket_cap_mb: float = 25.0,
+        init_sync: bool = True,
+        process_group: ProcessGroup | World | None = None,
+        bucket_cap_mb: float | None = None,
         find_unused_parameters: bool = False,
+        check_reduction: bool = False,
         gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+        delay_all_reduce_named_params=None,
+        param_to_hook_all_reduce=None,
+        mixed_precision=None,
+        device_mesh=None,
+        skip_all_reduce_unused_params: bool = False,
+        bucket_cap_mb_list=None,
+        batched_grad_copy: bool = False,
+        forward_sync_buffers: bool | None = None,
     ):
         super().__init__()
+        for name, value in (("mixed_precision", mixed_precision), ("device_mesh", device_mesh)):
+            if value is not None:
+                raise NotImplementedError(f"DistributedDataParallel({name}=...) is not supported")
+        devices = {p.device for p in module.parameters()}
+        if (device_ids or output_device is not None) and all(d.type == "cpu" for d in devices):
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with "
+                "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                f"{device_ids}, output_device {output_device}, and module parameters {devices}."
+            )
         if find_unused_parameters:
             raise NotImplementedError(
                 "DistributedDataParallel(find_unused_parameters=True) is not supported: every trainable parameter "
@@ -50,10 +77,17 @@ class DistributedDataParallel(Module):
             raise NotImplementedError("DistributedDataParallel splits nothing itself: dim must be 0")
         self.module = module
         self.broadcast_buffers = broadcast_buffers
+        # torch's switch (nanoGPT sets it by hand): read at each forward, as torch does, to decide whether the
+        # backward of that forward averages the grads
+        self.require_backward_grad_sync = True
+        if isinstance(process_group, ProcessGroup):
+            process_group = process_group.world
         group = process_group if process_group is not None else world()
         object.__setattr__(self, "_group", group)
-        broadcast_tensors(list(module.parameters()) + [b for b in module.buffers() if b is not None], 0, group)
-        object.__setattr__(self, "_reducer", GradientReducer(module.parameters(), bucket_cap_mb, group))
+        if init_sync:
+            broadcast_tensors(list(module.parameters()) + [b for b in module.buffers() if b is not None], 0, group)
+        reducer = GradientReducer(module.parameters(), 25.0 if bucket_cap_mb is None else bucket_cap_mb, group)
+        object.__setattr__(self, "_reducer", reducer)
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "_manual", False)  # set by a Trainer that calls the collectives itself
         object.__setattr__(self, "_ready", set())
@@ -110,6 +144,7 @@ class DistributedDataParallel(Module):
     def forward(self, *args, **kwargs):
         if self._manual:
             return self.module(*args, **kwargs)
+        object.__setattr__(self, "_sync", bool(self.require_backward_grad_sync))
         self._hook_trainable()
         if self._ready:
             trainable = self._trainable()
@@ -131,9 +166,11 @@ class DistributedDataParallel(Module):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Accumulate grads locally in the backward passes inside; the first backward after averages them."""
-        object.__setattr__(self, "_sync", False)
+        """The backward of each forward run inside only accumulates grads locally; the first forward and backward
+        after averages the sum (as torch: the forward must be inside)."""
+        before = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
         try:
             yield
         finally:
-            object.__setattr__(self, "_sync", True)
+            self.require_backward_grad_sync = before

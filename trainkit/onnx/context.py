@@ -13,7 +13,7 @@ from .graph import GraphBuilder, OnnxExporterError, array_of
 from .shapes import Dims
 from .trace import Record
 
-__all__ = ["Context", "differs", "flat_arrays"]
+__all__ = ["Context", "axes_of", "differs", "elem_type", "flat_arrays", "operands", "reduce_node", "unary"]
 
 
 def flat_arrays(value: Any) -> list:
@@ -144,3 +144,74 @@ def differs(a, b) -> bool:
         return bool(a != b)
     except Exception:
         return False
+
+
+def unary(op_type: str, **attrs):
+    """The converter of an op that is one ONNX op of one input.
+
+    >>> unary("Relu").__doc__
+    'ONNX Relu.'
+    """
+
+    def convert(cx: Context) -> None:
+        cx.bind(cx.node(op_type, [cx.input(0)], **attrs))
+
+    convert.__doc__ = f"ONNX {op_type}."
+    return convert
+
+
+def operands(cx: Context) -> tuple[str, str]:
+    """The value names of a binary op's two operands (``y`` or ``other``); a number takes the dtype of the tensor
+    beside it, as PyTorch's scalars do.
+
+    >>> import numpy as np
+    >>> from trainkit.onnx.trace import TensorMethod
+    >>> g = GraphBuilder(18)
+    >>> x = g.input_value(np.ones(2, "float32"), "x")
+    >>> cx = Context(g, Dims(g, []), Record(TensorMethod("eq"), (g.arrays["x"], 2), {}, None, ""), None, 18)
+    >>> a, b = operands(cx); a, g.dtype(b)
+    ('x', dtype('float32'))
+    """
+    x = cx.rec.inputs[0]
+    y = cx.arg(1, "y", cx.params.get("other"))
+    if hasattr(x, "shape") or not hasattr(y, "shape"):
+        a = cx.input(0)
+        return a, cx.g.value(y, like=a)
+    b = cx.g.value(y)
+    return cx.input(0, like=b), b
+
+
+def axes_of(cx: Context, axes) -> list[int]:
+    """The reduced axes of the op's first input, non-negative; None means all of them.
+
+    >>> import numpy as np
+    >>> from trainkit.onnx.trace import TensorMethod
+    >>> g = GraphBuilder(18)
+    >>> cx = Context(g, Dims(g, []), Record(TensorMethod("sum"), (np.ones((2, 3)),), {}, None, ""), None, 18)
+    >>> axes_of(cx, -1), axes_of(cx, None)
+    ([1], [0, 1])
+    """
+    rank = len(cx.shape(0))
+    if axes is None:
+        return list(range(rank))
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    return [a % rank if rank else 0 for a in axes]
+
+
+def reduce_node(cx: Context, op_type: str, x: str, axes: list[int], keep: int, since: int = 18) -> str:
+    """A reduction of ``x`` over ``axes``: the axes as an input from opset ``since`` (13 for ReduceSum, 18 for
+    the others), as an attribute before."""
+    if cx.opset >= since:
+        return cx.node(op_type, [x, cx.g.ints(axes)], keepdims=keep)
+    return cx.node(op_type, [x], axes=axes, keepdims=keep)
+
+
+def elem_type(dtype) -> int:
+    """ONNX's element type number of a NumPy dtype (float32 for None).
+
+    >>> elem_type("float32"), elem_type("int64"), elem_type("bool")
+    (1, 7, 9)
+    """
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype or np.float32))

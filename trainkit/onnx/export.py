@@ -1,8 +1,10 @@
-"""``torch.onnx.export``: run the model once on the example inputs while recording its ops, convert each recorded
-call with its row of the converter tables, check the model with ``onnx.checker`` and write it.
+"""``torch.onnx.export``: run the model on the example inputs while recording its ops, convert each recorded call
+with its row of the converter tables, check the model with ``onnx.checker`` and write it.
 
-With ``dynamic_axes`` the model runs a second time with every dynamic axis resized, so that each size in the ops'
-arguments is known to be a constant or to follow an axis (:mod:`trainkit.onnx.shapes`).
+The model runs a second time, on the inputs with every dynamic axis resized and other values, and the two
+recordings are matched call by call: a size in the ops' arguments that changed follows an axis and is computed at
+run time (:mod:`trainkit.onnx.shapes`); a tensor made inside forward that changed is refused unless it can be made
+at run time; a forward that ran other ops branches on its inputs and is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .context import Context, differs, flat_arrays
 from .graph import GraphBuilder, OnnxExporterError, array_of
 from .layers import LAYER_CONVERTERS
 from .ops_math import MATH_CONVERTERS
+from .ops_nn import NN_CONVERTERS
+from .ops_reduce import REDUCE_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
 from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
 from .shapes import Dims
@@ -29,7 +33,7 @@ from .trace import Tracer
 
 __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "export", "is_in_onnx_export"]
 
-OP_CONVERTERS = {**MATH_CONVERTERS, **SHAPE_CONVERTERS}
+OP_CONVERTERS = {**MATH_CONVERTERS, **NN_CONVERTERS, **REDUCE_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
 
 
@@ -209,7 +213,7 @@ def _run(model, args, kwargs):
     return tracer.records, output
 
 
-def _second_run(model, args, kwargs, names, dynamic, count: int):
+def _second_run(model, args, kwargs, names, dynamic):
     """The model run again, on the inputs resized along the dynamic axes and with other values: what changes
     between the two runs follows the inputs, what does not is a constant."""
     args2, kwargs2 = _second_args(args, kwargs, names, dynamic, _steps(dynamic, names))
@@ -222,32 +226,65 @@ def _second_run(model, args, kwargs, names, dynamic, count: int):
             f"(the dynamic axes resized) and other values, to tell what follows the inputs, and it failed: "
             f"{type(err).__name__}: {err}"
         ) from err
-    if len(records2) != count:
-        raise OnnxExporterError(
-            "torch.onnx.export: the model runs a different number of ops on other inputs (its forward "
-            "branches on their sizes or values): it cannot be written as one graph"
-        )
     return records2, output2, inputs2
+
+
+IDENTITIES = {"copy.CloneBackward0", "shape.AliasBackward0"}  # .contiguous() copies only what is not contiguous
+
+
+def _converter_of(rec):
+    if rec.module is not None:
+        return _layer_converter(rec.module)
+    return OP_CONVERTERS.get(_op_key(rec.target))
+
+
+def _same(rec, rec2) -> bool:
+    """The same call in both runs: the same op (or another op of the same converter: a reshape may be a view in
+    one run and a copy in the other) in the same module."""
+    if rec.scope != rec2.scope:
+        return False
+    if _op_key(rec.target) == _op_key(rec2.target):
+        return True
+    convert = _converter_of(rec)
+    return rec.module is None and rec2.module is None and convert is not None and convert is _converter_of(rec2)
+
+
+def _align(records: list, records2: list) -> list:
+    """The twin in the second run of each recorded call (None for a copy that one run made and the other did not
+    need); refused when the runs differ otherwise, since the forward branches on sizes or values."""
+    out, j = [], 0
+    for rec in records:
+        while j < len(records2) and not _same(rec, records2[j]) and _op_key(records2[j].target) in IDENTITIES:
+            j += 1
+        if j < len(records2) and _same(rec, records2[j]):
+            out.append(records2[j])
+            j += 1
+        elif _op_key(rec.target) in IDENTITIES:
+            out.append(None)
+        else:
+            raise _branches(rec)
+    if any(_op_key(r.target) not in IDENTITIES for r in records2[j:]):
+        raise _branches(records2[j])
+    return out
+
+
+def _branches(rec) -> OnnxExporterError:
+    return OnnxExporterError(
+        "torch.onnx.export: the model runs other ops on other inputs (from "
+        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on; its forward branches on their sizes or "
+        "values): it cannot be written as one graph"
+    )
 
 
 def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose, fold: bool) -> None:
     for i, rec in enumerate(records):
-        rec2 = records2[i] if records2 is not None else None
-        if rec2 is not None and (_op_key(rec2.target) != _op_key(rec.target) or rec2.scope != rec.scope):
-            raise OnnxExporterError(
-                "torch.onnx.export: the model runs other ops on other inputs (at "
-                f"{rec.target.__name__} in {rec.scope or '<the model>'!r}; its forward branches on their sizes or "
-                "values): it cannot be written as one graph"
-            )
+        rec2 = records2[i]
         arrays = [a for a in flat_arrays(list(rec.inputs) + list(rec.params.values())) if id(a) in g.values]
         moves = rec2 is not None and (differs(rec.params, rec2.params) or differs(rec.inputs, rec2.inputs))
         if fold and rec.module is None and not arrays and g.export_params and not moves:
             continue  # every input a constant: the output is one too, folded to its value when used
         cx = Context(g, dims, rec, rec2, opset)
-        if rec.module is not None:
-            convert = _layer_converter(rec.module)
-        else:
-            convert = OP_CONVERTERS.get(_op_key(rec.target))
+        convert = _converter_of(rec)
         if convert is None:
             raise OnnxExporterError(
                 f"torch.onnx.export: no ONNX converter for the op {rec.target.__name__} "
@@ -255,6 +292,12 @@ def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose
             )
         if rec2 is not None:
             _check_constants(cx, g)
+            ranks = [a.ndim for a in flat_arrays(rec.output)], [a.ndim for a in flat_arrays(rec2.output)]
+            if ranks[0] != ranks[1]:
+                raise cx.refuse(
+                    f"its result has {ranks[0]} dimensions at the traced sizes and {ranks[1]} at others (an axis of "
+                    "size 1 squeezed away?); export with sizes other than 1 on the dynamic axes, or squeeze by dim"
+                )
         before = len(g.nodes)
         convert(cx)
         if verbose:
@@ -272,7 +315,7 @@ def _check_constants(cx: Context, g: GraphBuilder) -> None:
         if id(a) in g.values or id(a) in g.param_names:
             continue
         if tuple(a.shape) != tuple(b.shape):
-            filled = cx.dims.filled(a, b)
+            filled = cx.dims.made(a, b)
             if filled is not None:
                 g.bind(a, filled)
                 continue
@@ -367,7 +410,8 @@ def export(
     _state["exporting"] = True
     try:
         records, output = _run(model, args, kwargs)
-        records2, output2, inputs2 = _second_run(model, args, kwargs, names, dynamic, len(records))
+        records2, output2, inputs2 = _second_run(model, args, kwargs, names, dynamic)
+        records2 = _align(records, records2)
         param_names = {}
         for name, t in list(model.named_buffers()) + list(model.named_parameters()):
             param_names.setdefault(id(array_of(t)), name)

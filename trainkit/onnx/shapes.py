@@ -103,6 +103,29 @@ class Dims:
                 raise OnnxExporterError(f"size {a} of {what} changes with the dynamic axes in a way not traced")
         return self.concat(pieces)
 
+    def made(self, a, b) -> str | None:
+        """A tensor made inside forward whose shape follows the dynamic axes, as a run-time value when it is one
+        value everywhere (``filled``) or a 1-d range with the same start and step in both runs
+        (``torch.arange(T)``: ``Range``); None otherwise."""
+        return self.filled(a, b) or self.arange(a, b)
+
+    def arange(self, a, b) -> str | None:
+        a, b = np.asarray(a), np.asarray(b)
+        if a.ndim != 1 or b.ndim != 1 or a.size < 2 or b.size < 2 or a.dtype.kind not in "iuf":
+            return None
+        start, step = a[0], a[1] - a[0]
+        for v in (a, b):
+            if v[0] != start or not np.array_equal(v, (start + step * np.arange(v.size)).astype(v.dtype)):
+                return None
+        n = self.size(int(a.size), int(b.size))
+        if n is None:
+            return None
+        g = self.g
+        length = g.node("Cast", [g.node("Squeeze", [n, g.ints([0])])], to=_elem(a.dtype))
+        first, delta = g.const(np.asarray(start, a.dtype)), g.const(np.asarray(step, a.dtype))
+        limit = g.node("Add", [first, g.node("Mul", [length, delta])])
+        return g.node("Range", [first, limit, delta])
+
     def filled(self, a, b) -> str | None:
         """A tensor made inside forward, filled with one value, whose shape follows the dynamic axes
         (``zeros_like(x)``, ``torch.ones(T, T)``): ``Expand`` of the value to the run-time shape. None when the
@@ -120,3 +143,9 @@ class Dims:
                 return None
             pieces.append(found)
         return self.g.node("Expand", [self.g.const(np.asarray(first, a.dtype)), self.concat(pieces)])
+
+
+def _elem(dtype) -> int:
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
