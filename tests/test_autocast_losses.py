@@ -42,3 +42,16 @@ def test_losses_and_attention_take_torch_dtypes_under_autocast(torch):
         np.testing.assert_allclose(to_numpy(got[name].float()), to_numpy(value.float()), rtol=2e-2, atol=1e-2)
     assert grad.dtype is trainkit.float32
     np.testing.assert_allclose(to_numpy(grad), to_numpy(tgrad), rtol=2e-2, atol=2e-3)
+
+
+def test_bf16_true_trains_the_model_in_bfloat16():
+    trainkit.manual_seed(0)
+    model = trainkit.nn.Sequential(trainkit.nn.Linear(1, 10), trainkit.nn.ReLU(), trainkit.nn.Linear(10, 1))
+    trainer = trainkit.Trainer(
+        model, trainkit.optim.SGD(model.parameters(), lr=0.2), "mse", seed=0, verbose=False, precision="bf16-true"
+    )
+    x = trainkit.linspace(-1, 1, 100).unsqueeze(1)
+    history = trainer.fit(x, x**2, epochs=10, batch_size=20)
+    assert history.history["loss"][-1] < history.history["loss"][0] / 2
+    assert all(p.dtype is trainkit.bfloat16 for p in model.parameters())
+    assert trainer.predict(x[:2]).dtype is trainkit.bfloat16

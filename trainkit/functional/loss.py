@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ..autograd.autocast import autocast_inputs
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
@@ -164,11 +164,11 @@ def _pointwise(
     """``keep_dtype``: the loss has the input's dtype whatever the target's (PyTorch's huber_loss writes into a
     tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
-    if x._data.dtype.kind != "f":
+    if kind_of(x._data.dtype) != "f":
         raise NotImplementedError(f"\"{cls.kernel}\" not implemented for '{scalar_name(x)}'")
     dtype = None
     if keep_dtype and input._data.dtype != x._data.dtype:
-        if input._data.dtype.kind != "f":
+        if kind_of(input._data.dtype) != "f":
             raise RuntimeError(
                 f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(input)}: "
                 f"pass a floating-point input (input.to({x.dtype}))"
@@ -386,7 +386,7 @@ def binary_cross_entropy_with_logits(
     x, t = tmath.promote(input, target)
     dtype = None
     if target._data.dtype != x._data.dtype:
-        if target._data.dtype.kind != "f":
+        if kind_of(target._data.dtype) != "f":
             raise RuntimeError(
                 f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(target)}: "
                 f"binary_cross_entropy_with_logits needs a floating-point target (target.to({x.dtype}))"
@@ -441,7 +441,7 @@ def kl_div(
     for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
         if not isinstance(v, Tensor):
             raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
-    if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
+    if kind_of(input._data.dtype) not in "fc" or kind_of(target._data.dtype) not in "fc":
         raise RuntimeError(
             "kl_div: Integral inputs not supported. Pass floating-point log-probabilities and a floating-point "
             f"target (got {scalar_name(input)} and {scalar_name(target)})"
