@@ -226,3 +226,49 @@ def test_compile_train_step_gives_the_trainer_a_compiled_forward():
     x = trainkit.ones(4, 2)
     forward(x)
     np.testing.assert_array_equal(forward(x).detach().numpy(), trainer.model(x).detach().numpy())
+
+
+def test_comparisons_argmax_and_detach_inside_a_step_are_replayed():
+    def make():
+        trainkit.manual_seed(0)
+        model = _mlp()
+        opt = trainkit.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            correct = (out.argmax(1) == y).float().sum()
+            positive = (out.detach() > 0).float().mean()
+            return loss, correct, positive
+
+        return step
+
+    eager, compiled = make(), trainkit.compile(make())
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = trainkit.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+        y = trainkit.tensor(rng.integers(0, 3, 5))
+        assert [t.item() for t in compiled(x, y)] == [t.item() for t in eager(x, y)]
+    assert compiled.counts["replays"] == 4, compiled.fallbacks
+
+
+def test_a_step_over_closure_tensors_reads_their_arrays_each_call():
+    """Targets and indices reach ops as arrays: those of tensors the function names are read at each replay."""
+    trainkit.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Linear(12, 3))
+    x = trainkit.tensor([[1, 2, 3], [4, 5, 6]])
+    y = trainkit.tensor([0, 2])
+
+    def step():
+        return nn.functional.cross_entropy(model(x), y)
+
+    compiled = trainkit.compile(step)
+    for _ in range(2):
+        compiled()
+    x.copy_(trainkit.tensor([[7, 8, 9], [0, 1, 2]]))
+    y.copy_(trainkit.tensor([1, 1]))
+    assert compiled().item() == step().item()
+    assert compiled.counts == {"captures": 1, "replays": 2, "eager": 0}

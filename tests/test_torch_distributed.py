@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import shutil
 import socket
 import subprocess
@@ -86,15 +87,19 @@ def with_trainkit(how: str, nproc: int, script: Path, out: Path) -> subprocess.C
 # ------------------------------------------------------------------------------------- a torchrun program
 @pytest.fixture(scope="module")
 def torch_losses(tmp_path_factory) -> dict:
-    """The reference: the training program under torchrun on 2 ranks, and as one process with the variables
-    torchrun would set."""
+    """The reference: the training program under torchrun on 2 ranks, and as one process (here, with the variables
+    torchrun would set)."""
     if torchrun() is None:
         pytest.skip("torch's torchrun is needed for the reference runs")
     folder = tmp_path_factory.mktemp("torch")
     with_torch(2, TRAIN, folder / "n2")
     alone = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
     alone["MASTER_PORT"] = free_url().rpartition(":")[2]
-    launch([sys.executable, str(TRAIN), str(folder / "n1")], folder, extra=alone)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in alone.items():
+            patch.setenv(name, value)
+        patch.setattr(sys, "argv", [str(TRAIN), str(folder / "n1")])
+        runpy.run_path(str(TRAIN), run_name="__main__")
     return {n: json.loads((folder / f"n{n}.json").read_text())["losses"] for n in (2, 1)}
 
 
@@ -113,7 +118,8 @@ def test_torchrun_program_runs_unchanged_and_trains_as_torch(tmp_path, torch, to
         "module.2.bias",
     ]
     np.testing.assert_allclose(result["losses"], torch_losses[2], rtol=1e-5)
-    assert done.stdout.count("epoch 3 loss") == 1  # rank 0 alone prints
+    assert result["losses"][-1] < 0.6 * result["losses"][0]  # it trains
+    assert done.stdout.count("epoch 4 loss") == 1  # rank 0 alone prints
     # what rank 0 saved is a state dict torch loads
     state = torch.load(tmp_path / "out.pt", weights_only=True)
     assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"] and state["0.weight"].shape == (32, 4)
@@ -149,6 +155,30 @@ def test_a_failing_rank_ends_the_job(tmp_path):
     assert done.returncode != 0 and "rank 1 of 2: exit status 3; aborting all 2 ranks" in done.stderr
 
 
+@needs_mpi
+def test_init_timeout_ends_a_job_whose_rank_is_stuck(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import datetime, time, torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=1))\n"
+        "t = torch.ones(2)\n"
+        "dist.all_reduce(t)\n"
+        "if dist.get_rank() == 1:\n"
+        "    time.sleep(30)\n"
+        "dist.barrier()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "trainkit.torch_run", "--nproc", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(),
+    )
+    assert done.returncode != 0
+    assert "rank 0 of 2: a collective (barrier) waited more than 1 s for the other ranks" in done.stderr
+    assert done.stderr.count("aborting all 2 ranks") == 1
+
+
 # ------------------------------------------------------------------------------------- the collectives
 @needs_mpi
 @needs_torchrun
@@ -181,7 +211,7 @@ def fresh_groups(torch, monkeypatch):
     """No default group in either library, and trainkit as in a fresh process (no world joined, no group ever
     made); all restored after."""
     monkeypatch.setattr(trainkit.distributed.comm, "_world", None)
-    monkeypatch.setattr(process_group._Default, "ever_made", False)
+    monkeypatch.setattr(process_group._Default, "strict", False)
     for lib in (torch.distributed, dist):
         if lib.is_initialized():
             lib.destroy_process_group()

@@ -173,6 +173,61 @@ record(
         dist.new_group().rank(),
     ],
 )
+
+
+def point_to_point():
+    peer = 1 - rank
+    t = torch.zeros(3, dtype=torch.int64)
+    if rank == 0:
+        dist.send(torch.arange(3) + 7, dst=peer)
+        sender = dist.recv(t)  # from any rank
+    else:
+        sender = dist.recv(t, src=peer)
+        dist.send(t * 2, dst=peer)
+    out = torch.zeros(2, dtype=torch.bfloat16)
+    works = [dist.isend(torch.full((2,), rank + 0.5, dtype=torch.bfloat16), dst=peer), dist.irecv(out, src=peer)]
+    return [sender, listed(t), [w.wait() for w in works], listed(out)]
+
+
+def all_to_all_single(uneven):
+    out = torch.zeros(3 if uneven else 4)
+    if uneven:  # rank 0 sends 1 row to itself and 2 to rank 1; rank 1 sends 2 to rank 0 and 1 to itself
+        sent, got = ([1, 2], [1, 2]) if rank == 0 else ([2, 1], [2, 1])
+        dist.all_to_all_single(out, torch.arange(3.0) + 10 * rank, got, sent)
+    else:
+        dist.all_to_all_single(out, torch.arange(4.0) + 10 * rank)
+    return listed(out)
+
+
+def all_to_all():
+    out = [torch.zeros(2), torch.zeros(2)]
+    dist.all_to_all(out, [torch.ones(2) * (10 * rank), torch.ones(2) * (10 * rank + 1)])
+    return listed(out)
+
+
+def scatter_objects():
+    out = [None]
+    dist.scatter_object_list(out, [{"a": 1}, {"b": 2}] if rank == 1 else None, src=1)
+    return out
+
+
+record("send recv isend irecv", point_to_point)
+record("all_to_all_single", all_to_all_single, False)
+record("all_to_all_single uneven", all_to_all_single, True)
+record("all_to_all", all_to_all)
+record("scatter_object_list", scatter_objects)
+record("monitored_barrier", lambda: dist.monitored_barrier())
+record(
+    "ranks",
+    lambda: [
+        dist.get_process_group_ranks(dist.group.WORLD),
+        dist.get_global_rank(dist.group.WORLD, 1),
+        dist.get_group_rank(dist.group.WORLD, 1),
+        dist.get_node_local_rank(),
+        dist.is_backend_available("gloo"),
+    ],
+)
+record("error send to self", lambda: dist.send(torch.ones(1), dst=rank))
 # errors, raised alike on every rank
 record("error not a tensor", lambda: dist.all_reduce([1.0]))
 record("error all_gather length", lambda: dist.all_gather([torch.zeros(2)], torch.ones(2)))

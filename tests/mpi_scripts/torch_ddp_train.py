@@ -21,7 +21,15 @@ GLOBAL_BATCH = 16
 
 def main():
     out = sys.argv[1]
+    assert dist.is_available() and not dist.is_initialized()
+    try:
+        dist.get_rank()
+    except ValueError as err:  # torch's rule, whichever way the ranks were started
+        assert "Default process group has not been initialized" in str(err)
+    else:
+        raise AssertionError("get_rank() before init_process_group() must raise")
     dist.init_process_group(backend="gloo")
+    assert dist.is_initialized() and dist.get_backend() == "gloo"
     rank, world_size = dist.get_rank(), dist.get_world_size()
     assert rank == int(os.environ["RANK"]) and world_size == int(os.environ["WORLD_SIZE"])
     assert int(os.environ["LOCAL_RANK"]) == rank and int(os.environ["LOCAL_WORLD_SIZE"]) == world_size
@@ -29,7 +37,7 @@ def main():
 
     torch.manual_seed(0)
     x = torch.randn(100, 4)
-    y = (x**2).sum(dim=1, keepdim=True) + 0.1 * torch.randn(100, 1)
+    y = torch.tanh(x @ torch.tensor([[0.5], [-1.0], [0.25], [2.0]])) + 0.1 * torch.randn(100, 1)
     data = TensorDataset(x, y)
     sampler = DistributedSampler(data, shuffle=True, seed=3)
     loader = DataLoader(data, batch_size=GLOBAL_BATCH // world_size, sampler=sampler, drop_last=True)
@@ -39,7 +47,7 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
     losses = []
-    for epoch in range(4):
+    for epoch in range(5):
         sampler.set_epoch(epoch)
         totals = torch.zeros(2, dtype=torch.float64)
         for xb, yb in loader:

@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 
 from .. import torch_alias
-from ..distributed import launched_size, world
+from ..distributed import follow_torch_rules, launched_size, world
 
 # Python's own warning format: the command sets its own for configs, a script's warnings name its lines
 PYTHON_FORMATWARNING = warnings.formatwarning
@@ -98,7 +98,7 @@ def run(argv: list[str], nproc: int | None = None) -> int:
 
 def end_job(message: str, code: int) -> None:
     """In a job of several ranks, end them all: the others may wait for this one in a collective forever."""
-    if launched_size() > 1:
+    if launched_size() > 1 and not world().aborting:
         world().abort(message, code)
 
 
@@ -197,6 +197,7 @@ def prepare(argv: list[str], filename: str) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torchrun_environment()
+    follow_torch_rules()  # a PyTorch program: its process group is the one init_process_group makes
     torch_alias.install()
 
 

@@ -17,6 +17,7 @@ numbers drawn, a tensor changed in place, a custom ``autograd.Function``, ``crea
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 
@@ -28,12 +29,18 @@ from ..autograd.tensor import Tensor
 from ..layers.module import Module
 from ..optim.optimizer import Optimizer
 from .errors import CompileError
-from .plan import WANTED, BackwardStep, CallStep, Const, OpStep, Refused, schedule
+from .plan import WANTED, BackwardStep, CallStep, Const, FuncStep, OpStep, Refused, schedule
 from .prepared import BUMPED, PREPARED, after_apply
 
 # Modules whose tensors made during a capture are constants of the region: creation functions (zeros, arange,
 # tensor(...)), whose values follow from their arguments; random ones are caught by the generator's state.
 CONSTANT_MAKERS = {"trainkit.autograd.creation"}
+# Tensor methods without a gradient that make their result outside Op.apply: recorded as FuncSteps.
+FUNCTIONS = (
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "eq", "ne", "lt", "le", "gt", "ge",
+    "__and__", "__or__", "__xor__", "__invert__", "logical_and", "logical_or", "logical_not", "logical_xor",
+    "isnan", "isfinite", "isinf", "argmax", "argmin", "detach",
+)  # fmt: skip
 READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__array__")
 
 
@@ -114,8 +121,7 @@ class Recorder:
         made = self.fresh.get(id(t))
         if made is not None and made[0] is t and made[1] not in CONSTANT_MAKERS:
             raise Refused(
-                f"a tensor made outside the ops by {made[1]} (a comparison, a mask or the like): a replay would not "
-                "recompute it"
+                f"a tensor made outside the ops by {made[1]} (a mask or the like): a replay would not recompute it"
             )
         slot = self.new_slot(t)
         self.externals.append((slot, t))
@@ -226,6 +232,21 @@ class Recorder:
             return None  # a frozen array of its maker's: a constant
         raise Refused(f"{cls.__name__} takes an array computed outside the ops ({key}): it could depend on the data")
 
+    def note_function(self, fn, args: tuple, kwargs: dict, out: Tensor) -> None:
+        spec = []
+        for x in args:
+            if isinstance(x, Tensor):
+                spec.append(self.slot(x))
+            elif self.array_ref(x, type(fn), "an input") is not None:
+                raise Refused(f"{fn.__name__} takes a tensor's array as a plain input")
+            else:
+                spec.append(Const(x))
+        for key, value in kwargs.items():
+            if isinstance(value, Tensor) or self.array_ref(value, type(fn), key) is not None:
+                raise Refused(f"{fn.__name__} takes a tensor as the keyword argument {key}")
+        step = FuncStep(fn, tuple(spec), dict(kwargs), self.new_slot(out), (out._data.shape, out._data.dtype))
+        self.steps.append(step)
+
     # ------------------------------------------------------------------------------------------ backward
     def backward(self, t: Tensor, gradient, retain_graph, create_graph, inputs) -> None:
         if create_graph:
@@ -320,6 +341,9 @@ class Patches:
     def __enter__(self):
         rec = self.rec
         mine = rec.thread
+        for name in FUNCTIONS:
+            if name in Tensor.__dict__:
+                self.put(Tensor, name, _function(rec, Tensor.__dict__[name], mine))
         for name in READS:
             if name in Tensor.__dict__:
                 self.put(Tensor, name, _reading(rec, name, Tensor.__dict__[name], mine))
@@ -366,13 +390,42 @@ def _reading(rec, name, method, mine):
     return wrapper
 
 
+def _function(rec, method, mine):
+    """A tensor method without a gradient (``x > 0``, ``argmax``), noted as a ``FuncStep``; what it does inside
+    is not recorded."""
+
+    def wrapper(*args, **kwargs):
+        if not _active(rec, mine) or rec.refusal is not None:
+            return method(*args, **kwargs)
+        rec.opaque += 1
+        function.recording.remove(rec)
+        try:
+            out = method(*args, **kwargs)
+        finally:
+            function.recording.append(rec)
+            rec.opaque -= 1
+        if isinstance(out, Tensor) and not out._requires_grad:
+            try:
+                rec.note_function(method, args, kwargs, out)
+            except Refused as why:
+                rec.refuse(str(why))
+        elif out is not NotImplemented:
+            rec.refuse(f"{getattr(method, '__name__', method)} returned something the compiler cannot replay")
+        return out
+
+    return wrapper
+
+
 def _making(rec, make, mine):
     """``Tensor._make``, noting each tensor made outside an op's ``apply`` and the module that made it."""
 
     def wrapper(*args, **kwargs):
         t = make(*args, **kwargs)
         if _active(rec, mine):
-            rec.fresh[id(t)] = (t, sys._getframe(1).f_globals.get("__name__", "?"))
+            maker = sys._getframe(1).f_globals.get("__name__", "?")
+            rec.fresh[id(t)] = (t, maker)
+            if maker in CONSTANT_MAKERS:  # an op may take its array as a keyword argument (positions' indices)
+                rec.owners[id(t._data)] = t
         return t
 
     return wrapper
@@ -472,6 +525,30 @@ def _update(rec, method, mine):
     return wrapper
 
 
+def reachable_tensors(fn) -> list:
+    """The tensors a function reaches by name: in its closure, the globals its code names, a partial's arguments.
+    An op may take one's array as a keyword argument (a loss's targets, an embedding's indices): known, the array
+    is read from its tensor at each replay."""
+    found: list = []
+    while isinstance(fn, functools.partial):
+        found.extend(v for v in (*fn.args, *fn.keywords.values()) if isinstance(v, Tensor))
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        if isinstance(value, Tensor):
+            found.append(value)
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    for name in code.co_names if code is not None else ():
+        value = names.get(name)
+        if isinstance(value, Tensor):
+            found.append(value)
+    return found
+
+
 def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):
     """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``. ``watch``: modules
     the region belongs to without calling them (a compiled ``forward``), guarded as the ones it calls."""
@@ -479,6 +556,8 @@ def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bo
     for module in watch:
         rec.modules[id(module)] = module
         rec.known(module)
+    for t in reachable_tensors(fn):
+        rec.owners[id(t._data)] = t
     if grad_mode.state.anomaly:
         rec.refuse("anomaly detection is on")
     before = get_rng_state()._data.tobytes()

@@ -10,7 +10,7 @@ forward makes fresh nodes, since its backward may run after the next call. The f
 
 >>> import trainkit
 >>> f = trainkit.compile(lambda x: (x * 2).sum())
->>> _ = f(trainkit.ones(2)), f(trainkit.ones(2))
+>>> _ = f(trainkit.ones(2)), f(trainkit.ones(2)), f(trainkit.ones(2))  # captured, replayed, then written out
 >>> "def run(" in f.entries[0].plan.code.source
 True
 """
@@ -22,9 +22,10 @@ import numpy as np
 from ..autograd.backend import as_array
 from ..autograd.grad_buffer import accumulate, fit_to_input
 from ..autograd.grad_mode import no_grad
+from ..autograd.tensor import Tensor
 from ..layers.module import Module
 from ..optim.optimizer import Optimizer
-from .plan import BackwardStep, OpStep
+from .plan import BackwardStep, FuncStep, OpStep
 
 _new = object.__new__
 _COMPILED: dict = {}  # source -> code object
@@ -48,6 +49,7 @@ class _Writer:
             "accumulate": accumulate,
             "fit": fit_to_input,
             "new": _new,
+            "make": Tensor._make,
             "no_grad": no_grad,
             "Z": [0],
             "run_call": run_call,
@@ -88,6 +90,12 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
             _forward(w, step, node_of)
         elif type(step) is BackwardStep:
             _backward(w, step, node_of)
+        elif type(step) is FuncStep:
+            args = [f"make(a{i})" if type(i) is int else w.const("K", i.value) for i in step.inputs]
+            args += [f"{key}={w.const('K', value)}" for key, value in step.kwargs.items()]
+            w.emit(f"a{step.out} = {w.const('FN', step.fn)}({', '.join(args)})._data")
+            for s in step.frees:
+                w.emit(f"a{s} = None")
         elif step.kind == "set_grad":
             w.emit(f"t{step.target}.grad = None")
         else:
@@ -294,6 +302,9 @@ def _schedule(w: _Writer, sched, nodes: dict, seeds: list) -> dict:
             )
             w.emit(f"r = {backward}({zeros})", depth)
         w.emit(" = ".join(f"g{o}" for o in outs) + " = None", depth)
+        if node in w.names:  # a node kept from call to call lets go of its arrays once run, as the engine frees them
+            w.emit(f"{node}.saved_tensors = ()", depth)
+            w.emit(f"{node}.extra = None", depth)
         is_tuple = seen.get((key, n))
         if is_tuple is None:
             w.emit("if type(r) is not tuple: r = (r,)", depth)

@@ -42,8 +42,8 @@ class CompiledFunction:
     >>> import trainkit
     >>> w = trainkit.tensor([2.0], requires_grad=True)
     >>> f = trainkit.compile(lambda x: (x * w).sum())
-    >>> f(trainkit.tensor([3.0])), f(trainkit.tensor([4.0]))
-    (tensor(6., grad_fn=<CompiledFunctionBackward>), tensor(8., grad_fn=<CompiledFunctionBackward>))
+    >>> f(trainkit.tensor([3.0])), f(trainkit.tensor([4.0]))  # the first call runs eagerly, captured
+    (tensor(6., grad_fn=<SumBackward0>), tensor(8., grad_fn=<CompiledFunctionBackward>))
     """
 
     def __init__(

@@ -9,7 +9,7 @@ compiled <lambda>: 1 plan, 1 capture, 0 replays, 0 eager calls
 
 from __future__ import annotations
 
-from .plan import BackwardStep, CallStep, OpStep
+from .plan import BackwardStep, CallStep, FuncStep, OpStep
 
 
 def _nbytes(shape, dtype) -> int:
@@ -78,6 +78,11 @@ def describe(plan) -> list[str]:
             lines.append(
                 f"  backward from %{step.root}: {len(sched.steps)} nodes in the engine's order, "
                 f"{len(sched.exits)} leaf gradients accumulated into .grad"
+            )
+        elif isinstance(step, FuncStep):
+            args = ", ".join(f"%{i}" if type(i) is int else repr(i) for i in step.inputs)
+            lines.append(
+                f"  %{step.out} = {getattr(step.fn, '__name__', step.fn)}({args}) -> {step.shape[0]} {step.shape[1]}"
             )
         elif isinstance(step, CallStep):
             lines.append(f"  call {step.text}")

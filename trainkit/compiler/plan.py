@@ -82,6 +82,20 @@ class OpStep:
 
 
 @dataclass(eq=False)
+class FuncStep:
+    """A tensor function without a gradient that makes its result outside ``Op.apply`` (comparisons,
+    ``argmax``, ``detach``): replayed by calling it on tensors around the slots' arrays. ``inputs`` as
+    ``OpStep``'s (positional arguments), ``kwargs`` constants, ``out`` the result's slot."""
+
+    fn: object
+    inputs: tuple
+    kwargs: dict
+    out: int
+    shape: tuple = ()
+    frees: tuple = ()
+
+
+@dataclass(eq=False)
 class Schedule:
     """The backward of one pass: ``steps`` in the engine's order, each ``(op index, gradient slots of its
     outputs, deliveries)``; a delivery is ``(input index, destination, to an exit, shape, dtype)``. Gradients of
@@ -198,10 +212,13 @@ def liveness(plan: Plan, keep: set) -> None:
     result does not return, so that a replay holds no more than eager mode (the nodes keep what backward needs)."""
     last: dict = {}
     for n, step in enumerate(plan.steps):
-        if isinstance(step, OpStep):
+        if isinstance(step, (OpStep, FuncStep)):
             for i in step.inputs:
                 if type(i) is int:
                     last[i] = n
+        if isinstance(step, FuncStep):
+            last.setdefault(step.out, n)
+        if isinstance(step, OpStep):
             for _, s, _ in step.refs:
                 last[s] = n
             for s in step.outs:
@@ -215,7 +232,7 @@ def liveness(plan: Plan, keep: set) -> None:
         if s not in keep:
             drops.setdefault(n, []).append(s)
     for n, step in enumerate(plan.steps):
-        if isinstance(step, OpStep):
+        if isinstance(step, (OpStep, FuncStep)):
             step.frees = tuple(drops.get(n, ()))
 
 

@@ -22,7 +22,7 @@ from ..autograd.backend import as_array
 from ..autograd.engine import Node, accumulator
 from ..autograd.grad_buffer import accumulate, fit_to_input
 from ..autograd.tensor import Tensor
-from .plan import BackwardStep, CallStep, OpStep
+from .plan import BackwardStep, CallStep, FuncStep, OpStep
 
 _new = object.__new__
 _ZERO = [0]  # the version counter of a replay's saved arrays: nothing outside the replay can reach them
@@ -63,6 +63,14 @@ def run_op(step: OpStep, env: list, nodes: list, tensors: list, seen: dict) -> N
         nodes[step.index] = node
     for s in step.bumps:  # arrays the op updated in place (running statistics): their tensors' versions move on
         tensors[s]._version_counter[0] += 1
+    for s in step.frees:
+        env[s] = None
+
+
+def run_func(step: FuncStep, env: list) -> None:
+    """A tensor function without a gradient, called on tensors around the slots' arrays."""
+    args = [Tensor._make(env[i]) if type(i) is int else i.value for i in step.inputs]
+    env[step.out] = step.fn(*args, **step.kwargs)._data
     for s in step.frees:
         env[s] = None
 
@@ -170,6 +178,8 @@ def replay(plan, arg_tensors: list, recompute=None):
             run_op(step, env, nodes, tensors, plan.seen)
         elif kind is BackwardStep:
             run_backward_step(step, env, tensors, nodes, plan.seen)
+        elif kind is FuncStep:
+            run_func(step, env)
         elif step.kind == "set_grad":
             tensors[step.target].grad = None
         else:

@@ -33,36 +33,51 @@ HALF_TYPES = ("float16", "bfloat16")
 
 
 class Work:
-    """What a collective with ``async_op=True`` returns; the collective is already complete.
+    """What a collective with ``async_op=True`` returns (and ``isend``/``irecv``). A collective has already
+    completed at the call; a point-to-point transfer completes at ``wait()``.
 
     >>> w = Work([]); w.wait(), w.is_completed(), w.is_success()
     (True, True, True)
     """
 
-    def __init__(self, tensors: list[Tensor]):
+    def __init__(self, tensors: list[Tensor], request=None, then=None):
         self.tensors = tensors
+        self.request = request  # an MPI request still running, and what to do once it is done
+        self.then = then
+
+    def done(self) -> None:
+        self.request = None
+        if self.then is not None:
+            self.then()
+            self.then = None
 
     def wait(self, timeout=None) -> bool:
-        """Block until the collective is done (it is): True."""
+        """Block until the transfer is done: True."""
+        if self.request is not None:
+            self.request.Wait()
+            self.done()
         return True
 
     def is_completed(self) -> bool:
-        """Whether the collective is done: always True."""
-        return True
+        """Whether the transfer is done (without waiting)."""
+        if self.request is not None and self.request.Test():
+            self.done()
+        return self.request is None
 
     def is_success(self) -> bool:
-        """Whether the collective succeeded (a failed one raised at the call)."""
-        return True
+        """Whether it succeeded (a failure raises at the call or at ``wait``)."""
+        return self.is_completed()
 
     def synchronize(self) -> None:
-        """Nothing to wait for."""
+        """Wait for the transfer (as ``wait``)."""
+        self.wait()
 
     def exception(self) -> None:
-        """The error of a failed collective: None, since failures raise at the call."""
+        """The error of a failed transfer: None, since failures raise."""
         return None
 
     def result(self) -> list[Tensor]:
-        """The tensors the collective wrote."""
+        """The tensors it wrote."""
         return list(self.tensors)
 
 
@@ -443,6 +458,25 @@ def barrier(group: ProcessGroup | None = None, async_op=False, device_ids=None):
     """
     collective_group(group).world.barrier()
     return finish([], async_op)
+
+
+def monitored_barrier(group: ProcessGroup | None = None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """A barrier that gives up after ``timeout`` (a ``timedelta``; the group's timeout when None), ending the job
+    with a message naming the wait instead of hanging.
+
+    >>> import trainkit.distributed as dist
+    >>> dist.init_process_group("gloo", "tcp://localhost:29500", rank=0, world_size=1)
+    >>> dist.monitored_barrier()
+    >>> dist.destroy_process_group()
+    """
+    the_world = collective_group(group).world
+    before = the_world.timeout
+    if timeout is not None:
+        the_world.timeout = timeout.total_seconds()
+    try:
+        the_world.barrier()
+    finally:
+        the_world.timeout = before
 
 
 def all_gather_object(object_list: list, obj, group: ProcessGroup | None = None) -> None:

@@ -108,7 +108,7 @@ class World:
             if time.monotonic() > deadline:
                 self.abort(
                     f"a collective ({what}) waited more than {self.timeout:g} s for the other ranks "
-                    "(trainer.collective_timeout_s): a rank is stuck or gone",
+                    "(trainer.collective_timeout_s, or init_process_group's timeout): a rank is stuck or gone",
                     1,
                 )
             time.sleep(pause)
@@ -200,6 +200,48 @@ class World:
             return recv
         return self._host_collective("Reduce_scatter_block", "reduce_scatter", send, recv, op=self._mpi_op(op))
 
+    def alltoallv(self, send, send_counts: list[int], recv, recv_counts: list[int]):
+        """Rank r's ``send`` cut by ``send_counts`` (part q to rank q); the parts sent to this rank, in rank order,
+        into ``recv`` cut by ``recv_counts``. Host arrays; returns ``recv``."""
+        if self.comm is None:
+            recv[...] = send
+            return recv
+        send_at = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(int).tolist()
+        recv_at = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int).tolist()
+        return self._host_collective(
+            "Alltoallv", "all_to_all", [send, (list(send_counts), send_at)], [recv, (list(recv_counts), recv_at)]
+        )
+
+    def send(self, array, dst: int, tag: int = 0) -> None:
+        """Send the host array ``array`` to rank ``dst``."""
+        if self.timeout is None:
+            self.comm.Send(array, dest=dst, tag=tag)
+        else:
+            self._wait(self.comm.Isend(array, dest=dst, tag=tag), "send")
+
+    def recv(self, array, src: int | None = None, tag: int = 0) -> int:
+        """Receive into the host array ``array`` from rank ``src`` (any rank when None); the sender's rank."""
+        status = self._mpi.Status()
+        source = self._mpi.ANY_SOURCE if src is None else src
+        if self.timeout is None:
+            self.comm.Recv(array, source=source, tag=tag, status=status)
+        else:
+            request = self.comm.Irecv(array, source=source, tag=tag)
+            deadline = time.monotonic() + self.timeout
+            while not request.Test(status):
+                if time.monotonic() > deadline:
+                    self.abort(f"a receive waited more than {self.timeout:g} s for rank {src}: it is stuck or gone")
+                time.sleep(0.001)
+        return status.Get_source()
+
+    def isend(self, array, dst: int, tag: int = 0):
+        """Start sending ``array`` to rank ``dst``; the MPI request (``array`` must stay untouched until done)."""
+        return self.comm.Isend(array, dest=dst, tag=tag)
+
+    def irecv(self, array, src: int | None = None, tag: int = 0):
+        """Start receiving into ``array`` from rank ``src`` (any rank when None); the MPI request."""
+        return self.comm.Irecv(array, source=self._mpi.ANY_SOURCE if src is None else src, tag=tag)
+
     def _host_collective(self, name: str, what: str, send, recv, **options):
         """Run MPI's ``name`` on host arrays, or its non-blocking form within ``timeout``."""
         if self.timeout is None:
@@ -230,6 +272,9 @@ class World:
             else:
                 self._wait(self.comm.Ibarrier(), "barrier")
 
+    # Set once abort has begun: the SystemExit it raises must not abort a second time on its way out.
+    aborting = False
+
     # Whether callers of abort show the traceback of the error behind it, as Python does for an uncaught error; the
     # trainkit command keeps its one-line errors unless --debug.
     show_traceback = True
@@ -237,6 +282,7 @@ class World:
     def abort(self, message: str, code: int = 1, detail: str = "") -> None:
         """Print ``detail`` (a traceback, say) and ``message``, then end every rank of the job: the others may be
         waiting in a collective forever."""
+        self.aborting = True
         sys.stderr.write(
             f"{detail}trainkit: rank {self.rank} of {self.size}: {message}; aborting all {self.size} ranks\n"
         )  # one write: the launcher relays it whole

@@ -71,7 +71,9 @@ class _Default:
 
     group: ProcessGroup | None = None
     timeout_before: float | None = None
-    ever_made = False  # once a program has used init_process_group, it is the only way to a group, as in torch
+    # torch's rule, that only init_process_group makes a group: from a program's first init_process_group on, and
+    # from the start in a PyTorch program (trainkit run-torch); before that, trainkit's own joined world counts
+    strict = False
 
 
 class WorldMeta(type):
@@ -164,7 +166,7 @@ def rendezvous(init_method: str, rank: int, world_size: int, the_world: World, s
             environment("MASTER_ADDR", the_world)
             environment("MASTER_PORT", the_world)
     elif the_world.comm is None and store is None and (rank == -1 or world_size == -1):
-        raise env_error(url.scheme, "rank parameter missing" if rank == -1 else "size parameter missing")
+        raise env_error(url.scheme, "rank parameter missing" if rank == -1 else "world size parameter missing")
     launcher = "MPI launcher" if the_world.comm is not None else "launcher"
     if world_size not in (-1, the_world.size):
         hint = (
@@ -229,18 +231,22 @@ def init_process_group(
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     the_world = world()
-    rendezvous(
-        "env://" if init_method is None and store is None else init_method or "env://",
-        rank,
-        world_size,
-        the_world,
-        store,
-    )
+    rendezvous(init_method or "env://", rank, world_size, the_world, store)  # with a store, MPI's rank and size
     _Default.timeout_before = the_world.timeout
     if timeout is not None and the_world.comm is not None:
         the_world.timeout = timeout.total_seconds()
     _Default.group = ProcessGroup(the_world, name)
-    _Default.ever_made = True
+    _Default.strict = True
+
+
+def follow_torch_rules() -> None:
+    """From now on only ``init_process_group`` makes the default group, as in torch: before it, the queries and
+    the collectives raise torch's error even where trainkit has joined the launcher's world (``trainkit run-torch``
+    calls this before a PyTorch program starts).
+
+    >>> follow_torch_rules()  # doctest: +SKIP
+    """
+    _Default.strict = True
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -276,21 +282,22 @@ def is_torchelastic_launched() -> bool:
 
 
 def default_group() -> ProcessGroup:
-    """The default group; in a program that never called ``init_process_group``, the world trainkit itself
-    joined (the Trainer's ``strategy="ddp"``, ``DistributedDataParallel``, a collective); else torch's error.
+    """The default group; in a trainkit program that never called ``init_process_group``, the world trainkit
+    itself joined (the Trainer's ``strategy="ddp"``, ``DistributedDataParallel``, a collective); else torch's
+    error.
 
     >>> default_group()  # doctest: +SKIP
     ValueError: Default process group has not been initialized, please make sure to call init_process_group.
     """
     if _Default.group is not None:
         return _Default.group
-    if joined() and not _Default.ever_made:
+    if joined() and not _Default.strict:
         return ProcessGroup(world(), "mpi")
     raise ValueError(NOT_INITIALIZED)
 
 
 def collective_group(group: ProcessGroup | None = None) -> ProcessGroup:
-    """The group a collective runs in: ``group``, the default one, or (in a program that never called
+    """The group a collective runs in: ``group``, the default one, or (in a trainkit program that never called
     ``init_process_group``, as trainkit always did) the launcher's world, joined now."""
     if group is not None:
         if not isinstance(group, ProcessGroup):
@@ -298,7 +305,7 @@ def collective_group(group: ProcessGroup | None = None) -> ProcessGroup:
         return group
     if _Default.group is not None:
         return _Default.group
-    if _Default.ever_made:
+    if _Default.strict:
         raise ValueError(NOT_INITIALIZED)
     return ProcessGroup(world(), "mpi")
 
@@ -351,3 +358,66 @@ def new_group(
             "ranks; a subgroup is not supported (use ranks=None)"
         )
     return whole
+
+
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The world ranks of ``group``'s members, in group order: every rank here.
+
+    >>> get_process_group_ranks(ProcessGroup(World(), "gloo"))
+    [0]
+    """
+    return list(range((group or default_group()).size()))
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """The world rank of ``group``'s rank ``group_rank``: the same number, as groups span the world.
+
+    >>> get_global_rank(ProcessGroup(World(), "gloo"), 0)
+    0
+    """
+    return check_member(group, group_rank)
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    """``group``'s rank of the world rank ``global_rank``: the same number, as groups span the world.
+
+    >>> get_group_rank(ProcessGroup(World(), "gloo"), 0)
+    0
+    """
+    return check_member(group, global_rank)
+
+
+def check_member(group: ProcessGroup, rank: int) -> int:
+    if not 0 <= rank < group.size():
+        raise ValueError(f"Group {group} does not contain rank {rank}")
+    return rank
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its machine, from ``LOCAL_RANK`` (set by ``trainkit run-torch``), else
+    ``fallback_rank``.
+
+    >>> get_node_local_rank(fallback_rank=0) >= 0
+    True
+    """
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow `get_node_local_rank` to "
+        "work, assuming you are not running in a multi-device context and want the code to run locally instead."
+    )
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``init_process_group(backend)`` can run here: ``"gloo"`` and ``"mpi"`` with mpi4py (or alone),
+    ``"nccl"`` with a CUDA GPU.
+
+    >>> is_backend_available("gloo"), is_backend_available("foo")
+    (True, False)
+    """
+    name = str(backend).lower()
+    if name == "nccl":
+        return nccl_usable()
+    return name in ("gloo", "mpi")

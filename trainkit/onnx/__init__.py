@@ -8,8 +8,9 @@ ONNX runtimes run (docs/onnx.md: what exports, what is refused).
 ('x', 18)
 """
 
-from .export import ONNXProgram, export, is_in_onnx_export
+from .export import export, is_in_onnx_export
 from .graph import OnnxExporterError
 from .options import DEFAULT_OPSET, TrainingMode
+from .program import ONNXProgram
 
 __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OnnxExporterError", "TrainingMode", "export", "is_in_onnx_export"]

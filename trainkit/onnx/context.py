@@ -1,37 +1,16 @@
-"""What a converter gets: the record of the call it converts (and its twin from the second run, with dynamic axes),
+"""What a converter gets: the record of the call it converts (and its twin from the second run, on other inputs),
 the graph under construction, and helpers to name its inputs and bind its outputs.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..autograd.tensor import Tensor
-from .graph import GraphBuilder, OnnxExporterError, array_of
+from .graph import GraphBuilder, OnnxExporterError
 from .shapes import Dims
-from .trace import Record
+from .trace import Record, flat_arrays
 
 __all__ = ["Context", "axes_of", "differs", "elem_type", "flat_arrays", "operands", "reduce_node", "unary"]
-
-
-def flat_arrays(value: Any) -> list:
-    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; other values are left out.
-
-    >>> import trainkit
-    >>> [a.shape for a in flat_arrays((trainkit.ones(2), [None, {"k": trainkit.zeros(1, 3)}]))]
-    [(2,), (1, 3)]
-    """
-    if isinstance(value, Tensor):
-        return [array_of(value)]
-    if isinstance(value, (list, tuple)):
-        return [a for v in value for a in flat_arrays(v)]
-    if isinstance(value, dict):
-        return [a for v in value.values() for a in flat_arrays(v)]
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return [value]
-    return []
 
 
 class Context:
@@ -103,10 +82,6 @@ class Context:
 
     def refuse(self, why: str) -> OnnxExporterError:
         return OnnxExporterError(f"torch.onnx.export: {self.what()} cannot be exported: {why}")
-
-    def changes(self, key: str) -> bool:
-        """Whether the argument ``key`` differs between the two runs (it follows a dynamic axis)."""
-        return self.rec2 is not None and differs(self.rec.params.get(key), self.rec2.params.get(key))
 
     def vector_for(self, key: str, what: str, x: str) -> str:
         """The shape argument ``key`` of the op as the 1-d value ``what`` (Reshape or Expand) takes."""

@@ -28,38 +28,14 @@ from .ops_nn import NN_CONVERTERS
 from .ops_reduce import REDUCE_CONVERTERS
 from .ops_shape import SHAPE_CONVERTERS
 from .options import DEFAULT_OPSET, TrainingMode, check_options, opset_of
+from .program import ONNXProgram
 from .shapes import Dims
-from .trace import Tracer
+from .trace import Record, Tracer, fingerprint, prints
 
 __all__ = ["DEFAULT_OPSET", "ONNXProgram", "OP_CONVERTERS", "TrainingMode", "export", "is_in_onnx_export"]
 
 OP_CONVERTERS = {**MATH_CONVERTERS, **NN_CONVERTERS, **REDUCE_CONVERTERS, **SHAPE_CONVERTERS}
 _state = {"exporting": False}
-
-
-class ONNXProgram:
-    """What ``export`` returns: the ``onnx.ModelProto`` as ``model_proto``, and ``save(path)``.
-
-    >>> ONNXProgram(None).model_proto is None
-    True
-    """
-
-    def __init__(self, model_proto):
-        self.model_proto = model_proto
-
-    def save(self, destination) -> None:
-        """Write the model to a path or a binary file object."""
-        data = self.model_proto.SerializeToString()
-        if hasattr(destination, "write"):
-            destination.write(data)
-            return
-        with open(os.fspath(destination), "wb") as fh:
-            fh.write(data)
-
-    def __repr__(self) -> str:
-        return (
-            f"ONNXProgram(opset={self.model_proto.opset_import[0].version}, nodes={len(self.model_proto.graph.node)})"
-        )
 
 
 def is_in_onnx_export() -> bool:
@@ -271,14 +247,46 @@ def _align(records: list, records2: list) -> list:
 def _branches(rec) -> OnnxExporterError:
     return OnnxExporterError(
         "torch.onnx.export: the model runs other ops on other inputs (from "
-        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on; its forward branches on their sizes or "
-        "values): it cannot be written as one graph"
+        f"{rec.target.__name__} in {rec.scope or '<the model>'!r} on): its forward branches or loops on their "
+        "sizes or values, and one graph cannot hold both; a Python loop over a dynamic axis (for t in range(T)) "
+        "is unrolled at the traced length, so leave that axis out of dynamic_axes"
     )
 
 
-def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose, fold: bool) -> None:
+def _current(g: GraphBuilder, rec, later: dict) -> None:
+    """Point each input array of ``rec`` at the value it held when the call began. An array changed in place since
+    its value was named (``x += 1``, ``x.relu_()``, ``x[:, 0] = 0``) now holds the result of the last call that
+    read it and made what it holds; an array changed by something not recorded is refused."""
+    for a, seen in zip(flat_arrays([rec.inputs, rec.params]), rec.seen):
+        name = g.values.get(id(a))
+        if name is None or g.prints.get(name, seen) == seen:
+            continue
+        newer = later.get((id(a), seen))
+        if newer is None:
+            raise OnnxExporterError(
+                f"torch.onnx.export: {rec.target.__name__} in module {rec.scope or '<the model>'!r} reads a tensor "
+                "that was changed in place by something the exporter does not record (a write through a view such as "
+                "y[:, 1:] *= 2, or through NumPy); write it out of place (y[:, 1:] = y[:, 1:] * 2)"
+            )
+        g.values[id(a)] = newer
+
+
+def _note(g: GraphBuilder, rec, later: dict) -> None:
+    """Remember the fingerprint of each output, and, for each array the call read, which value it would hold were
+    the call's result written into it (as in-place ops do)."""
+    outs = [g.values.get(id(a)) for a in flat_arrays(rec.output)]
+    for name, made in zip(outs, rec.made):
+        if name is not None:
+            g.prints[name] = made
+            for a in flat_arrays([rec.inputs, rec.params]):
+                later[(id(a), made)] = name
+
+
+def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose, fold: bool) -> dict:
+    later: dict = {}
     for i, rec in enumerate(records):
         rec2 = records2[i]
+        _current(g, rec, later)
         arrays = [a for a in flat_arrays(list(rec.inputs) + list(rec.params.values())) if id(a) in g.values]
         moves = rec2 is not None and (differs(rec.params, rec2.params) or differs(rec.inputs, rec2.inputs))
         if fold and rec.module is None and not arrays and g.export_params and not moves:
@@ -300,9 +308,11 @@ def _convert(g: GraphBuilder, dims: Dims, records, records2, opset: int, verbose
                 )
         before = len(g.nodes)
         convert(cx)
+        _note(g, rec, later)
         if verbose:
             for node in g.nodes[before:]:
                 print(f"{rec.scope or '<model>'}: {node.op_type}({', '.join(node.input)}) -> {', '.join(node.output)}")
+    return later
 
 
 def _check_constants(cx: Context, g: GraphBuilder) -> None:
@@ -419,13 +429,15 @@ def export(
         graph_inputs, sources = [], []
         for i, (name, a) in enumerate(zip(names, inputs)):
             g.input_value(a, name)
+            g.prints[name] = fingerprint(a)
             axes = dynamic.get(name, {})
             dims = [axes.get(k, int(n)) for k, n in enumerate(a.shape)]
             graph_inputs.append((name, a.dtype, dims))
             for axis in axes:
                 sources.append((a.shape[axis], inputs2[i].shape[axis], name, axis))
         dims_helper = Dims(g, sources)
-        _convert(g, dims_helper, records, records2, opset, verbose, do_constant_folding)
+        later = _convert(g, dims_helper, records, records2, opset, verbose, do_constant_folding)
+        _current(g, Record(type(model), (output,), {}, None, "", None, prints(output)), later)
         outputs = _outputs(g, output, output2, output_names, dynamic, sources)
         for name in set(dynamic) - set(names) - {n for n, _, _ in outputs}:
             warnings.warn(
@@ -443,6 +455,8 @@ def export(
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         raise OnnxExporterError(f"torch.onnx.export: the ONNX checker refused the graph written: {err}") from err
     program = ONNXProgram(proto)
+    if verify:
+        program.verify(args, kwargs, flat_arrays(output))
     if f is not None:
         if not hasattr(f, "write") and not isinstance(f, (str, os.PathLike)):
             raise OnnxExporterError(

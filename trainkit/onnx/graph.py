@@ -62,6 +62,7 @@ class GraphBuilder:
         self.taken: set[str] = set()
         self.counts: dict[str, int] = {}
         self.consts: dict[tuple, str] = {}
+        self.prints: dict[str, int] = {}  # value name -> fingerprint of its array when the value was made
 
     # ------------------------------------------------------------------------------------------------ names
     def fresh(self, hint: str, plain: bool = False) -> str:

@@ -155,31 +155,6 @@ def _batch_norm(cx: Context) -> None:
     cx.bind(cx.node("BatchNormalization", args, epsilon=float(m.eps)))
 
 
-def _group_norm(cx: Context) -> None:
-    """``(x - mean) / sqrt(var + eps)`` over each group of channels (and all positions), then the per-channel
-    affine: written with ``Reshape`` and ``ReduceMean`` (ONNX's GroupNormalization changed meaning in opset 21)."""
-    m = cx.rec.module
-    x = cx.input(0)
-    rank = len(cx.shape(0))
-    grouped = cx.node("Reshape", [x, cx.g.ints([0, int(m.num_groups), -1])])
-
-    def mean(v: str) -> str:
-        if cx.opset >= 18:
-            return cx.node("ReduceMean", [v, cx.g.ints([2])], keepdims=1)
-        return cx.node("ReduceMean", [v], axes=[2], keepdims=1)
-
-    centered = cx.node("Sub", [grouped, mean(grouped)])
-    var = mean(cx.node("Mul", [centered, centered]))
-    std = cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(float(m.eps), x)])])
-    y = cx.node("Reshape", [cx.node("Div", [centered, std]), cx.node("Shape", [x])])
-    if m.affine:
-        per_channel = [1, -1] + [1] * (rank - 2)
-        w = cx.node("Reshape", [cx.g.value(m.weight), cx.g.ints(per_channel[1:])])
-        b = cx.node("Reshape", [cx.g.value(m.bias), cx.g.ints(per_channel[1:])])
-        y = cx.node("Add", [cx.node("Mul", [y, w]), b])
-    cx.bind(y)
-
-
 RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "trilinear": "linear"}
 
 
@@ -230,7 +205,6 @@ LAYER_CONVERTERS = {
     nn.AdaptiveMaxPool1d: _adaptive_pool("GlobalMaxPool", "MaxPool"),
     nn.BatchNorm1d: _batch_norm,
     nn.BatchNorm2d: _batch_norm,
-    nn.GroupNorm: _group_norm,
     nn.Upsample: _upsample,
     nn.Dropout: _identity,
     nn.Identity: _identity,

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .context import Context, operands, unary
+from .context import Context, elem_type, operands, unary
 
 __all__ = ["MATH_CONVERTERS"]
 
@@ -108,9 +108,26 @@ def _to_copy(cx: Context) -> None:
 
 
 def _trilu(upper: int):
+    """``triu``/``tril``: ONNX ``Trilu`` from opset 14; before it, ``Where`` of a mask of column - row >= k (or
+    <= k) built from the run-time sizes."""
+
     def convert(cx: Context) -> None:
-        cx.need_opset(14, "Trilu")
-        cx.bind(cx.node("Trilu", [cx.input(0), _k(cx)], upper=upper))
+        x = cx.input(0)
+        if cx.opset >= 14:
+            cx.bind(cx.node("Trilu", [x, _k(cx)], upper=upper))
+            return
+        rank = len(cx.shape(0))
+        shape = cx.node("Shape", [x])
+        zero, one = cx.g.const(np.asarray(0, np.int64)), cx.g.const(np.asarray(1, np.int64))
+
+        def positions(axis: int) -> str:
+            n = cx.node("Squeeze", [cx.node("Gather", [shape, cx.g.ints([axis])], axis=0), cx.g.ints([0])])
+            return cx.node("Range", [zero, n, one])
+
+        rows = cx.node("Unsqueeze", [positions(rank - 2), cx.g.ints([1])])
+        offset = cx.node("Sub", [positions(rank - 1), rows])  # column - row
+        keep = cx.node("GreaterOrEqual" if upper else "LessOrEqual", [offset, _k(cx)])
+        cx.bind(cx.node("Where", [keep, x, cx.const_like(0, x)]))
 
     return convert
 
@@ -203,7 +220,28 @@ def _log_base(base: float):
     return convert
 
 
+def _inplace(op_type: str):
+    """``x += y``, ``x.add_(y, alpha=2)`` and the others: the result is the tensor's new value."""
+
+    def convert(cx: Context) -> None:
+        if cx.params.get("rounding_mode") is not None:
+            raise cx.refuse("div_ with rounding_mode (write x = torch.div(x, y, rounding_mode=...))")
+        a, b = operands(cx)
+        if cx.dtype(b) is not None and cx.dtype(b) != cx.dtype(a):  # the result keeps the tensor's dtype
+            b = cx.node("Cast", [b], to=elem_type(cx.dtype(a)))
+        alpha = cx.arg(2, "alpha", 1)
+        if alpha != 1:
+            b = cx.node("Mul", [b, cx.const_like(alpha, a)])
+        cx.bind(cx.node(op_type, [a, b]))
+
+    return convert
+
+
 MATH_CONVERTERS = {
+    "tensor.add_": _inplace("Add"),
+    "tensor.sub_": _inplace("Sub"),
+    "tensor.mul_": _inplace("Mul"),
+    "tensor.div_": _inplace("Div"),
     "elementwise.Exp2Backward0": _exp2,
     "elementwise.Log2Backward0": _log_base(2.0),
     "elementwise.Log10Backward0": _log_base(10.0),

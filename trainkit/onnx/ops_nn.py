@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .context import Context, unary
+from .context import Context, reduce_node, unary
 
 __all__ = ["NN_CONVERTERS"]
 
@@ -75,17 +75,35 @@ def _softmax(op_type: str):
 
 
 def _layer_norm(cx: Context) -> None:
-    """``LayerNormalization`` over the last ``ndim`` axes (opset 17)."""
-    cx.need_opset(17, "LayerNormalization")
+    """``LayerNormalization`` over the last ``ndim`` axes from opset 17; before it, the same from ``ReduceMean``:
+    ``(x - mean) / sqrt(var + eps) * w + b``."""
     x = cx.input(0)
     shape = cx.shape(0)
     ndim = int(cx.params["ndim"])
-    norm_shape = shape[len(shape) - ndim :]
-    dtype = cx.dtype(x) or np.float32
-    w = cx.input(1) if cx.rec.inputs[1] is not None else cx.g.const(np.ones(norm_shape, dtype))
-    b = cx.input(2) if cx.rec.inputs[2] is not None else cx.g.const(np.zeros(norm_shape, dtype))
-    y = cx.node("LayerNormalization", [x, w, b], axis=-ndim, epsilon=float(cx.params["eps"]))
-    cx.bind(y)
+    eps = float(cx.params["eps"])
+    has_w, has_b = cx.rec.inputs[1] is not None, cx.rec.inputs[2] is not None
+    if cx.opset >= 17:
+        dtype = cx.dtype(x) or np.float32
+        norm_shape = shape[len(shape) - ndim :]
+        w = cx.input(1) if has_w else cx.g.const(np.ones(norm_shape, dtype))
+        b = cx.input(2) if has_b else cx.g.const(np.zeros(norm_shape, dtype))
+        cx.bind(cx.node("LayerNormalization", [x, w, b], axis=-ndim, epsilon=eps))
+        return
+    axes = list(range(len(shape) - ndim, len(shape)))
+    centered = cx.node("Sub", [x, reduce_node(cx, "ReduceMean", x, axes, 1)])
+    var = reduce_node(cx, "ReduceMean", cx.node("Mul", [centered, centered]), axes, 1)
+    y = cx.node("Div", [centered, cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(eps, x)])])])
+    y = cx.node("Mul", [y, cx.input(1)]) if has_w else y
+    cx.bind(cx.node("Add", [y, cx.input(2)]) if has_b else y)
+
+
+def _hardswish(cx: Context) -> None:
+    """``x * relu6(x + 3) / 6``: ONNX ``HardSwish`` from opset 14, ``HardSigmoid`` before."""
+    x = cx.input(0)
+    if cx.opset >= 14:
+        cx.bind(cx.node("HardSwish", [x]))
+    else:
+        cx.bind(cx.node("Mul", [x, cx.node("HardSigmoid", [x], alpha=1 / 6, beta=0.5)]))
 
 
 def _embedding(cx: Context) -> None:
@@ -143,7 +161,59 @@ def _prelu(cx: Context) -> None:
     cx.bind(cx.node("PRelu", [x, w]))
 
 
+def _group_norm(cx: Context) -> None:
+    """``F.group_norm``: ``(x - mean) / sqrt(var + eps)`` over each group of channels and all positions, then the
+    per-channel affine, written with ``Reshape`` and ``ReduceMean`` (ONNX's GroupNormalization changed meaning in
+    opset 21)."""
+    x = cx.input(0)
+    rank = len(cx.shape(0))
+    grouped = cx.node("Reshape", [x, cx.g.ints([0, int(cx.arg(3, "groups")), -1])])
+    centered = cx.node("Sub", [grouped, reduce_node(cx, "ReduceMean", grouped, [2], 1)])
+    var = reduce_node(cx, "ReduceMean", cx.node("Mul", [centered, centered]), [2], 1)
+    std = cx.node("Sqrt", [cx.node("Add", [var, cx.const_like(float(cx.arg(4, "eps")), x)])])
+    y = cx.node("Reshape", [cx.node("Div", [centered, std]), cx.node("Shape", [x])])
+    per_channel = cx.g.ints([-1] + [1] * (rank - 2))
+    if cx.rec.inputs[1] is not None:
+        y = cx.node("Mul", [y, cx.node("Reshape", [cx.input(1), per_channel])])
+    if cx.rec.inputs[2] is not None:
+        y = cx.node("Add", [y, cx.node("Reshape", [cx.input(2), per_channel])])
+    cx.bind(y)
+
+
+def _batch_norm(cx: Context) -> None:
+    """``F.batch_norm`` on running statistics: ``BatchNormalization``."""
+    if cx.params.get("training") or cx.params.get("running_mean") is None:
+        raise cx.refuse("batch norm on the batch's own statistics (training=True or no running statistics)")
+    x = cx.input(0)
+    c = cx.shape(0)[1]
+    dtype = cx.dtype(x) or np.float32
+    scale = cx.input(1) if cx.rec.inputs[1] is not None else cx.g.const(np.ones(c, dtype))
+    bias = cx.input(2) if cx.rec.inputs[2] is not None else cx.g.const(np.zeros(c, dtype))
+    stats = [cx.g.value(cx.params["running_mean"]), cx.g.value(cx.params["running_var"])]
+    cx.bind(cx.node("BatchNormalization", [x, scale, bias, *stats], epsilon=float(cx.params["eps"])))
+
+
+def _convolution(cx: Context) -> None:
+    """``F.conv1d`` and ``F.conv2d`` (their layers are converted whole): ``Conv`` from the op's geometry, whose
+    pads are top, bottom, left, right; a 1-d convolution runs as a 2-d one of height 1."""
+    if "geom" not in cx.params or "out_hw" in cx.params:
+        raise cx.refuse("a transposed convolution called as a function (nn.ConvTranspose1d/2d export)")
+    geom = cx.params["geom"]
+    one_d = len(cx.shape(0)) == 3
+    top, bottom, left, right = geom.pads
+    attrs = dict(kernel_shape=list(geom.kernel), strides=list(geom.stride), dilations=list(geom.dilation))
+    attrs["pads"] = [top, left, bottom, right]
+    if one_d:
+        attrs = {k: v[1:] if k != "pads" else [left, right] for k, v in attrs.items()}
+    args = [cx.input(0), cx.input(1)] + ([cx.input(2)] if cx.rec.inputs[2] is not None else [])
+    cx.bind(cx.node("Conv", args, group=int(cx.params.get("groups", 1)), **attrs))
+
+
 NN_CONVERTERS = {
+    "normalization.NativeGroupNormBackward0": _group_norm,
+    "normalization.NativeBatchNormBackward0": _batch_norm,
+    "conv.ConvolutionBackward0": _convolution,
+    "conv1d.ConvolutionBackward0": _convolution,
     "rectifiers.PreluKernelBackward0": _prelu,
     "function.canonical_mask": _canonical_mask,
     "activation.ReluBackward0": unary("Relu"),
@@ -156,7 +226,7 @@ NN_CONVERTERS = {
     "activation.SoftmaxBackward0": _softmax("Softmax"),
     "activation.LogSoftmaxBackward0": _softmax("LogSoftmax"),
     "self_gated.SiluBackward0": _silu,
-    "self_gated.HardswishBackward0": unary("HardSwish"),
+    "self_gated.HardswishBackward0": _hardswish,
     "self_gated.MishBackward0": _mish,
     "rectifiers.EluBackward0": _elu,
     "normalization.NativeLayerNormBackward0": _layer_norm,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import Context
+from .context import Context, elem_type
 from .shapes import INT64_MAX
 
 __all__ = ["SHAPE_CONVERTERS"]
@@ -195,7 +195,115 @@ def _roll(cx: Context) -> None:
     cx.bind(out if out != cx.input(0) else cx.node("Identity", [out]))
 
 
+def _axis_mask(cx: Context, x: str, axis: int, rank: int, part, size: int, changes: bool) -> str | None:
+    """A bool vector along ``axis`` (shaped to broadcast against x) that is True where ``part`` (an int or a
+    slice) selects; None for a full slice. On an axis that follows a dynamic axis only positions counted from the
+    start are exported (``x[:, 0]``, ``x[:, 2:]``)."""
+    if isinstance(part, slice) and part == slice(None):
+        return None
+    if isinstance(part, slice):
+        start, stop, step = part.indices(size)
+        upper = None if part.stop is None else stop
+        counted_from_end = any(v is not None and v < 0 for v in (part.start, part.stop))
+    else:
+        start, step, upper = int(part) % size, 1, int(part) % size + 1
+        counted_from_end = int(part) < 0
+    if changes and (counted_from_end or (isinstance(part, slice) and part.stop is not None)):
+        raise cx.refuse("x[...] = v with a position counted from the end on an axis that follows a dynamic axis")
+    g = cx.g
+    n = cx.node("Squeeze", [cx.dims.axis_size(x, axis), g.ints([0])])
+    zero, one = g.const(np.asarray(0, np.int64)), g.const(np.asarray(1, np.int64))
+    r = cx.node("Range", [zero, n, one])
+    inside = cx.node("GreaterOrEqual", [r, g.const(np.asarray(start, np.int64))])
+    if upper is not None:
+        inside = cx.node("And", [inside, cx.node("Less", [r, g.const(np.asarray(upper, np.int64))])])
+    if step != 1:
+        offset = cx.node("Sub", [r, g.const(np.asarray(start, np.int64))])
+        on_step = cx.node("Equal", [cx.node("Mod", [offset, g.const(np.asarray(step, np.int64))]), zero])
+        inside = cx.node("And", [inside, on_step])
+    others = [k for k in range(rank) if k != axis]
+    return cx.node("Unsqueeze", [inside, g.ints(others)]) if others else inside
+
+
+def _placed(cx: Context, x: str, parts: list, value) -> str:
+    """``value`` broadcast over the region ``x[parts]`` selects and padded with zeros to x's shape, so that it
+    sits where the region is (``Expand``, then ``Pad`` by the region's offsets)."""
+    shape = cx.shape(0)
+    g = cx.g
+    starts, ends, lost = [], [], []
+    for axis, part in enumerate(parts):
+        if isinstance(part, slice):
+            start, stop, _ = part.indices(shape[axis])
+            starts.append(start)
+            ends.append(INT64_MAX if part.stop is None else stop)
+        else:
+            i = int(part) % shape[axis]
+            starts.append(i)
+            ends.append(i + 1)
+            lost.append(axis)
+    v = g.value(value)
+    if value.dtype != cx.dtype(x):
+        v = cx.node("Cast", [v], to=elem_type(cx.dtype(x)))
+    kept = len(parts) - len(lost)
+    if value.ndim < kept:
+        v = cx.node("Unsqueeze", [v, g.ints(range(kept - value.ndim))])
+    if lost:
+        v = cx.node("Unsqueeze", [v, g.ints(lost)])
+    sizes = iter((1,) * (kept - value.ndim) + tuple(value.shape))
+    spread = [1 if axis in lost else next(sizes) for axis in range(len(parts))]
+    if all(n == 1 for axis, n in enumerate(spread) if parts[axis] != slice(None)):
+        return v  # one value along every selected axis: it broadcasts over x as it is
+    if any(isinstance(p, slice) and (p.step or 1) != 1 for p in parts):
+        raise cx.refuse("x[a:b:step] = tensor with several values along the stepped axis")
+    region = cx.node("Slice", [x, g.ints(starts), g.ints(ends), g.ints(range(len(parts)))])
+    region_shape = cx.node("Shape", [region])
+    v = cx.node("Expand", [v, region_shape])
+    begin = g.ints(starts)
+    after = cx.node("Sub", [cx.node("Sub", [cx.node("Shape", [x]), region_shape]), begin])
+    return cx.node("Pad", [v, cx.node("Concat", [begin, after], axis=0)], mode="constant")
+
+
+def _setitem(cx: Context) -> None:
+    """``x[key] = value``: ``Where`` of a mask of the positions the key selects, for a bool mask key (of x's shape
+    or its leading axes) with a number, or ints and slices with a number or a tensor that broadcasts over the
+    selection."""
+    x = cx.input(0)
+    key, value = cx.rec.inputs[1], cx.rec.inputs[2]
+    shape = cx.shape(0)
+    rank = len(shape)
+    if hasattr(key, "dtype") and key.dtype == np.bool_:
+        mask = cx.g.value(key)
+        if key.ndim < rank:
+            mask = cx.node("Unsqueeze", [mask, cx.g.ints(range(key.ndim, rank))])
+        if hasattr(value, "shape") and value.size != 1:
+            raise cx.refuse("x[mask] = tensor (only a number or a one-element tensor is exported)")
+    else:
+        parts = _parts(key, rank) if not hasattr(key, "dtype") else None
+        if parts is None or any(p is None or hasattr(p, "dtype") for p in parts):
+            raise cx.refuse("x[index] = v with an index tensor or None (ints, slices and bool masks are exported)")
+        masks = []
+        for axis, part in enumerate(parts):
+            changes = cx.rec2 is not None and cx.shape(0)[axis] != cx.shape2(0)[axis]
+            m = _axis_mask(cx, x, axis, rank, part, shape[axis], changes)
+            if m is not None:
+                masks.append(m)
+        if not masks:
+            mask = cx.g.const(np.asarray(True))
+        else:
+            mask = masks[0]
+            for m in masks[1:]:
+                mask = cx.node("And", [mask, m])
+        if hasattr(value, "shape") and value.ndim:
+            cx.bind(cx.node("Where", [mask, _placed(cx, x, parts, value), x]))
+            return
+    v = cx.g.value(value, like=x) if not hasattr(value, "shape") else cx.g.value(value)
+    if hasattr(value, "dtype") and value.dtype != cx.dtype(x):
+        v = cx.node("Cast", [v], to=elem_type(cx.dtype(x)))
+    cx.bind(cx.node("Where", [mask, v, x]))
+
+
 SHAPE_CONVERTERS = {
+    "tensor.setitem": _setitem,
     "rearrange.RepeatBackward0": _repeat,
     "rearrange.FlipBackward0": _flip,
     "rearrange.RollBackward0": _roll,

@@ -10,6 +10,7 @@ not. The wrappers and the modules' ``forward`` attributes are removed when the c
 from __future__ import annotations
 
 import threading
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..autograd.tensor import Tensor
 from ..functional import multi_head_attention
 from ..layers import attention as attention_layer
 
-__all__ = ["TENSOR_METHODS", "Record", "TensorMethod", "Tracer", "op_classes"]
+__all__ = ["TENSOR_METHODS", "Record", "TensorMethod", "Tracer", "fingerprint", "flat_arrays", "op_classes", "prints"]
 
 # Tensor methods that are no Op (their results never require grad): comparisons and logic, recorded by name
 TENSOR_METHODS = {
@@ -31,6 +32,10 @@ TENSOR_METHODS = {
     **{n: "to" for n in ("to", "bool", "long", "int", "short", "float", "double", "half", "type_as")},
     # max(dim) and min(dim) find their indices outside the op that gathers the values
     **{n: n for n in ("max", "min", "argmax", "argmin", "topk", "sort", "argsort")},
+    "__setitem__": "setitem",
+    # arithmetic in place outside a graph runs NumPy's ufunc into the tensor's array: no op to see
+    **{f"__i{n}__": f"{n}_" for n in ("add", "sub", "mul")},
+    **{"__itruediv__": "div_", "add_": "add_", "sub_": "sub_", "mul_": "mul_", "div_": "div_"},
 }
 
 # functions that make a tensor without an op, by the modules that call them: recorded as one call each
@@ -58,7 +63,8 @@ class Record:
 
     ``inputs``: the op's positional arguments (arrays or numbers) or the module's (Tensors and other values);
     ``params``: keyword arguments; ``output``: what it returned; ``scope``: the qualified name of the innermost
-    module running it ('' for the model itself).
+    module running it ('' for the model itself); ``seen`` and ``made``: fingerprints of the input arrays when it
+    began and of the outputs when it ended, by which a value changed in place in between is noticed.
 
     >>> Record(TensorMethod("eq"), (1, 2), {}, False, "").scope
     ''
@@ -70,6 +76,42 @@ class Record:
     output: Any
     scope: str
     module: Any = None
+    seen: tuple = ()  # fingerprints of the arrays of inputs and params when the call began
+    made: tuple = ()  # fingerprints of the outputs when it ended
+
+
+def flat_arrays(value: Any) -> list:
+    """The arrays of the tensors (or arrays) in a nested tuple, list or dict, in order; other values are left out.
+
+    >>> import trainkit
+    >>> [a.shape for a in flat_arrays((trainkit.ones(2), [None, {"k": trainkit.zeros(1, 3)}]))]
+    [(2,), (1, 3)]
+    """
+    if isinstance(value, Tensor):
+        return [value.numpy(force=True)]
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in flat_arrays(v)]
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in flat_arrays(v)]
+    if isinstance(value, np.ndarray):
+        return [value]
+    return []
+
+
+def fingerprint(array) -> int:
+    """A number that changes when the array's contents (or shape or dtype) change: how a value changed in place
+    between two ops is noticed.
+
+    >>> a = np.zeros(3, "float32"); before = fingerprint(a); a[0] = 1
+    >>> fingerprint(a) == before
+    False
+    """
+    data = np.ascontiguousarray(array).reshape(-1)
+    return hash((array.shape, array.dtype.str, zlib.crc32(data.view(np.uint8))))
+
+
+def prints(value: Any) -> tuple:
+    return tuple(fingerprint(a) for a in flat_arrays(value))
 
 
 def op_classes() -> list[type]:
@@ -85,6 +127,15 @@ def op_classes() -> list[type]:
             out.append(sub)
             stack.append(sub)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """Tensors (also inside an index tuple) as their arrays."""
+    if isinstance(value, Tensor):
+        return value.numpy(force=True)
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 class Tracer:
@@ -116,6 +167,7 @@ class Tracer:
         def forward(node, *arrays, **params):
             if tracer.depth or threading.get_ident() != tracer.thread:
                 return original(node, *arrays, **params)
+            seen = prints([arrays, params])
             tracer.depth += 1
             try:
                 out = original(node, *arrays, **params)
@@ -126,7 +178,7 @@ class Tracer:
                 out = np.asarray(out)
             elif isinstance(out, tuple):
                 out = tuple(np.asarray(o) if isinstance(o, np.generic) else o for o in out)
-            tracer.records.append(Record(type(node), arrays, params, out, tracer.scopes[-1]))
+            tracer.records.append(Record(type(node), arrays, params, out, tracer.scopes[-1], None, seen, prints(out)))
             return out
 
         forward.__wrapped__ = original
@@ -139,19 +191,24 @@ class Tracer:
         def method(*args, **kwargs):
             if tracer.depth or threading.get_ident() != tracer.thread:
                 return original(*args, **kwargs)
+            inputs = tuple(_plain(a) for a in args)
+            kwargs_plain = {k: _plain(v) for k, v in kwargs.items()}
+            seen = prints([inputs, kwargs_plain])
             tracer.depth += 1  # the ops it runs are part of it
             try:
                 out = original(*args, **kwargs)
             finally:
                 tracer.depth -= 1
-            outs = out if isinstance(out, tuple) else (out,)
-            if all(isinstance(t, Tensor) for t in outs) and out is not args[0]:
-                inputs = tuple(a.numpy(force=True) if isinstance(a, Tensor) else a for a in args)
-                arrays = [t.numpy(force=True) for t in outs]
-                record = Record(
-                    target, inputs, kwargs, arrays if isinstance(out, tuple) else arrays[0], tracer.scopes[-1]
-                )
-                tracer.records.append(record)
+            if name == "setitem" or name.endswith("_"):  # the tensor itself is the result, changed in place
+                out_arrays = inputs[0]
+            elif isinstance(out, Tensor) and out is not args[0]:
+                out_arrays = out.numpy(force=True)
+            elif isinstance(out, tuple) and all(isinstance(t, Tensor) for t in out):
+                out_arrays = [t.numpy(force=True) for t in out]
+            else:
+                return out
+            record = Record(target, inputs, kwargs_plain, out_arrays, tracer.scopes[-1], None, seen, prints(out_arrays))
+            tracer.records.append(record)
             return out
 
         return method
@@ -161,10 +218,14 @@ class Tracer:
         target = TensorMethod(name, "function")
 
         def function(*args, **kwargs):
+            inputs = tuple(_plain(a) for a in args)
+            seen = prints([inputs, kwargs])
             out = original(*args, **kwargs)
             if not tracer.depth and threading.get_ident() == tracer.thread and isinstance(out, Tensor):
-                inputs = tuple(a.numpy(force=True) if isinstance(a, Tensor) else a for a in args)
-                tracer.records.append(Record(target, inputs, kwargs, out.numpy(force=True), tracer.scopes[-1]))
+                array = out.numpy(force=True)
+                tracer.records.append(
+                    Record(target, inputs, kwargs, array, tracer.scopes[-1], None, seen, prints(array))
+                )
             return out
 
         return function
@@ -179,6 +240,7 @@ class Tracer:
             if tracer.depth or threading.get_ident() != tracer.thread:
                 return original(*args, **kwargs)
             tracer.scopes.append(name)
+            seen = prints([args, kwargs]) if whole else ()
             if whole:
                 tracer.depth += 1
             try:
@@ -188,7 +250,7 @@ class Tracer:
                 if whole:
                     tracer.depth -= 1
             if whole:
-                tracer.records.append(Record(type(module), args, kwargs, out, name, module))
+                tracer.records.append(Record(type(module), args, kwargs, out, name, module, seen, prints(out)))
             return out
 
         return forward
