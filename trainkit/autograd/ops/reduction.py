@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import BFLOAT16_NP, kind_of, to_dtype, xp_of
+from ..backend import BFLOAT16_NP, float32_for_bfloat16, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -166,6 +166,7 @@ class Var(Op, name="VarBackward0"):
 
     save_inputs = (0,)
 
+    @float32_for_bfloat16
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
@@ -183,6 +184,7 @@ class Std(Op, name="StdBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
