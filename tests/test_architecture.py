@@ -34,6 +34,7 @@ LAYERS = [
         "trainkit.torch_pickle",
         "trainkit.distributed",
         "trainkit.cuda",
+        "trainkit.amp",
         "trainkit.datasets",
         "trainkit.transforms",
         "trainkit.training",

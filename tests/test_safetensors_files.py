@@ -72,15 +72,15 @@ def test_model_checkpoint_writes_safetensors_weights_pytorch_loads(tmp_path):
     assert difference < 1e-6
 
 
-def test_bfloat16_weights_load_as_float32_exactly(tmp_path):
+def test_bfloat16_weights_load_as_bfloat16(tmp_path):
     theirs, ours = _pair()
     safetensors_torch.save_file(theirs.to(torch.bfloat16).state_dict(), str(tmp_path / "bf16.safetensors"))
-    with pytest.warns(UserWarning, match="bfloat16 tensors were loaded as float32"):
-        state = trainkit.load(tmp_path / "bf16.safetensors")
+    state = trainkit.load(tmp_path / "bf16.safetensors")
     for name, value in theirs.state_dict().items():
-        assert state[name].dtype == trainkit.float32
-        np.testing.assert_array_equal(state[name].numpy(), value.float().numpy())
-    ours.load_state_dict(state)  # a bfloat16 model's weights, run in float32
+        assert state[name].dtype == trainkit.bfloat16
+        np.testing.assert_array_equal(state[name].float().numpy(), value.float().numpy())
+    ours.load_state_dict(state)  # a bfloat16 model's weights, run in float32 (copied into the float32 parameters)
+    assert ours.state_dict()[name].dtype == trainkit.float32
 
 
 def _file(header: dict, data: bytes = b"") -> bytes:

@@ -131,13 +131,15 @@ def test_dtypes(torch, tmp_path, dtype):
     _same(loaded["x_t"], ref.t())
 
 
-def test_bfloat16_widens_to_float32_with_a_warning(torch, tmp_path):
+def test_bfloat16_stays_bfloat16_both_ways(torch, tmp_path):
     ref = torch.randn(3, 5).to(torch.bfloat16)
     torch.save({"w": ref}, tmp_path / "bf.pt")
-    with pytest.warns(UserWarning, match="bfloat16 tensors were loaded as float32"):
-        loaded = load_torch_file(tmp_path / "bf.pt")
-    assert loaded["w"].dtype == trainkit.float32
-    np.testing.assert_array_equal(_np(loaded["w"]), ref.float().numpy())
+    loaded = load_torch_file(tmp_path / "bf.pt")
+    assert loaded["w"].dtype == trainkit.bfloat16
+    np.testing.assert_array_equal(_np(loaded["w"].float()), ref.float().numpy())
+    trainkit.save(loaded, tmp_path / "back.pt")
+    again = torch.load(tmp_path / "back.pt")
+    assert again["w"].dtype == torch.bfloat16 and torch.equal(again["w"], ref)
 
 
 def test_checkpoint_dict_with_primitives(torch, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from .backend import as_array, xp_of
+from .backend import as_array, kind_of, xp_of
 from .engine import accumulate, accumulator, run_backward
 from .tensor import Tensor, refresh_view
 
@@ -40,7 +40,7 @@ def _seed_grads(outputs: tuple, grads, create_graph: bool) -> list:
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._data.dtype.kind != "f":
+            if kind_of(out._data.dtype) != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             array = xp_of(out._data).empty(out._data.shape, dtype=out._data.dtype)
             array.fill(1)  # ones() is a Python function that costs several times this on a scalar

@@ -16,6 +16,7 @@ from .backend import (
     device_state,
     get_default_dtype,
     is_array,
+    kind_of,
     module_for,
     on_device,
     to_device,
@@ -112,7 +113,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             raise ValueError("Overflow when unpacking long long") from None
         if array.dtype.kind in "uO" and _big_int(data):
             raise ValueError("Overflow when unpacking long long")
-        if array.dtype.kind not in "biuf":
+        if kind_of(array.dtype) not in "biuf":
             raise TypeError(f"can't convert {type(data).__name__} of {array.dtype} to a tensor")
         if not dtypes and array.size:  # other iterables NumPy reads (range, ...): by the kind NumPy found
             dtypes.add({"f": get_default_dtype().np, "b": _BOOL}.get(array.dtype.kind, _INT64))
@@ -134,7 +135,7 @@ def _check_range(array: np.ndarray, target: np.dtype) -> None:
     as it is, 255.5 not in uint8; an unsigned dtype takes negative integers down to minus its largest value, -1
     is 255) is refused rather than wrapped."""
     info = np.iinfo(target)
-    if array.dtype.kind == "f":
+    if kind_of(array.dtype) == "f":
         fits = not np.isnan(array).any() and array.min() >= info.min and array.max() <= info.max
     elif array.dtype.kind in "iu":
         low = -int(info.max) if target.kind == "u" else int(info.min)
@@ -321,7 +322,7 @@ _SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Cha
 def _random(draw, size, generator, dtype, device, requires_grad, kernel: str) -> Tensor:
     dev = _dev(device)
     dt = get_default_dtype().np if dtype is None else to_dtype(dtype).np
-    if dt.kind != "f":
+    if kind_of(dt) != "f":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAMES[dt.name]}'")
     with on_device(dev):
         array = draw(generator_for(dev, generator).rng, flatten_sizes(size), dt)

@@ -26,6 +26,7 @@ import platform
 
 import numpy as np
 
+from .backend import kind_of
 from .mt19937 import MT19937
 from .vector_math import cephes_log, cephes_sincos, fma32
 
@@ -141,7 +142,7 @@ def normal(engine: MT19937, shape: tuple, dtype, mean: float = 0.0, std: float =
     """``normal_(mean, std)`` of a tensor of ``shape`` and ``dtype``, by PyTorch's path for its size."""
     n = math.prod(shape)
     dt = np.dtype(dtype)
-    if n < _BLOCK or not contiguous or dt.kind != "f":
+    if n < _BLOCK or not contiguous or kind_of(dt) != "f":
         return _box_muller_pairs(engine, n, mean, std).astype(dt).reshape(shape)
     work = np.float64 if dt == np.float64 else np.float32
     fill = _fill_blocks64 if work is np.float64 else _fill_blocks32
@@ -175,7 +176,7 @@ def random_bits(engine: MT19937, shape: tuple, dtype) -> np.ndarray:
         return (engine.random64(n) % np.uint64(1 << 63)).astype(np.int64).reshape(shape)
     if dt == np.float64:
         return (engine.random64(n) % np.uint64((1 << 53) + 1)).astype(dt).reshape(shape)
-    if dt.kind == "f":
+    if kind_of(dt) == "f":
         digits = 24 if dt == np.float32 else 11
         return (engine.random32(n).astype(np.uint64) % np.uint64((1 << digits) + 1)).astype(dt).reshape(shape)
     top = int(np.iinfo(dt).max) + 1

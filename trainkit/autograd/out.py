@@ -27,7 +27,7 @@ from collections import namedtuple
 
 from . import grad_mode
 from .backend import dtype as _dtype
-from .backend import to_dtype
+from .backend import kind_of, to_dtype
 from .tensor import Tensor
 
 __all__ = ["with_out", "wrap_namespace"]
@@ -78,7 +78,7 @@ OVERLAP_MESSAGE = (
 
 def _can_cast(src, dst) -> bool:
     """PyTorch's canCast: no floating value into an integer or bool tensor, no non-bool value into a bool one."""
-    if src.kind == "f" and dst.kind != "f":
+    if kind_of(src) == "f" and kind_of(dst) != "f":
         return False
     return not (src.kind != "b" and dst.kind == "b")
 
@@ -159,7 +159,7 @@ def _cat(name, r, o):
 
 
 def _logsumexp(name, r, o):
-    if o.kind != "f":
+    if kind_of(o) != "f":
         return RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: {_SCALAR[o.name]}")
     return None
 

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from .backend import dtype_of, finfo, kind_of
+
 __all__ = ["C_TYPE_NAMES", "check_fits", "stored_value"]
 
 C_TYPE_NAMES = {
@@ -42,8 +44,8 @@ def _fits(value, dtype: np.dtype) -> bool:
             low = -int(info.max) if dtype.kind == "u" else int(info.min)
             return low <= value <= int(info.max)
         return int(info.min) <= value <= int(info.max)  # False for NaN
-    if dtype.kind == "f":
-        return not (math.isfinite(value) and abs(value) > float(np.finfo(dtype).max))
+    if kind_of(dtype) == "f":
+        return not (math.isfinite(value) and abs(value) > finfo(dtype_of(dtype)).max)
     return True
 
 

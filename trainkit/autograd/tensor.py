@@ -23,6 +23,7 @@ import numpy as np
 
 from . import grad_mode
 from .backend import (
+    BFLOAT16_NP,
     SCALAR_NAMES,
     as_array,
     device,
@@ -31,6 +32,7 @@ from .backend import (
     dtype_of,
     get_default_dtype,
     is_array,
+    kind_of,
     to_device,
     to_dtype,
     xp_of,
@@ -186,7 +188,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and kind_of(self._data.dtype) != "f":
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients (this one is {self.dtype})")
         self._requires_grad = requires_grad
         # a no-op on a leaf, but every op on it reads them, and reads that fall through to the class cost several
@@ -287,7 +289,7 @@ class Tensor:
         return self.device.type == "cuda"
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return kind_of(self._data.dtype) == "f"
 
     def _dim(self, dim: int) -> int:
         """``dim`` made non-negative, with PyTorch's error when out of range."""
@@ -394,6 +396,9 @@ class Tensor:
 
     def half(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.float16)))
+
+    def bfloat16(self) -> Tensor:
+        return self.to(dtype_of(BFLOAT16_NP))
 
     def long(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.int64)))
@@ -531,9 +536,10 @@ def _rebuild(array, requires_grad: bool, dev: str) -> Tensor:
 
 def _format(t: Tensor) -> str:
     array = np.asarray(to_device(t._data, device("cpu")))
+    shown = array.astype(np.float32) if array.dtype == BFLOAT16_NP else array  # NumPy prints bfloat16 unformatted
     options: dict = {}
-    if array.dtype.kind == "f" and array.size:
-        finite = np.abs(array[np.isfinite(array)])
+    if kind_of(array.dtype) == "f" and array.size:
+        finite = np.abs(shown[np.isfinite(shown)])
         nonzero = finite[finite != 0]
         if nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
             options["formatter"] = {"float": "{:.4e}".format}
@@ -541,7 +547,7 @@ def _format(t: Tensor) -> str:
             options["floatmode"] = "unique"
         else:
             options.update(floatmode="fixed", precision=4)
-    body = np.array2string(array, separator=", ", prefix="tensor(", **options)
+    body = np.array2string(shown, separator=", ", prefix="tensor(", **options)
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")

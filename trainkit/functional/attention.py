@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from ..autograd import api, grad_mode, workspace
-from ..autograd.backend import xp_of
+from ..autograd.autocast import autocast_inputs
+from ..autograd.backend import BFLOAT16_NP, bfloat16, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.random_fill import bernoulli_keep
 from ..autograd.ops.type_names import scalar_name
@@ -294,7 +295,7 @@ def _check(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
             f"{scalar_name(qd)} key.dtype: {scalar_name(kd)} and value.dtype: {scalar_name(vd)} instead."
         )
-    if qd.kind != "f":
+    if kind_of(qd) != "f":
         raise RuntimeError(f"expected scalar type Float but found {scalar_name(qd)}")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(
@@ -450,6 +451,7 @@ def scaled_dot_product_attention(
     tensor([[[1., 1., 1., 1.],
              [1., 1., 1., 1.]]])
     """
+    query, key, value, attn_mask = autocast_inputs("scaled_dot_product_attention", query, key, value, attn_mask)
     k_groups, v_groups = _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
@@ -458,6 +460,10 @@ def scaled_dot_product_attention(
     if not _flash_path(query, key, value, attn_mask, dropout_p, k_groups, v_groups):
         scale, dropout_p = float(scale), float(dropout_p)
         return _math_attention(query, key, value, attn_mask, scale, dropout_p, is_causal, k_groups, v_groups)
+    low = query._data.dtype == BFLOAT16_NP  # the fused op runs on float32 BLAS: attend in float32, round once
+    if low:
+        query, key, value = query.float(), key.float(), value.float()
+        attn_mask = attn_mask.float() if attn_mask is not None and attn_mask.is_floating_point() else attn_mask
     out = ScaledDotProductAttention.apply(
         query,
         key,
@@ -474,4 +480,4 @@ def scaled_dot_product_attention(
         p = _swap(node.extra[0])
         node.saved_labels = {len(node._saved): "the attention weights P"}  # the explorer's name for it
         node._saved.append((p, p, 0, _NO_COUNTER))  # P, for backward: listed, with its bytes, by the graph views
-    return out
+    return out.to(bfloat16) if low else out

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import kind_of, xp_of
+from ..autograd.autocast import autocast_inputs
+from ..autograd.backend import float32_for_bfloat16, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
 from ..autograd.ops.shape import index_into_zeros
@@ -63,6 +64,7 @@ class NllLoss(Op, name="NllLossBackward0"):
     """loss_i = -w[t_i] x[i, t_i] (0 where t_i = ignore_index); 'mean' divides the sum by sum_i w[t_i].
     dx[i, t_i] = -w[t_i] * g_i (g_i: row i's share of the output gradient), 0 elsewhere."""
 
+    @float32_for_bfloat16
     def forward(self, x, target, weight, ignore_index, reduction):
         xp = xp_of(x)
         rows = _to_rows(x)
@@ -100,6 +102,7 @@ class CrossEntropy(Op, name="NllLossBackward0"):
 
     save_inputs = (0,)
 
+    @float32_for_bfloat16
     def forward(self, x, target, weight, ignore_index, reduction):
         xp = xp_of(x)
         rows = _to_rows(x)
@@ -211,6 +214,7 @@ def nll_loss(
     >>> nll_loss(logp, trainkit.tensor([0, 1]))
     tensor(0.3000)
     """
+    input, target, weight = autocast_inputs("nll_loss", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     _check_class_target(input, target, weight, ignore_index)
     weight = _class_weight(weight, "nll_loss_forward")
@@ -239,6 +243,7 @@ def cross_entropy(
     >>> cross_entropy(logits, trainkit.tensor([0, 2]))
     tensor(0.6691)
     """
+    input, target, weight = autocast_inputs("cross_entropy", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")

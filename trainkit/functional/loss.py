@@ -17,7 +17,8 @@ import warnings
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.autocast import autocast_inputs
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
@@ -163,11 +164,11 @@ def _pointwise(
     """``keep_dtype``: the loss has the input's dtype whatever the target's (PyTorch's huber_loss writes into a
     tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
-    if x._data.dtype.kind != "f":
+    if kind_of(x._data.dtype) != "f":
         raise NotImplementedError(f"\"{cls.kernel}\" not implemented for '{scalar_name(x)}'")
     dtype = None
     if keep_dtype and input._data.dtype != x._data.dtype:
-        if input._data.dtype.kind != "f":
+        if kind_of(input._data.dtype) != "f":
             raise RuntimeError(
                 f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(input)}: "
                 f"pass a floating-point input (input.to({x.dtype}))"
@@ -183,6 +184,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     >>> mse_loss(trainkit.tensor([1.0, 2.0]), trainkit.tensor([0.0, 0.0]))
     tensor(2.5000)
     """
+    input, target = autocast_inputs("mse_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("mse_loss", input, target)
     return _pointwise(MseLoss, input, target, check_reduction(reduction, size_average, reduce))
@@ -195,6 +197,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     >>> l1_loss(trainkit.tensor([1.0, -3.0]), trainkit.zeros(2))
     tensor(2.)
     """
+    input, target = autocast_inputs("l1_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("l1_loss", input, target)
     reduction = check_reduction(reduction, size_average, reduce)
@@ -209,6 +212,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     >>> huber_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
+    input, target = autocast_inputs("huber_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("huber_loss", input, target)
     reduction = check_reduction(reduction)
@@ -228,6 +232,7 @@ def smooth_l1_loss(
     >>> smooth_l1_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
+    input, target = autocast_inputs("smooth_l1_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("smooth_l1_loss", input, target)
     reduction = check_reduction(reduction, size_average, reduce)
@@ -294,6 +299,7 @@ def binary_cross_entropy(
     >>> binary_cross_entropy(trainkit.tensor([0.5, 1.0]), trainkit.tensor([1.0, 0.0]), reduction='none')
     tensor([  0.6931, 100.0000])
     """
+    input, target, weight = autocast_inputs("binary_cross_entropy", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
@@ -363,6 +369,9 @@ def binary_cross_entropy_with_logits(
     >>> binary_cross_entropy_with_logits(trainkit.tensor([0.0, 100.0]), trainkit.tensor([1.0, 0.0]), reduction='none')
     tensor([  0.6931, 100.0000])
     """
+    input, target, weight, pos_weight = autocast_inputs(
+        "binary_cross_entropy_with_logits", input, target, weight, pos_weight
+    )
     reduction = check_reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
@@ -377,7 +386,7 @@ def binary_cross_entropy_with_logits(
     x, t = tmath.promote(input, target)
     dtype = None
     if target._data.dtype != x._data.dtype:
-        if target._data.dtype.kind != "f":
+        if kind_of(target._data.dtype) != "f":
             raise RuntimeError(
                 f"result type {scalar_name(x)} can't be cast to the desired output type {scalar_name(target)}: "
                 f"binary_cross_entropy_with_logits needs a floating-point target (target.to({x.dtype}))"
@@ -420,6 +429,7 @@ def kl_div(
     >>> kl_div(logp, trainkit.tensor([[1.0, 0.0]]), reduction='batchmean')
     tensor(0.6931)
     """
+    input, target = autocast_inputs("kl_div", input, target)
     given = reduction  # PyTorch divides by the batch size whenever 'batchmean' was asked for, legacy flags or not
     if size_average is not None or reduce is not None:
         reduction = check_reduction(reduction, size_average, reduce)
@@ -431,7 +441,7 @@ def kl_div(
     for position, (arg, v) in enumerate((("input", input), ("target", target)), 1):
         if not isinstance(v, Tensor):
             raise TypeError(f"kl_div(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
-    if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
+    if kind_of(input._data.dtype) not in "fc" or kind_of(target._data.dtype) not in "fc":
         raise RuntimeError(
             "kl_div: Integral inputs not supported. Pass floating-point log-probabilities and a floating-point "
             f"target (got {scalar_name(input)} and {scalar_name(target)})"

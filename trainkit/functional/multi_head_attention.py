@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.ops.shape import cat
 from ..autograd.tensor import Tensor
 from .activation import softmax
@@ -62,7 +62,7 @@ def canonical_mask(
     if mask is None:
         return None
     dt = mask._data.dtype
-    if dt != np.bool_ and dt.kind != "f":
+    if dt != np.bool_ and kind_of(dt) != "f":
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and dt != other_type:
         warnings.warn(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import workspace
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.shape import index_into_zeros
 from ..autograd.tensor import Tensor
@@ -77,7 +77,7 @@ def max_pool_scan(x, geom: Geometry):
     """
     xp = xp_of(x)
     p, h, w = x.shape
-    floating = x.dtype.kind == "f"
+    floating = kind_of(x.dtype) == "f"
     lowest = -np.inf if floating else np.iinfo(x.dtype).min
     padded = pad_border(x, geom, lowest)
     taps = list(geom.taps())
@@ -249,7 +249,7 @@ class AvgPool2D(Op, name="AvgPool2DBackward0"):
         total = taps[0].copy()
         for v in taps[1:]:
             total += v
-        if x.dtype.kind != "f":  # integers divide with truncation, as in PyTorch
+        if kind_of(x.dtype) != "f":  # integers divide with truncation, as in PyTorch
             return (total / divisor).astype(x.dtype)
         total /= divisor
         return total
@@ -303,7 +303,7 @@ def avg_pool2d(
         divisor = xp.full(geom.out, divisor_override)
     else:
         divisor = xp.maximum(fh[:, None] * fw[None, :], 1)  # an empty window sums to 0: any divisor will do
-    divisor = divisor.astype(x.dtype if x.dtype.kind == "f" else np.float64)
+    divisor = divisor.astype(x.dtype if kind_of(x.dtype) == "f" else np.float64)
     return AvgPool2D.apply(input, geom=geom, divisor=divisor, bounds=((hs, he), (ws, we)))
 
 
@@ -370,7 +370,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
             f"{{{oh}, {ow}}}"
         )
     x = input._data
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype}'")
     if (oh, ow) == (1, 1):  # as PyTorch: a plain mean (its grad_fn is MeanBackward1)
         return input.mean(dim=(-2, -1), keepdim=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.shape import index_into_zeros
 from ..autograd.ops.type_names import scalar_name
@@ -85,7 +85,7 @@ def _max_pool1d_checks(input: Tensor, kernel_size, stride, padding, dilation, ce
         out -= 1
     if out < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{scalar_name(input)}'")
     return k, s, p, d
 
@@ -223,7 +223,7 @@ def adaptive_max_scan(x, out_len: int):
     index = xp.minimum(start[:, None] + xp.arange(widest)[None, :], (end - 1)[:, None])
     taps = x[:, index]  # (P, out, widest)
     arg = taps.argmax(axis=-1) if widest else xp.zeros((p, out_len), dtype=np.int64)
-    if x.dtype.kind == "f" and widest:
+    if kind_of(x.dtype) == "f" and widest:
         nan = xp.isnan(taps)
         if nan.any():
             last = widest - 1 - nan[..., ::-1].argmax(axis=-1)
@@ -252,7 +252,7 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices:
     if size < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {size}: {list(shape[:-1]) + [1, size]}")
     x = input._data
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{scalar_name(input)}'")
     found = adaptive_max_scan(x.reshape(int(np.prod(shape[:-1])), shape[-1]), size)
     out = AdaptiveMax.apply(input.unsqueeze(-2), found=found, out_len=size).squeeze(-2)

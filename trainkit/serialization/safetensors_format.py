@@ -2,7 +2,7 @@
 shape and byte range, then the bytes.
 
 The format is small enough to read directly, which lets trainkit load what the safetensors package's NumPy API
-refuses (bfloat16, widened exactly to float32 as for .pt files) and check every declared size against the file
+refuses (bfloat16, kept as trainkit.bfloat16 as for .pt files) and check every declared size against the file
 before a byte of data is read. Writing still goes through the safetensors package.
 """
 
@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..autograd.backend import BFLOAT16_NP
 from .files import FileFormatError
 
 MAX_HEADER_BYTES = 100 << 20  # the safetensors package's own limit
 
-# safetensors' dtype names; BF16 is read as its 16 bits and widened
+# safetensors' dtype names; BF16 is read as its 16 bits, then viewed as bfloat16
 DTYPES = {
     "BOOL": np.dtype(np.bool_),
     "U8": np.dtype("<u1"),
@@ -35,16 +36,6 @@ DTYPES = {
     "I64": np.dtype("<i8"),
     "F64": np.dtype("<f8"),
 }
-
-
-def widen_bfloat16(bits: np.ndarray) -> np.ndarray:
-    """float32 values of bfloat16 numbers given as their uint16 bit patterns: bfloat16 is the top half of a float32,
-    so the widening is exact.
-
-    >>> widen_bfloat16(np.array([0x3F80, 0xC000], np.uint16))
-    array([ 1., -2.], dtype=float32)
-    """
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def read_header(path: Path, f, size: int) -> tuple[dict, int]:
@@ -74,9 +65,7 @@ def _entry(path: Path, name: str, entry: object, data_bytes: int) -> tuple[np.dt
         raise FileFormatError(f"{where}: its header entry needs dtype, shape and data_offsets")
     kind, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
     if kind not in DTYPES:
-        raise FileFormatError(
-            f"{where} holds {kind} data; trainkit loads {', '.join(DTYPES)} (bfloat16 is widened to float32)"
-        )
+        raise FileFormatError(f"{where} holds {kind} data; trainkit loads {', '.join(DTYPES)}")
     if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
         raise FileFormatError(f"{where}: shape {shape!r} is not a list of sizes")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(n, int) for n in offsets)):
@@ -92,7 +81,7 @@ def _entry(path: Path, name: str, entry: object, data_bytes: int) -> tuple[np.dt
 
 
 def read_safetensors(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], bool]:
-    """The arrays of a .safetensors file in the header's order, and whether any was bfloat16 (then float32).
+    """The arrays of a .safetensors file in the header's order, and whether any was bfloat16.
 
     >>> import tempfile, safetensors.numpy  # doctest: +SKIP
     >>> p = tempfile.mkdtemp() + "/w.safetensors"  # doctest: +SKIP
@@ -112,7 +101,8 @@ def read_safetensors(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], bo
             f.seek(start + begin)
             count = math.prod(shape)
             array = np.frombuffer(f.read(count * dtype.itemsize), dtype=dtype, count=count).reshape(shape)
-            if is_bfloat16:
-                array, bfloat16 = widen_bfloat16(array), True
-            arrays[name] = array.astype(array.dtype.newbyteorder("="), copy=True)
+            array = array.astype(array.dtype.newbyteorder("="), copy=True)
+            if is_bfloat16:  # its bits, read as 16-bit integers in the file's little-endian order
+                array, bfloat16 = array.view(BFLOAT16_NP), True
+            arrays[name] = array
     return arrays, bfloat16

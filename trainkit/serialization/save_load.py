@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..autograd.backend import CPU, to_device
+from ..autograd.backend import BFLOAT16_NP, CPU, to_device
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
@@ -58,8 +58,12 @@ def _where(path: str) -> str:
 def _encode(value, path: str, arrays: list):
     """``value`` as JSON-ready data, its arrays appended to ``arrays`` and replaced by markers."""
     if isinstance(value, Tensor):
-        arrays.append(np.asarray(to_device(value.detach()._data, CPU)))
+        array = np.asarray(to_device(value.detach()._data, CPU))
+        bits = array.dtype == BFLOAT16_NP  # NumPy's .npy header cannot name bfloat16: its bits are stored
+        arrays.append(array.view(np.uint16) if bits else array)
         out = {_TENSOR: len(arrays) - 1}
+        if bits:
+            out["bfloat16"] = True
         if value.requires_grad and value.is_leaf:
             out["requires_grad"] = True
         if _is_parameter(value):
@@ -108,7 +112,8 @@ def _is_parameter(t: Tensor) -> bool:
 def _decode(value, arrays, dev):
     if isinstance(value, dict):
         if _TENSOR in value:
-            t = Tensor._make(arrays[f"a{value[_TENSOR]}"])  # read fresh from the file: no copy needed
+            array = arrays[f"a{value[_TENSOR]}"]
+            t = Tensor._make(array.view(BFLOAT16_NP) if value.get("bfloat16") else array)  # fresh: no copy needed
             if dev is not None and dev != CPU:
                 t = t.to(dev)
             if value.get("parameter"):
@@ -224,9 +229,7 @@ def _save_safetensors(obj, path: Path) -> None:
 
 
 def _load_safetensors(path: Path) -> OrderedDict:
-    arrays, bfloat16 = read_safetensors(path)
-    if bfloat16:
-        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are exact)")
+    arrays, _ = read_safetensors(path)
     return OrderedDict((name, Tensor._make(array)) for name, array in arrays.items())
 
 

@@ -34,16 +34,27 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..autograd.backend import bool_, device, float16, float32, float64, int8, int16, int32, int64, uint8
+from ..autograd.backend import (
+    BFLOAT16_NP,
+    bfloat16,
+    bool_,
+    device,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from ..autograd.creation import from_numpy
 from ..autograd.hooks import HookDict
 from ..autograd.tensor import Tensor
-from ..autograd.user_warnings import warn_user
 from ..layers.parameter import Parameter
 from .allowlist import get_safe_globals, lookup, unsupported_global_message
 from .files import MAX_EXPANSION, MAX_STRUCTURE_BYTES
 from .locations import placement
-from .safetensors_format import widen_bfloat16
 
 __all__ = ["TorchFileError", "UnsafeGlobalError", "get_unsafe_globals_in_checkpoint", "load_torch_file"]
 
@@ -67,6 +78,7 @@ _STORAGE_DTYPES = {
 _TORCH_DTYPES = {
     "float16": float16,
     "half": float16,
+    "bfloat16": bfloat16,
     "float32": float32,
     "float": float32,
     "float64": float64,
@@ -148,7 +160,6 @@ class _Unpickler(pickle._Unpickler):
         self.weights_only, self.place = weights_only, placement(map_location)
         self.order = ">" if byteorder == "big" else "<"
         self.storages: dict[str, _Storage] = {}
-        self.bfloat16 = False
         builtins = {"set": set, "complex": complex, "bytearray": self.bytearray}
         self.tensor_type, self.parameter_type = _Marker("Tensor"), _Marker("Parameter")
         self.allowed: dict[tuple[str, str], Any] = {
@@ -249,9 +260,8 @@ class _Unpickler(pickle._Unpickler):
         raw = read_member(self.path, self.archive, name)
         array = np.frombuffer(bytearray(raw), dtype=kind.np.newbyteorder(self.order))
         array = array.astype(array.dtype.newbyteorder("="), copy=False)
-        if kind.name == "BFloat16Storage":
-            array = widen_bfloat16(array)
-            self.bfloat16 = True
+        if kind.name == "BFloat16Storage":  # read as its 16-bit patterns, in the file's byte order
+            array = array.view(BFLOAT16_NP)
         target = self.place(location if isinstance(location, str) else "cpu", array)
         self.storages[key] = _Storage(array, key, kind.name, target)
         return self.storages[key]
@@ -403,8 +413,8 @@ def load_torch_file(
 
     Tensors come back as trainkit Tensors where they were saved from (the CPU when that GPU is not here) or where
     ``map_location`` sends them (Parameters where they
-    were saved as ones, with the saved ``requires_grad``), views of one storage sharing memory; bfloat16 becomes
-    float32 (exactly; a warning says so). With ``weights_only=True`` (the default, as torch's) a pickle naming
+    were saved as ones, with the saved ``requires_grad``), views of one storage sharing memory; bfloat16 stays
+    bfloat16. With ``weights_only=True`` (the default, as torch's) a pickle naming
     anything but tensors, storages, plain containers and what ``add_safe_globals`` trusts raises
     ``UnsafeGlobalError`` (a ``pickle.UnpicklingError``) naming the file and the global, in torch's words, and
     nothing in the file runs; ``weights_only=False`` unpickles whatever the file holds (trusted files only).
@@ -460,8 +470,6 @@ def _load_from(f: IO[bytes], path: Path | str, map_location: Any, weights_only: 
                 f"{path}: cannot unpickle {prefix}data.pkl: {type(e).__name__}: {e} "
                 "(the file is truncated, corrupt or not a torch.save file)"
             ) from e
-    if unpickler.bfloat16:
-        warn_user(f"{path}: bfloat16 tensors were loaded as float32 (trainkit has no bfloat16; the values are exact)")
     return result
 
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..autograd.backend import device, dtype
+from ..autograd.backend import BFLOAT16_NP, device, dtype
 from ..autograd.tensor import Tensor
 from ..layers.parameter import Parameter
 from .files import temporary_beside
@@ -37,6 +37,7 @@ _STORAGES = {
     "float32": "FloatStorage",
     "float64": "DoubleStorage",
     "float16": "HalfStorage",
+    "bfloat16": "BFloat16Storage",
     "int64": "LongStorage",
     "int32": "IntStorage",
     "int16": "ShortStorage",
@@ -196,6 +197,8 @@ def _write_archive(out: IO[bytes], data: bytes, storages: list[_StorageRecord]) 
                 pad = -offset % _ALIGNMENT
                 info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
             little = np.ascontiguousarray(record.array, dtype=record.array.dtype.newbyteorder("<"))
+            if little.dtype == BFLOAT16_NP:  # a buffer cannot carry ml_dtypes' type: its bits are the bytes
+                little = little.view(np.uint16)
             archive.writestr(info, memoryview(little.reshape(-1)).cast("B"))  # no copy of a little-endian array
         archive.writestr("archive/version", "3\n")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.backend import kind_of
 from ..autograd.tensor import Tensor
 
 __all__ = ["assert_close", "default_tolerances"]
@@ -243,7 +244,7 @@ def promoted(first: np.dtype, second: np.dtype) -> np.dtype:
     >>> promoted(np.dtype(np.int64), np.dtype(np.float32))
     dtype('float32')
     """
-    floating = [d for d in (first, second) if d.kind in "fc"]
+    floating = [d for d in (first, second) if kind_of(d) in "fc"]
     if len(floating) == 1:
         return floating[0]
     return np.result_type(first, second)
@@ -258,11 +259,11 @@ def close(a: np.ndarray, e: np.ndarray, rtol: float, atol: float, equal_nan: boo
     """Element-wise ``torch.isclose``: equal, or both finite within ``atol + rtol * |e|``, or both NaN if asked."""
     with np.errstate(invalid="ignore", over="ignore"):
         matches = a == e
-        if a.dtype.kind in "fc" or rtol or atol:
+        if kind_of(a.dtype) in "fc" or rtol or atol:
             finite = np.isfinite(a) & np.isfinite(e)
-            diff = np.abs(a - e) if a.dtype.kind in "fc" else np.abs(a.astype(np.float64) - e.astype(np.float64))
+            diff = np.abs(a - e) if kind_of(a.dtype) in "fc" else np.abs(a.astype(np.float64) - e.astype(np.float64))
             matches |= finite & (diff <= atol + rtol * np.abs(e))
-        if equal_nan and a.dtype.kind in "fc":
+        if equal_nan and kind_of(a.dtype) in "fc":
             matches |= np.isnan(a) & np.isnan(e)
     return matches
 
@@ -272,14 +273,14 @@ def tensor_message(a: np.ndarray, e: np.ndarray, matches: np.ndarray, rtol: floa
     total, mismatched = matches.size, int(matches.size - matches.sum())
     extra = f"Mismatched elements: {mismatched} / {total} ({mismatched / total:.1%})"
     a, e, matched = a.ravel(), e.ravel(), matches.ravel()
-    if a.dtype.kind not in "fc":  # integers and booleans: differences in int64, as PyTorch upcasts them
+    if kind_of(a.dtype) not in "fc":  # integers and booleans: differences in int64, as PyTorch upcasts them
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         abs_diff = np.abs(a - e)
         abs_diff[matched] = 0
         # an integer division is a float32 one in PyTorch (its default dtype)
-        rel_diff = (abs_diff / np.abs(e)) if a.dtype.kind in "fc" else abs_diff.astype(np.float32) / np.abs(e)
-        rel_diff = np.asarray(rel_diff, dtype=abs_diff.dtype if a.dtype.kind in "fc" else np.float32)
+        rel_diff = (abs_diff / np.abs(e)) if kind_of(a.dtype) in "fc" else abs_diff.astype(np.float32) / np.abs(e)
+        rel_diff = np.asarray(rel_diff, dtype=abs_diff.dtype if kind_of(a.dtype) in "fc" else np.float32)
         rel_diff[matched] = 0
     abs_at, rel_at = int(np.argmax(abs_diff)), int(np.argmax(rel_diff))
     shape = matches.shape

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import workspace
-from ..backend import xp_of
+from ..backend import float32_for_bfloat16, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -22,7 +22,7 @@ class Relu(Op, name="ReluBackward0"):
 
     def forward(self, x):
         xp = xp_of(x)
-        if x.nbytes >= workspace.MIN_BYTES and x.dtype.kind == "f":  # large activations: their memory is reused
+        if x.nbytes >= workspace.MIN_BYTES and kind_of(x.dtype) == "f":  # large activations: their memory is reused
             return xp.maximum(x, 0, out=workspace.empty(x.shape, x.dtype, xp))
         return xp.maximum(x, 0)
 
@@ -63,6 +63,7 @@ class Softmax(Op, name="SoftmaxBackward0"):
 
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
@@ -84,6 +85,7 @@ class LogSoftmax(Op, name="LogSoftmaxBackward0"):
 
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dim):
         self.dim = dim
         xp = xp_of(x)
@@ -105,6 +107,7 @@ class Logsumexp(Op, name="LogsumexpBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, dims, keepdim):
         self.dims, self.keepdim = dims, keepdim
         xp = xp_of(x)
@@ -141,7 +144,7 @@ def _dims(input: Tensor, dim) -> tuple:
 def _softmax_input(name: str, input: Tensor, dtype) -> Tensor:
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         kind = "lastdim_kernel_impl" if input._data.ndim <= 1 else "kernel_impl"
         raise NotImplementedError(f"\"{name}_{kind}\" not implemented for '{_TYPE_NAMES.get(input._data.dtype.name)}'")
     return input
@@ -167,7 +170,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     if dim is None:
         raise TypeError("softmax() needs dim: the dimension along which the values sum to 1")
     d = input._dim(dim)
-    if dtype is not None or input._data.dtype.kind != "f":
+    if dtype is not None or kind_of(input._data.dtype) != "f":
         input = _softmax_input("softmax", input, dtype)
     return Softmax.apply(input, dim=d)
 
@@ -177,7 +180,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     if dim is None:
         raise TypeError("log_softmax() needs dim: the dimension along which softmax sums to 1")
     d = input._dim(dim)
-    if dtype is not None or input._data.dtype.kind != "f":
+    if dtype is not None or kind_of(input._data.dtype) != "f":
         input = _softmax_input("log_softmax", input, dtype)
     return LogSoftmax.apply(input, dim=d)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import bfloat16_result, kind_of, xp_of
 from ..function import Op
 from . import dual
 
@@ -21,7 +21,7 @@ class Clamp(Op, name="ClampBackward1"):
             which = "clamp" if lo is not None and hi is not None else ("clamp_max" if lo is None else "clamp_min")
             raise NotImplementedError(f"\"{which}_scalar_cpu\" not implemented for 'Bool'")
         self.lo, self.hi = lo, hi
-        out = xp_of(x).clip(x, lo, hi)
+        out = bfloat16_result(xp_of(x).clip(x, lo, hi), x)  # ml_dtypes clips bfloat16 in float32
         return _keep_zero_sign(x, out)
 
     def backward(self, g):
@@ -43,7 +43,7 @@ class ClampMax(Clamp, name="ClampMaxBackward0"):
 
 def _keep_zero_sign(x, out):
     """PyTorch's clamp keeps x where x equals a bound: -0.0 clamped below by 0.0 stays -0.0 (NumPy gives 0.0)."""
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         return out
     return xp_of(x).where(out == x, x, out)
 

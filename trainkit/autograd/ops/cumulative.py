@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import dtype_of, to_dtype, xp_of
+from ..autocast import autocast_inputs
+from ..backend import BFLOAT16_NP, dtype_of, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -24,7 +25,7 @@ def _running(kind: str, x, axis: int, dtype=None):
     are rounded at each step's output, as PyTorch's CPU kernels do: a partial result past float32's range does not
     stay inf when later elements bring it back."""
     target = np.dtype(x.dtype if dtype is None else dtype)
-    acc = np.float64 if target in (np.float32, np.float16) else target
+    acc = np.float64 if target in (np.float32, np.float16, BFLOAT16_NP) else target
     out = getattr(xp_of(x), kind)(x, axis=axis, dtype=acc)
     return out if out.dtype == target else out.astype(target)
 
@@ -226,6 +227,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs
         keepdim = kwargs.pop("keepdims")
     if kwargs:
         raise TypeError(f"prod() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    (input,) = autocast_inputs("prod", input)
     np_dtype = _int_to_long(input, dtype)
     if dim is not None:
         input._dim(dim)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..tensor import Tensor
 
 __all__ = [
@@ -48,7 +48,7 @@ def one_minus(v):
     dt = v.dtype
     one = _ONES.get(dt)
     if one is None:
-        if dt.kind not in "fc":  # 1 - an integer or bool array follows the promotion rules of a Python int
+        if kind_of(dt) not in "fc":  # 1 - an integer or bool array follows the promotion rules of a Python int
             return 1 - v
         one = _ONES[dt] = np.ones((), dt)
     return one - v

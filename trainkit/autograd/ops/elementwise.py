@@ -9,7 +9,7 @@ the default float dtype, as in PyTorch; binary ops broadcast and promote as ``ma
 
 from __future__ import annotations
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels, no_gradient
@@ -104,7 +104,7 @@ class Fmod(Op, name="FmodBackward0"):
     """out = fmod(x, c) for a number c (the sign of x).   dx = g."""
 
     def forward(self, x, other):
-        if x.dtype.kind != "f":
+        if kind_of(x.dtype) != "f":
             check_int_divisor(other)
         return xp_of(x).fmod(x, other)
 
@@ -119,7 +119,7 @@ class FmodTensor(Op, name="FmodBackward1"):
     save_only_for = {0: 1, 1: 1}
 
     def forward(self, x, y):
-        if x.dtype.kind != "f":
+        if kind_of(x.dtype) != "f":
             check_int_divisor(y)
         return xp_of(x).fmod(x, y)
 
@@ -275,7 +275,7 @@ def fmod(input, other) -> Tensor:
 def lerp(input, end, weight) -> Tensor:
     """``input + weight * (end - input)``; ``weight`` is a number or a tensor of ``input``'s floating dtype."""
     dtype = input._data.dtype
-    if dtype.kind != "f":
+    if kind_of(dtype) != "f":
         raise not_implemented("lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor", dtype)
     for name, v in (("end", end), ("weight", weight)):
         if isinstance(v, Tensor) and v._data.dtype != dtype:

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..function import Op, shape_error
 from ..scalar_fit import stored_value
 from ..tensor import Tensor
@@ -313,7 +313,7 @@ def _identity(reduce: str, dtype):
     largest = reduce in ("amax", "max")
     if dtype.kind == "b":
         return not largest
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return -np.inf if largest else np.inf
     info = np.iinfo(dtype)
     return info.min if largest else info.max
@@ -331,7 +331,7 @@ def _scatter_reduce(x, src, index: tuple, reduce: str, include_self: bool):
     count = xp.full(x.shape, 1 if include_self else 0, dtype=x.dtype)
     xp.add.at(count, index, 1)
     count[count == 0] = 1
-    if x.dtype.kind == "f":
+    if kind_of(x.dtype) == "f":
         return out / count, count
     return xp.floor_divide(out, count), count
 

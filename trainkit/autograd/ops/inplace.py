@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import grad_mode
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..function import device_error
 from ..saved import SAME_AS_OUTPUT
 from ..scalar_fit import stored_value
@@ -77,7 +77,7 @@ def _in_graph(self: Tensor, others, integral: bool = False, view_name: str | Non
     is_view = self._view is not None
     own = self._requires_grad or (is_view and _root(self)._requires_grad)
     requires = own
-    if not requires and (integral or self._data.dtype.kind in "fc"):
+    if not requires and (integral or kind_of(self._data.dtype) in "fc"):
         requires = any(isinstance(o, Tensor) and o._requires_grad for o in others)
     if not requires:
         return False
@@ -197,12 +197,12 @@ def _check_output(self: Tensor, operands) -> None:
     other = operands[0]  # later operands (lerp's weight, addcdiv's value) take no part in the result type
     rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
     if isinstance(other, Tensor):
-        kind, name = other._data.dtype.kind, scalar_name(other)
+        kind, name = kind_of(other._data.dtype), scalar_name(other)
     elif type(other) in (int, float):
         kind, name = ("i", "Long") if type(other) is int else ("f", "Float")
     else:
         return
-    if rank[kind] > rank[self._data.dtype.kind]:
+    if rank[kind] > rank[kind_of(self._data.dtype)]:
         raise RuntimeError(f"result type {name} can't be cast to the desired output type {scalar_name(self)}")
 
 
@@ -314,7 +314,7 @@ def setitem(self: Tensor, key, value) -> None:
             )
     try:
         integral = (
-            self._data.dtype.kind not in "fc"
+            kind_of(self._data.dtype) not in "fc"
             and isinstance(value, Tensor)
             and value._requires_grad
             and _fills(self, index, value, advanced)
@@ -372,7 +372,7 @@ def _single_mask(key) -> bool:
     """Whether the only tensor in an index is a boolean mask (integers and slices besides it)."""
     parts = key if isinstance(key, tuple) else (key,)
     kinds = [
-        (p._data.dtype.kind, p._data.ndim) if isinstance(p, Tensor) else (np.asarray(p).dtype.kind, 1)
+        (kind_of(p._data.dtype), p._data.ndim) if isinstance(p, Tensor) else (kind_of(np.asarray(p).dtype), 1)
         for p in parts
         if isinstance(p, (Tensor, list, np.ndarray)) or type(p) is bool
     ]

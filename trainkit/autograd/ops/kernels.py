@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from .type_names import scalar_name
 
 __all__ = [
@@ -109,8 +109,8 @@ def _no_bool(kernel: str, a, b) -> None:
 
 
 def _is_float(a, b) -> bool:
-    return (a.dtype.kind if hasattr(a, "dtype") else "f" if isinstance(a, float) else "i") == "f" or (
-        b.dtype.kind if hasattr(b, "dtype") else "f" if isinstance(b, float) else "i"
+    return (kind_of(a.dtype) if hasattr(a, "dtype") else "f" if isinstance(a, float) else "i") == "f" or (
+        kind_of(b.dtype) if hasattr(b, "dtype") else "f" if isinstance(b, float) else "i"
     ) == "f"
 
 

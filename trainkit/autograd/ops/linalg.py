@@ -3,7 +3,10 @@ norm)."""
 
 from __future__ import annotations
 
-from ..backend import is_array, xp_of
+import numpy as np
+
+from ..autocast import autocast_inputs
+from ..backend import BFLOAT16_NP, is_array, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from .type_names import scalar_name
@@ -20,6 +23,8 @@ class Matmul(Op, name="UnsafeViewBackward0"):
     def forward(self, x, y):
         self.ndims = (x.ndim, y.ndim)
         try:
+            if x.dtype == BFLOAT16_NP:  # NumPy has no bfloat16 BLAS: accumulate in float32, round once
+                return (x.astype(np.float32) @ y.astype(np.float32)).astype(x.dtype)
             return x @ y
         except ValueError:
             raise RuntimeError(_shape_error(x.shape, y.shape)) from None
@@ -82,7 +87,11 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> (trainkit.ones(2, 3) @ trainkit.ones(3)).shape
     trainkit.Size([2])
     """
-    a, b = input, other
+    return product(*autocast_inputs("matmul", input, other))
+
+
+def product(a: Tensor, b: Tensor) -> Tensor:
+    """``matmul`` without autocast: what ``dot`` and ``mv`` compute (autocast leaves them in the inputs' dtype)."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
     if a._data.ndim == 0 or b._data.ndim == 0:
@@ -127,6 +136,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"bmm expects two 3-D tensors with the same batch size, got shapes {tuple(input.shape)} and "
             f"{tuple(mat2.shape)}"
         )
+    input, mat2 = autocast_inputs("bmm", input, mat2)
     return _product(input, mat2, Bmm)
 
 
@@ -134,7 +144,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return matmul(input, other)
+    return product(input, other)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
@@ -160,7 +170,7 @@ class Trace(Op, name="TraceBackward0"):
     def forward(self, x):
         self.shape = x.shape
         # integers sum in int64, as in PyTorch's sum
-        return xp_of(x).trace(x, dtype=None if x.dtype.kind == "f" else "int64")
+        return xp_of(x).trace(x, dtype=None if kind_of(x.dtype) == "f" else "int64")
 
     def backward(self, g):
         n, m = self.shape
@@ -182,6 +192,7 @@ def trace(input: Tensor) -> Tensor:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
+    (input,) = autocast_inputs("trace", input)
     return Trace.apply(input)
 
 
@@ -272,6 +283,6 @@ def svdvals(A: Tensor) -> Tensor:
     """
     if A._data.ndim < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    if A._data.dtype.kind != "f":
+    if kind_of(A._data.dtype) != "f":
         raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. Got " + scalar_name(A))
     return Svdvals.apply(A)

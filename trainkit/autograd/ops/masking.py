@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..function import Op, shape_error
 from ..scalar_fit import check_fits
 from ..tensor import Tensor
@@ -70,7 +70,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s)."
             )
-        if value.requires_grad and dtype.kind not in "fc":
+        if value.requires_grad and kind_of(dtype) not in "fc":
             raise RuntimeError(
                 f"Autograd not support dtype: {scalar_name(dtype)}: the result of masked_fill has "
                 f"the input's dtype, which has no gradient; pass value.detach() or a floating input"

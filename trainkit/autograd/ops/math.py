@@ -7,7 +7,7 @@ Broadcast inputs get a gradient of the output's shape: the engine sums it back.
 
 from __future__ import annotations
 
-from ..backend import get_default_dtype, result_type, xp_of
+from ..backend import get_default_dtype, kind_of, result_type, weak_number, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels, no_gradient
@@ -91,12 +91,12 @@ def promote(a, b, true_divide: bool = False):
     # The common cases first: a floating tensor with a tensor of its own dtype, or with a Python int or float, keeps
     # its dtype (checked here without the general rules, which cost more than many small ops themselves).
     if isinstance(a, Tensor):
-        if (
-            type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype
-        ) and a._data.dtype.kind == "f":
-            return a, b
-    elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and b._data.dtype.kind == "f":
-        return a, b
+        if (type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype) and kind_of(
+            a._data.dtype
+        ) == "f":
+            return a, weak_number(b, a._data.dtype)
+    elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and kind_of(b._data.dtype) == "f":
+        return weak_number(a, b._data.dtype), b
     a, b = operand(a), operand(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     da = a._data if ta else a
@@ -105,7 +105,7 @@ def promote(a, b, true_divide: bool = False):
         target = da.dtype
     else:
         target = result_type(da, db)
-    if true_divide and target.kind != "f":
+    if true_divide and kind_of(target) != "f":
         target = get_default_dtype().np
     if ta and da.dtype != target:
         a = cast(a, target)
@@ -269,7 +269,7 @@ def _with_alpha(cls, input, other, alpha) -> Tensor | None:
         isinstance(input, Tensor)
         and isinstance(other, Tensor)
         and input._data.dtype is other._data.dtype
-        and input._data.dtype.kind == "f"
+        and kind_of(input._data.dtype) == "f"
         and type(alpha) in (int, float)
     ):
         return cls.apply(input, other, alpha=alpha)
@@ -412,7 +412,7 @@ def pow(input, exponent) -> Tensor:
         bool_exponent = exponent._data.dtype.kind == "b"
         return PowTensor.apply(*promote(input, exponent), bool_exponent=bool_exponent)
     input, exponent = promote(input, operand(exponent))
-    if input._data.dtype.kind != "f" and exponent < 0:
+    if kind_of(input._data.dtype) != "f" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return Pow.apply(input, p=exponent)
 

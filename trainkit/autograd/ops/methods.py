@@ -9,7 +9,7 @@ forms and a few methods that take their arguments otherwise are listed below, ea
 from __future__ import annotations
 
 from .. import api, creation
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..tensor import Tensor
 from . import (
     activation,
@@ -63,7 +63,7 @@ def _mT(self):
 
 def _inplace(cls, doc: str, fn=None):
     def method(self, *args, **kwargs):
-        if fn is not None and self._data.dtype.kind not in "fc":
+        if fn is not None and kind_of(self._data.dtype) not in "fc":
             return function_inplace(self, fn, *args, **kwargs)  # the function decides the result type, and the error
         return apply_inplace(self, cls, *args, **kwargs)
 
@@ -144,7 +144,7 @@ def _pow_(self, exponent):
     """Raise to ``exponent`` (a number or a tensor) in place."""
     if isinstance(exponent, Tensor):
         return function_inplace(self, math.pow, exponent)
-    if self._data.dtype.kind != "f" and type(exponent) is int and exponent < 0:
+    if kind_of(self._data.dtype) != "f" and type(exponent) is int and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return apply_inplace(self, math.Pow, p=exponent)
 

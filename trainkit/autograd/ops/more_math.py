@@ -5,7 +5,7 @@ and nan_to_num. Each op states its derivative in its docstring; a backward works
 
 from __future__ import annotations
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, trigonometric
@@ -268,7 +268,7 @@ def signbit(input) -> Tensor:
     """
     a = input._data
     xp = xp_of(a)
-    if a.dtype.kind == "f":
+    if kind_of(a.dtype) == "f":
         return Tensor._make(xp.signbit(a))
     if a.dtype.kind == "i":
         return Tensor._make(a < 0)
@@ -315,7 +315,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None) -> Tensor:
     >>> nan_to_num(trainkit.tensor([float("nan"), 1.0]), nan=-1.0)
     tensor([-1.,  1.])
     """
-    if input._data.dtype.kind not in "fc":
+    if kind_of(input._data.dtype) not in "fc":
         return Tensor._make(input._data.copy())
     return NanToNum.apply(input, nan=nan, posinf=posinf, neginf=neginf)
 

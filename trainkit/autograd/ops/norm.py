@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import to_dtype, xp_of
+from ..backend import float32_for_bfloat16, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual
@@ -84,6 +84,7 @@ class VectorNorm(Op, name="LinalgVectorNormBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, p, axes, keepdim):
         self.p, self.axes, self.keepdim, self.in_shape = p, axes, keepdim, x.shape
         return _norm_forward(x, p, axes, keepdim)
@@ -141,7 +142,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
             p = 2.0
         else:
             return _matrix_norm(input, p, dim, keepdim, dtype)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got " + scalar_name(input)
         )
@@ -166,7 +167,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 def _matrix_norm(input: Tensor, order: str, dim, keepdim: bool, dtype) -> Tensor:
     """``linalg.matrix_norm`` for the orders ``torch.norm`` passes on to it: 'nuc', and 'fro' over more than two
     dimensions (which is an error there too)."""
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got " + scalar_name(input)
         )
@@ -192,7 +193,7 @@ def _matrix_norm(input: Tensor, order: str, dim, keepdim: bool, dtype) -> Tensor
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The p-norm of ``input - other`` (the two broadcast); both floating, as in PyTorch."""
     input, other = promote(input, other)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             f"norm(): input dtype should be either floating point or complex. Got {scalar_name(input)} instead."
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import distributions as dist
-from ..backend import device_of, on_device, xp_of
+from ..backend import device_of, kind_of, on_device, xp_of
 from ..function import Op
 from ..random import Generator, generator_for
 from ..tensor import Tensor
@@ -76,7 +76,7 @@ def _stream(t: Tensor, generator: Generator | None) -> Generator:
 
 
 def _require_float(t: Tensor, kernel: str) -> None:
-    if t._data.dtype.kind != "f":
+    if kind_of(t._data.dtype) != "f":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(t)}'")
 
 
@@ -184,7 +184,7 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator:
     >>> trainkit.empty(4).cauchy_().shape
     trainkit.Size([4])
     """
-    if self._data.dtype.kind != "f":
+    if kind_of(self._data.dtype) != "f":
         raise RuntimeError(
             "Cauchy distribution is a continuous probability distribution. dtype must be a floating point but you "
             f"specified {_c_name(self)}"
@@ -254,7 +254,7 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *, ge
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
     if from_ is None:
         cpu = lambda e, shape, dt, *_: dist.random_bits(e, shape, dt)  # noqa: E731
-        top = 2**63 if self._data.dtype.kind != "f" else 2**24
+        top = 2**63 if kind_of(self._data.dtype) != "f" else 2**24
         gpu = lambda rng, shape, dt: rng.integers(0, min(top, 2**62), size=shape)  # noqa: E731
     else:
         cpu = lambda e, shape, dt, *_: dist.random_from_to(e, shape, dt, from_, to)  # noqa: E731
@@ -277,7 +277,7 @@ def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Te
     """
     if isinstance(p, Tensor):
         probs = p._data
-        if probs.dtype.kind != "f":
+        if kind_of(probs.dtype) != "f":
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_name(p)}'")
         _check_p_tensor(probs)
 
@@ -309,7 +309,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     >>> bernoulli(trainkit.tensor([0.0, 1.0, 1.0])).tolist()
     [0.0, 1.0, 1.0]
     """
-    if p is None and input._data.dtype.kind != "f":
+    if p is None and kind_of(input._data.dtype) != "f":
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_name(input)}'")
     result = Tensor._make(xp_of(input._data).empty_like(input._data)) if out is None else out
     return bernoulli_(result, input.detach() if p is None else p, generator=generator)

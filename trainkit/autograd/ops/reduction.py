@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import to_dtype, xp_of
+from ..backend import BFLOAT16_NP, float32_for_bfloat16, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -94,6 +94,8 @@ class Sum(Op, name="SumBackward1"):
 
     def forward(self, x, axes, keepdim, dtype=None):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
+        if dtype is None and x.dtype == BFLOAT16_NP:  # NumPy adds bfloat16 in bfloat16: accumulate in float32
+            return x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
 
     def backward(self, g):
@@ -110,6 +112,8 @@ class Mean(Op, name="MeanBackward1"):
     def forward(self, x, axes, keepdim):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
         self.n = _count(x.shape, axes)
+        if x.dtype == BFLOAT16_NP:  # as in Sum
+            return x.mean(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.mean(axis=axes, keepdims=keepdim)
 
     def backward(self, g):
@@ -162,6 +166,7 @@ class Var(Op, name="VarBackward0"):
 
     save_inputs = (0,)
 
+    @float32_for_bfloat16
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
@@ -179,6 +184,7 @@ class Std(Op, name="StdBackward0"):
     save_inputs = (0,)
     save_output = True
 
+    @float32_for_bfloat16
     def forward(self, x, axes, keepdim, correction):
         self.in_shape, self.axes, self.keepdim, self.correction = x.shape, axes, keepdim, correction
         self.n = _count(x.shape, axes)
@@ -306,7 +312,7 @@ def mean(input: Tensor, dim=_OMITTED, keepdim: bool = False, *, dtype=None, **kw
     dim, keepdim = _kw(dim, keepdim, kwargs)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype}"
@@ -324,7 +330,7 @@ def _moment_args(name, input, dim, unbiased, keepdim, correction, kwargs):
     if isinstance(dim, bool):  # var(x, False) is the old unbiased argument
         dim, unbiased = None, dim
     dim, keepdim = _kw(dim, keepdim, kwargs)
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
     return dict(axes=_axes(input, dim), keepdim=keepdim, correction=_correction(unbiased, correction))
 
@@ -569,7 +575,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     >>> nanmean(trainkit.tensor([1.0, float("nan"), 2.0]))
     tensor(1.5000)
     """
-    if input._data.dtype.kind != "f":
+    if kind_of(input._data.dtype) != "f":
         raise RuntimeError(
             "nanmean(): expected input to have floating point or complex dtype but got "
             f"{scalar_name(input._data.dtype)}"

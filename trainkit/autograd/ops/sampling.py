@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import distributions as dist
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..random import Generator, generator_for
 from ..tensor import Tensor
 from .random_fill import (
@@ -60,7 +60,7 @@ def _check(input: Tensor, num_samples, replacement: bool, out) -> None:
     x = input._data
     if x.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {scalar_name(input)}")
     categories = x.shape[-1]
     if categories > _MAX_CATEGORIES:

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import xp_of
+from ..backend import kind_of, xp_of
 from ..tensor import Tensor
 from .gather_scatter import along
 from .shape import Index
@@ -39,7 +39,7 @@ def _sort_index(data, d: int, descending: bool, stable: bool):
         if data.dtype.kind == "u":
             key = data.max() - data
         order = xp.argsort(key, axis=d, **kw)
-        if data.dtype.kind == "f":
+        if kind_of(data.dtype) == "f":
             nan = xp.isnan(xp.take_along_axis(data, order, axis=d))
             if nan.any():  # -nan sorts last: move the nans to the front, keeping the order of the rest
                 order = xp.take_along_axis(order, xp.argsort(~nan, axis=d, **kw), axis=d)
@@ -224,7 +224,7 @@ def _replay_ties(data, order, k: int, largest: bool, sorted: bool):
     else:
         head = xp.take_along_axis(data, order[..., : k + 1], axis=-1)
         same = head[..., 1:] == head[..., :-1]
-        if data.dtype.kind == "f":
+        if kind_of(data.dtype) == "f":
             same |= xp.isnan(head[..., 1:]) & xp.isnan(head[..., :-1])
         rows = same.any(axis=-1)
     shape = order.shape[:-1] + (k,)

@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from ..backend import get_default_dtype, xp_of
+from ..backend import bfloat16_result, get_default_dtype, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels
@@ -36,6 +36,7 @@ __all__ = ["as_floating", "cast", "elementwise"]
 # The names a formula may use besides its arguments: the array kernels, the dual functions, and a few constants.
 _NAMESPACE = {
     "xp_of": xp_of,
+    "bfloat16_result": bfloat16_result,
     "erf": erf,
     **{name: getattr(kernels, name) for name in ("absolute", "erfc", "negative", "quiet_all", "sigmoid", "sign")},
     **{name: getattr(dual, name) for name in dual.__all__},
@@ -59,7 +60,7 @@ def as_floating(t: Tensor) -> Tensor:
     >>> as_floating(trainkit.tensor([1, 2])).dtype
     trainkit.float32
     """
-    if t._data.dtype.kind in "fc":
+    if kind_of(t._data.dtype) in "fc":
         return t
     return cast(t, get_default_dtype().np)
 
@@ -123,8 +124,8 @@ def _shown(formula: str) -> str:
 def _forward_body(forward: str, first: str, quiet: bool) -> list[str]:
     lines = [f"xp = xp_of({first})"] if "xp." in forward else []
     if quiet:
-        return lines + [f"with quiet_all(xp_of({first})):", f"    return {forward}"]
-    return lines + [f"return {forward}"]
+        return lines + [f"with quiet_all(xp_of({first})):", f"    return bfloat16_result({forward}, {first})"]
+    return lines + [f"return bfloat16_result({forward}, {first})"]
 
 
 def _backward_body(saves: str, grad: str, quiet: bool) -> list[str]:
@@ -154,7 +155,7 @@ def _function(apply, name: str, module: str, doc: str, floating: bool) -> Callab
     if floating:
 
         def function(input: Tensor) -> Tensor:
-            if input._data.dtype.kind not in "fc":
+            if kind_of(input._data.dtype) not in "fc":
                 input = cast(input, get_default_dtype().np)
             return apply(input)
 
