@@ -16,8 +16,8 @@ class DistributedDataParallel(Module):
     """Wrap ``module`` so that each ``backward`` through it ends with the gradients averaged over the ranks.
 
     Takes torch's arguments: ``device_ids`` and ``output_device`` only for a module on a GPU (as torch refuses
-    them for a CPU module), ``process_group`` a ``ProcessGroup`` (when None, the default group, or the launcher's world where no
-    ``init_process_group`` made one), ``init_sync``
+    them for a CPU module), ``process_group`` a ``ProcessGroup`` (when None, the default group, or the launcher's
+    world where no ``init_process_group`` made one), ``init_sync``
     whether rank 0's weights are sent at construction; ``static_graph``, ``check_reduction`` and the others change
     nothing here. ``state_dict()`` keys start with ``module.``, as torch's.
 
