@@ -188,7 +188,8 @@ def test_buffer_can_be_parametrized(torch):
             ["right_inverse must have the same shape"],
         ),
         (
-            "P.register_parametrization(layer, 'weight', doubled()); P.register_parametrization(layer, 'weight', flat())",
+            "P.register_parametrization(layer, 'weight', doubled()); "
+            "P.register_parametrization(layer, 'weight', flat())",
             ["may not change the shape"],
         ),
         ("P.ParametrizationList([], layer.weight)", ["requires one or more modules"]),
