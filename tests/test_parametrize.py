@@ -248,3 +248,35 @@ def test_transfer_parametrizations_and_params():
     b = P.transfer_parametrizations_and_params(a, trainkit.nn.Linear(2, 2))
     assert b.parametrizations.weight.original is a.parametrizations.weight.original
     np.testing.assert_array_equal(to_numpy(b.weight), to_numpy(a.weight))
+
+
+def test_assigning_a_parameter_to_a_parametrized_name_is_refused_as_torch(torch):
+    def run(lib, dev):
+        _, doubled, _, _, _ = parametrizations(lib)
+        layer = lib.nn.utils.parametrize.register_parametrization(lib.nn.Linear(2, 2), "weight", doubled())
+        layer.weight = lib.ones(2, 2)  # a plain tensor goes through right_inverse
+        assert layer.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+        layer.weight = lib.nn.Parameter(lib.zeros(2, 2))
+
+    assert_same_error(torch, run, "attribute 'weight' already exists")
+
+
+@pytest.mark.parametrize("outer_kind", ["Outer", "Symmetric"])
+def test_gradcheck_through_a_parametrization(outer_kind):
+    P = trainkit.nn.utils.parametrize
+    symmetric, _, outer, _, _ = parametrizations(trainkit)
+    layer = P.register_parametrization(
+        same_linear(trainkit, "float64", 3, 3), "weight", outer() if outer_kind == "Outer" else symmetric()
+    )
+    originals = list(layer.parametrizations.weight.parameters())
+    x = trainkit.randn(2, 3, dtype=trainkit.float64)
+
+    def f(*values):
+        given = {
+            f"parametrizations.weight.{n}": v
+            for (n, _), v in zip(layer.parametrizations.weight.named_parameters(), values)
+        }
+        return trainkit.func.functional_call(layer, given, x)
+
+    inputs = tuple(p.detach().clone().requires_grad_(True) for p in originals)
+    assert trainkit.autograd.gradcheck(f, inputs)

@@ -256,3 +256,14 @@ def test_pytorch_program_with_weight_norm_runs_under_run_torch(torch, tmp_path):
     want_losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", expected)]
     assert result.stdout.splitlines()[0] == expected.splitlines()[0]
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_gradcheck_of_weight_norm(dim):
+    layer = trainkit.nn.utils.parametrizations.weight_norm(trainkit.nn.Linear(3, 4).double(), dim=dim)
+    names = [f"parametrizations.weight.original{i}" for i in range(2)]
+    inputs = tuple(dict(layer.named_parameters())[n].detach().clone().requires_grad_(True) for n in names)
+    x = trainkit.randn(2, 3, dtype=trainkit.float64)
+    assert trainkit.autograd.gradcheck(
+        lambda g, v: trainkit.func.functional_call(layer, dict(zip(names, (g, v))), x), inputs
+    )

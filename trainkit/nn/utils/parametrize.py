@@ -232,7 +232,14 @@ def refuse_pickle(self):
 def inject_class(module: Module) -> None:
     """Give ``module`` a class of its own, ``Parametrized<Class>``, that the properties can be added to."""
     cls = type(module)
-    namespace = {"__getstate__": refuse_pickle}
+
+    def refuse_parameter(self, name: str, value) -> None:
+        # a Parameter assigned to a parametrized name would be registered beside the property and hidden by it
+        if isinstance(value, Parameter) and isinstance(getattr(type(self), name, None), property):
+            raise KeyError(f"attribute '{name}' already exists")
+        cls.__setattr__(self, name, value)
+
+    namespace = {"__getstate__": refuse_pickle, "__setattr__": refuse_parameter}
     if not hasattr(cls, "__deepcopy__"):
         namespace["__deepcopy__"] = parametrized_deepcopy
     module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), namespace)
