@@ -406,3 +406,28 @@ def test_lbfgs_refuses_as_torch(torch):
 
     assert_same_error(torch, bad_search, "only 'strong_wolfe' is supported")
     assert trainkit.optim.LBFGS([trainkit.ones(1, requires_grad=True)], max_iter=8).defaults["max_eval"] == 10
+
+
+# ---------------------------------------------------------------------------------------- on every device
+def test_checkpoint_and_cdist_on_each_device(device):
+    """Dropout inside a checkpoint draws from the input's device stream: the recomputation replays it there, so
+    the gradients are the plain run's on a GPU too; cdist and the accelerator's answer on that device."""
+    results = []
+    for wrapped in (False, True):
+        trainkit.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Tanh(), nn.Linear(16, 1)).to(device)
+        x = trainkit.ones(8, 4, device=device, requires_grad=True)
+        trainkit.manual_seed(1)
+        out = trainkit.utils.checkpoint.checkpoint(model, x, use_reentrant=False) if wrapped else model(x)
+        out.sum().backward()
+        results.append([to_numpy(x.grad)] + [to_numpy(p.grad) for p in model.parameters()])
+    for plain, wrapped in zip(*results):
+        np.testing.assert_allclose(wrapped, plain, rtol=1e-6, atol=1e-7)
+    a = trainkit.tensor([[0.0, 0.0], [3.0, 4.0]], device=device, requires_grad=True)
+    d = trainkit.cdist(a, trainkit.tensor([[0.0, 0.0]], device=device), p=2.0)
+    d.sum().backward()
+    assert d.device.type == device and to_numpy(d).ravel().tolist() == [0.0, 5.0]
+    np.testing.assert_allclose(to_numpy(a.grad), [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
+    expected = None if device == "cpu" and not trainkit.cuda.is_available() else "cuda"
+    accelerator = trainkit.accelerator.current_accelerator()
+    assert (accelerator.type if accelerator is not None else None) == expected

@@ -192,15 +192,20 @@ class Generator:
         return self._rng
 
     def get_state(self):
-        """The stream's state: on the CPU a uint8 tensor of PyTorch's 5056 bytes; on a GPU CuPy's state."""
+        """The stream's state: on the CPU a uint8 tensor of PyTorch's 5056 bytes; on a GPU a uint8 tensor there
+        holding a copy of the cuRAND generators' state (CuPy keeps it in a device array and has no public copy)."""
         if self._engine is None:
-            return self._rng.bit_generator.state
+            return Tensor._make(self._rng.bit_generator._state.view("uint8").copy())
         return Tensor._make(np.frombuffer(self._engine.state_bytes(), dtype=np.uint8).copy())
 
     def set_state(self, new_state) -> Generator:
         """Continue from ``new_state``: one ``get_state`` gave, here or in PyTorch (a ``torch.ByteTensor``)."""
         if self._engine is None:
-            self._rng.bit_generator.state = new_state
+            state = self._rng.bit_generator._state
+            array = new_state._data if isinstance(new_state, Tensor) else new_state
+            if getattr(array, "nbytes", None) != state.nbytes:
+                raise RuntimeError(f"a GPU generator's state is {state.nbytes} bytes, got {type(new_state).__name__}")
+            state.view("uint8")[...] = array
             return self
         if isinstance(new_state, dict):
             # saved by an earlier trainkit, whose CPU stream was NumPy's: carry on from a seed derived from it

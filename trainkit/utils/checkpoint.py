@@ -21,7 +21,7 @@ from ..autograd.api import backward
 from ..autograd.creation import zeros
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
-from ..autograd.random import get_rng_state, set_rng_state
+from ..autograd.random import generator_for, get_rng_state, set_rng_state
 from ..autograd.tensor import Tensor
 from ..autograd.user_warnings import warn_user
 
@@ -48,6 +48,9 @@ class CheckpointFunction(Function):
     def forward(ctx, run_function: Callable, preserve_rng_state: bool, context_fn: Callable, kwargs: dict, *args):
         ctx.run_function, ctx.kwargs = run_function, kwargs
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
+        # the GPUs the inputs are on draw from their own streams: their states are kept too, as torch keeps them
+        gpus = {a.device for a in args if isinstance(a, Tensor) and a.device.type != "cpu"}
+        ctx.gpu_states = {d: generator_for(d).get_state() for d in gpus} if preserve_rng_state else {}
         forward_context, ctx.recompute_context = context_fn()
         # tensors are saved (their version checked in backward); everything else is kept as it is
         ctx.layout = [isinstance(a, Tensor) for a in args]
@@ -67,13 +70,18 @@ class CheckpointFunction(Function):
             else:
                 inputs.append(other)
         outer_state = get_rng_state()
+        outer_gpu_states = {d: generator_for(d).get_state() for d in ctx.gpu_states}
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
+        for d, state in ctx.gpu_states.items():
+            generator_for(d).set_state(state)
         try:
             with enable_grad(), ctx.recompute_context:
                 outputs = ctx.run_function(*inputs, **ctx.kwargs)
         finally:
             set_rng_state(outer_state)
+            for d, state in outer_gpu_states.items():
+                generator_for(d).set_state(state)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [
             (out, grad)
