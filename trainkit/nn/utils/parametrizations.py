@@ -17,8 +17,9 @@ from ...layers.conv import ConvTranspose2d
 from ...layers.conv1d import ConvTranspose1d
 from ...layers.module import Module
 from . import parametrize
+from .orthogonal import orthogonal
 
-__all__ = ["norm_except_dim", "weight_norm", "spectral_norm"]
+__all__ = ["norm_except_dim", "orthogonal", "weight_norm", "spectral_norm"]
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
