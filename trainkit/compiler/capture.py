@@ -54,7 +54,12 @@ def _walk(x, tensors: list):
 
 
 def signature(tensors: list) -> tuple:
-    """What a plan is specialised on for each tensor argument: shape, dtype, array type, requires_grad."""
+    """What a plan is specialised on for each tensor argument: shape, dtype, array type, requires_grad.
+
+    >>> import trainkit
+    >>> signature([trainkit.zeros(2, requires_grad=True)])
+    (((2,), dtype('float32'), <class 'numpy.ndarray'>, True),)
+    """
     return tuple((t._data.shape, t._data.dtype, type(t._data), t._requires_grad) for t in tensors)
 
 
@@ -302,7 +307,13 @@ def check_nodes(steps: list) -> None:
 
 
 def has_hooks(t: Tensor) -> bool:
-    """Whether a leaf carries gradient hooks of its own or post-accumulate hooks."""
+    """Whether a leaf carries gradient hooks of its own or post-accumulate hooks.
+
+    >>> import trainkit
+    >>> w = trainkit.zeros(2, requires_grad=True)
+    >>> has_hooks(w), has_hooks(w.register_hook(lambda g: g) and w)
+    (False, True)
+    """
     h = t._hooks
     if h is not None and (any(h.tensor.values()) or h.pre or h.post or h.retain):
         return True
@@ -312,7 +323,13 @@ def has_hooks(t: Tensor) -> bool:
 def reachable_tensors(fn) -> list:
     """The tensors a function reaches by name: in its closure, the globals its code names, a partial's arguments.
     An op may take one's array as a keyword argument (a loss's targets, an embedding's indices): known, the array
-    is read from its tensor at each replay."""
+    is read from its tensor at each replay.
+
+    >>> import trainkit
+    >>> y = trainkit.tensor([1, 0])
+    >>> [t is y for t in reachable_tensors(lambda: y + 1)]
+    [True]
+    """
     found: list = []
     while isinstance(fn, functools.partial):
         found.extend(v for v in (*fn.args, *fn.keywords.values()) if isinstance(v, Tensor))

@@ -150,7 +150,12 @@ _REPLAY_CLASSES: dict = {}
 def replay_class(cls: type) -> type:
     """``cls`` with ``saved_tensors`` a plain attribute: the generated code sets the tuple of arrays the op's
     backward unpacks, where ``Op.apply`` keeps versioned entries that ``saved_tensors`` checks and unpacks (no
-    tensor outside the replay can reach these arrays, so there is no version to check)."""
+    tensor outside the replay can reach these arrays, so there is no version to check).
+
+    >>> from trainkit.autograd.ops.math import Mul
+    >>> node = object.__new__(replay_class(Mul)); node.saved_tensors = (1, 2); node.saved_tensors
+    (1, 2)
+    """
     sub = _REPLAY_CLASSES.get(cls)
     if sub is None:
         sub = _REPLAY_CLASSES[cls] = type(cls.__name__, (cls,), {"saved_tensors": (), "__module__": cls.__module__})

@@ -50,7 +50,11 @@ AFTER_APPLY = {ScaledDotProductAttention: _attention, FusedLayer: _fused_layer}
 
 
 def after_apply(cls):
-    """The change ``cls``'s function makes to its node after ``apply``, or None."""
+    """The change ``cls``'s function makes to its node after ``apply``, or None.
+
+    >>> after_apply(ScaledDotProductAttention).__name__, after_apply(BatchNorm)
+    ('_attention', None)
+    """
     for base in cls.__mro__:
         if base in AFTER_APPLY:
             return AFTER_APPLY[base]

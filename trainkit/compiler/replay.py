@@ -195,6 +195,12 @@ def replay(plan, arg_tensors: list, recompute=None):
 
 
 def rebuild(shape, env: list, tensors: list, node):
+    """The region's return value from its description (``plan._spec``): new tensors around the replay's arrays,
+    the call's own tensors, containers and plain values.
+
+    >>> rebuild((list, (("v", 1), ("in", 0))), [], ["x"], None)
+    [1, 'x']
+    """
     kind = shape[0]
     if kind == "out":
         _, slot, nr = shape
