@@ -267,3 +267,17 @@ def test_gradcheck_of_weight_norm(dim):
     assert trainkit.autograd.gradcheck(
         lambda g, v: trainkit.func.functional_call(layer, dict(zip(names, (g, v))), x), inputs
     )
+
+
+def test_a_legacy_weight_norm_file_loads_into_the_parametrization(torch, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old = torch.nn.utils.weight_norm(torch.nn.Linear(3, 2))
+    torch.save(old.state_dict(), tmp_path / "old.pt")
+    state = trainkit.load(str(tmp_path / "old.pt"))
+    layer = trainkit.nn.utils.parametrizations.weight_norm(trainkit.nn.Linear(3, 2))
+    model = trainkit.nn.Sequential(layer)
+    given = {f"0.{k}": v for k, v in state.items()}
+    model.load_state_dict(given)
+    assert "0.weight_g" in given  # the caller's dict is left as it was
+    np.testing.assert_allclose(to_numpy(layer.weight), to_numpy(old.weight), rtol=1e-6)

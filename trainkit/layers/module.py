@@ -352,6 +352,7 @@ class Module:
         With ``strict`` (the default), missing and unexpected keys are errors; a shape mismatch always is. The
         error names every offending key. Nothing is copied unless everything matches.
         """
+        state_dict = self._run_load_state_dict_pre_hooks(state_dict, strict)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = self._unexpected_keys(state_dict)
@@ -385,6 +386,24 @@ class Module:
                 else:
                     target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)``
+        before ``load_state_dict`` reads the keys under ``prefix``: it may rename or convert entries of
+        ``state_dict`` (a copy of the caller's), as weight_norm does for files with ``weight_g``/``weight_v``."""
+        if "_load_state_dict_pre_hooks" not in self.__dict__:
+            object.__setattr__(self, "_load_state_dict_pre_hooks", HookDict())
+        return _register(self._load_state_dict_pre_hooks, hook, False)
+
+    def _run_load_state_dict_pre_hooks(self, state_dict, strict: bool):
+        hooked = [(p, m) for p, m in self.named_modules() if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if not hooked:
+            return state_dict
+        state_dict = OrderedDict(state_dict)
+        for prefix, module in hooked:
+            for hook in tuple(module._load_state_dict_pre_hooks.values()):
+                hook(module, state_dict, f"{prefix}." if prefix else "", {}, strict, [], [], [])
+        return state_dict
 
     def _unexpected_keys(self, state_dict) -> list:
         """Keys no module claims, listed module by module from the root, as PyTorch reports them."""

@@ -70,6 +70,16 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     ()
     """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def accept_legacy_keys(module, state_dict, prefix, *unused) -> None:
+        """A state dict saved with the older ``nn.utils.weight_norm`` names ``g`` and ``v`` ``<name>_g`` and
+        ``<name>_v``: they load as ``original0`` and ``original1``."""
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module.register_load_state_dict_pre_hook(accept_legacy_keys)
     return module
 
 
