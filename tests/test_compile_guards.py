@@ -272,3 +272,15 @@ def test_explain_lists_kernels_buffers_guards_and_fallbacks(capsys):
     assert "BatchNorm1d: training=True" in text
     text = trainkit.compiler.explain(lambda x: x * x.sum().item(), trainkit.ones(2))
     assert "runs eagerly: tensor.item() reads a value" in text
+
+
+def test_other_arguments_must_be_the_same_objects():
+    def f(x, data):
+        return x * trainkit.tensor(data)
+
+    compiled = trainkit.compile(f)
+    x = trainkit.ones(2)
+    for value in (1.0, 2.0, 3.0):
+        data = np.full(2, value, np.float32)  # a new array each call, maybe at a freed one's address
+        assert compiled(x, data).tolist() == [value, value]
+    assert compiled.counts["replays"] == 0

@@ -32,6 +32,9 @@ def flatten(args: tuple, kwargs: dict) -> tuple:
 
     >>> flatten((1, [2.5, "a"]), {})[0]
     (('v', 1), ('l', (('v', 2.5), ('v', 'a'))), ('d', ()))
+
+    Any other object (a module, a NumPy array) must be the same object again: its description holds it, so that a
+    new object made at the same address cannot pass for it.
     """
     tensors: list = []
     structure = tuple(_walk(a, tensors) for a in args) + (
@@ -50,7 +53,7 @@ def _walk(x, tensors: list):
         return ("d", tuple((k, _walk(v, tensors)) for k, v in x.items()))
     if x is None or isinstance(x, (bool, int, float, str, complex, type(Ellipsis), slice)):
         return ("v", x)
-    return ("o", id(x))  # another object: the same one must come again
+    return ("o", id(x), x)  # another object: the same one must come again (held, so that its id is not reused)
 
 
 def signature(tensors: list) -> tuple:
