@@ -147,9 +147,10 @@ class _Orthogonal(Module):
                 extra = randn_like_torch(q, values.shape[:-2] + (n, n - k))
                 base = make_orthogonal(np.concatenate([values, extra], axis=-1))
             self.base = tensor(np.ascontiguousarray(base), dtype=q.dtype, device=q.device)
-            neg_identity = zeros(*q.shape, dtype=q.dtype, device=q.device)
-            neg_identity.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
-            return neg_identity
+            neg_identity = np.zeros(tuple(q.shape))
+            index = np.arange(min(q.shape[-2], q.shape[-1]))
+            neg_identity[..., index, index] = -1.0
+            return tensor(neg_identity, dtype=q.dtype, device=q.device)
 
 
 def randn_like_torch(q: Tensor, shape: tuple) -> np.ndarray:
