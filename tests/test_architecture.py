@@ -47,12 +47,14 @@ LAYERS = [
 ]
 MAX_LINES = {"autograd/engine.py": 300, "trainer.py": 400}
 # private in PyTorch too (torch.nn.init._calculate_fan_in_and_fan_out, torch.nn.modules.loss._Loss), so kept so
-TORCH_PRIVATE = {"_calculate_fan_in_and_fan_out", "_Loss", "_WeightedLoss"}
+TORCH_PRIVATE = {"_calculate_fan_in_and_fan_out", "_Loss", "_WeightedLoss", "_BatchNorm", "_DropoutNd"}
 # Private names we must reach from outside their module, each with the reason.
 PRIVATE_ALLOWED = {
     "_calculate_fan_in_and_fan_out": "torch.nn.init's own name, private in PyTorch too",
     "_Loss": "torch.nn.modules.loss's base class, private in PyTorch too",
     "_WeightedLoss": "torch.nn.modules.loss's base class, private in PyTorch too",
+    "_BatchNorm": "torch.nn.modules.batchnorm's base class, private in PyTorch too",
+    "_DropoutNd": "torch.nn.modules.dropout's base class, private in PyTorch too",
     "_qkv_same_embed_dim": "torch.nn.MultiheadAttention's attribute of that name, private in PyTorch too",
     "_getframe": "sys._getframe: CPython's one way to find the caller's frame (warnings at the user's line)",
     "_get_file_writer": "torch.utils.tensorboard.SummaryWriter's writer, private in PyTorch too",

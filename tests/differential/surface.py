@@ -19,6 +19,51 @@ _ATTR = "autograd state read or set by the harness on every call (requires_grad,
 _HOOK = "a hook registration, covered by test_autograd_extras.py"
 
 SKIPPED: dict[str, str] = {
+    "torch.finfo": "a dtype's limits, not an op on tensors; compared with torch.finfo by test_bfloat16.py",
+    "torch.compile": "a compiler wrapper (the same numbers as eager by construction), covered by test_compile.py",
+    "Tensor.bfloat16": "a bfloat16 result the harness cannot read from torch through NumPy; covered by "
+    "test_bfloat16_ops.py",
+    **{
+        f"torch.{n}": "autocast's context manager or its thread-local state, covered by test_autocast.py"
+        for n in (
+            "autocast",
+            "clear_autocast_cache",
+            "get_autocast_dtype",
+            "is_autocast_cache_enabled",
+            "is_autocast_enabled",
+            "set_autocast_cache_enabled",
+            "set_autocast_dtype",
+            "set_autocast_enabled",
+        )
+    },
+    **{
+        f"torch.{n}": "a legacy tensor type (constructor and isinstance), covered by test_torch_names.py"
+        for n in (
+            "BoolTensor",
+            "ByteTensor",
+            "CharTensor",
+            "DoubleTensor",
+            "FloatTensor",
+            "HalfTensor",
+            "IntTensor",
+            "LongTensor",
+            "ShortTensor",
+        )
+    },
+    **{
+        f"torch.{n}": "a process-wide setting, covered by test_torch_names.py"
+        for n in (
+            "are_deterministic_algorithms_enabled",
+            "get_deterministic_debug_mode",
+            "get_float32_matmul_precision",
+            "get_num_threads",
+            "is_deterministic_algorithms_warn_only_enabled",
+            "set_deterministic_debug_mode",
+            "set_float32_matmul_precision",
+            "set_num_threads",
+            "use_deterministic_algorithms",
+        )
+    },
     **{
         f"torch.{n}": _DTYPE
         for n in (
@@ -26,6 +71,7 @@ SKIPPED: dict[str, str] = {
             "double",
             "dtype",
             "float",
+            "bfloat16",
             "float16",
             "float32",
             "float64",

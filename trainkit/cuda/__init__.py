@@ -15,6 +15,17 @@ def is_available() -> bool:
     return cuda_is_available()
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether bfloat16 tensors run on the GPU: never here, as CuPy has no bfloat16 dtype (trainkit's bfloat16 is
+    ml_dtypes' NumPy dtype, on the CPU). Programs that choose their dtype by it (nanoGPT) then take float16, which
+    the GPU has, with a GradScaler.
+
+    >>> is_bf16_supported()
+    False
+    """
+    return False
+
+
 def device_count() -> int:
     """How many GPUs CuPy sees (0 without CuPy)."""
     if not cuda_is_available():
