@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -84,10 +86,10 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 def _diagonal_of(array, offset: int, dim1: int, dim2: int):
     """The diagonal of ``array`` as a view that can be written into (NumPy hands it out read-only)."""
-    out = xp_of(array).diagonal(array, offset, dim1, dim2)
-    flags = getattr(out, "flags", None)
-    if flags is not None and not flags.writeable and array.flags.writeable:
-        flags.writeable = True
+    xp = xp_of(array)
+    out = xp.diagonal(array, offset, dim1, dim2)
+    if xp is np and not out.flags.writeable and array.flags.writeable:  # CuPy's views are writable, flagless
+        out.flags.writeable = True
     return out
 
 
