@@ -242,7 +242,7 @@ def _dims_tuple(name: str, dims) -> tuple:
     return tuple(dims)
 
 
-from . import accelerator, multiprocessing  # noqa: E402  (torch.accelerator, torch.multiprocessing)
+from . import accelerator, func, multiprocessing  # noqa: E402  (torch.accelerator, torch.func, torch.multiprocessing)
 from .autograd.ops.more_math import (  # noqa: E402
     acosh,
     arccos,
@@ -280,7 +280,6 @@ from .autograd.tensor_types import (  # noqa: E402
     ShortTensor,
 )
 from .compiler import compile  # noqa: E402
-from .func import functional_call as _functional_call  # noqa: E402, F401  (torch.func)
 from .functional.cdist import cdist  # noqa: E402
 from .layers.summary import summary  # noqa: E402
 from .runtime import (  # noqa: E402
