@@ -381,7 +381,10 @@ def _mark_latest(base: Path) -> None:
                 tmp.write_text(newest + "\n")
                 os.replace(tmp, base / LATEST)
                 found = versions(base)
-                if not found or found[-1].name == newest:
+                if not found:  # the version it named went meanwhile (a failed run removing its own)
+                    (base / LATEST).unlink(missing_ok=True)
+                    return
+                if found[-1].name == newest:
                     return
         finally:
             tmp.unlink(missing_ok=True)
