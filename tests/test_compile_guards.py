@@ -284,3 +284,26 @@ def test_other_arguments_must_be_the_same_objects():
         data = np.full(2, value, np.float32)  # a new array each call, maybe at a freed one's address
         assert compiled(x, data).tolist() == [value, value]
     assert compiled.counts["replays"] == 0
+
+
+def test_a_call_from_inside_a_replay_runs_eagerly():
+    calls = []
+
+    def inner(x):
+        return x * 2
+
+    compiled_inner = trainkit.compile(inner)
+
+    def outer(x):
+        calls.append(1)
+        return compiled_inner(x) + 1
+
+    for _ in range(3):
+        compiled_inner(trainkit.ones(2))
+    entry = compiled_inner.entries[0]
+    assert entry.lock.acquire(blocking=False)  # as while a replay runs
+    try:
+        assert outer(trainkit.ones(2)).tolist() == [3.0, 3.0]
+    finally:
+        entry.lock.release()
+    assert compiled_inner.counts["eager"] == 1

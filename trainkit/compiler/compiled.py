@@ -10,6 +10,7 @@ kept: ``explain()`` lists it; with ``fullgraph=True`` it raises ``CompileError``
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 
 from ..autograd import grad_mode
@@ -30,10 +31,11 @@ BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs")
 class Entry:
     """One cached capture: its plan, or the reason it runs eagerly, under the key and guards it was made for."""
 
-    __slots__ = ("key", "plan", "reason", "guards", "replays")
+    __slots__ = ("key", "plan", "reason", "guards", "replays", "lock")
 
     def __init__(self, key, plan, reason, guards):
         self.key, self.plan, self.reason, self.guards, self.replays = key, plan, reason, guards, 0
+        self.lock = threading.Lock()
 
 
 class CompiledFunction:
@@ -72,14 +74,22 @@ class CompiledFunction:
             if failed is not None:
                 stale = (entry, failed)
                 continue
-            if entry.plan is None:
+            # the lock is taken while a replay runs: a call from inside it, or from another thread, runs eagerly
+            if entry.plan is None or not entry.lock.acquire(blocking=False):
                 self.counts["eager"] += 1
                 return self.fn(*args, **kwargs)
             if entry.replays and entry.plan.code is None:  # what the first replay saw shapes the code
-                entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node)
+                try:
+                    entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node)
+                except BaseException:
+                    entry.lock.release()
+                    raise
             entry.replays += 1
             self.counts["replays"] += 1
-            return replay(entry.plan, tensors, functools.partial(self.fn, *args, **kwargs))
+            try:  # a replay's nodes and arrays are its own until it returns
+                return replay(entry.plan, tensors, functools.partial(self.fn, *args, **kwargs))
+            finally:
+                entry.lock.release()
         if stale is not None:
             self.entries.remove(stale[0])
             self.note(f"captured again: {stale[1]}")
