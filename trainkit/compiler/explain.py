@@ -61,7 +61,7 @@ def describe(plan) -> list[str]:
     total = sum(_nbytes(shape, dtype) for s in ops for shape, dtype in s.out_shapes)
     lines = [
         f"{len(ops)} forward kernels, {sum(1 for s in ops if s.backward)} with a backward; "
-        f"{plan.n_slots} buffers, {total:,} bytes of op results per call"
+        f"{plan.n_slots} array slots, {total:,} bytes of op results per call"
     ]
     for step in plan.steps:
         if isinstance(step, OpStep):
