@@ -307,3 +307,29 @@ def test_a_call_from_inside_a_replay_runs_eagerly():
     finally:
         entry.lock.release()
     assert compiled_inner.counts["eager"] == 1
+
+
+def test_state_kept_between_calls_runs_eagerly():
+    """A tensor the region makes and keeps elsewhere (an RNN's hidden state carried over, a module attribute) is
+    state a replay would not update: such a region runs eagerly, with the reason."""
+    rnn = nn.RNN(3, 4, batch_first=True)
+    state = [trainkit.zeros(1, 2, 4)]
+
+    def step(x):
+        out, state[0] = rnn(x, state[0].detach())
+        return out.sum()
+
+    compiled = trainkit.compile(step)
+    x = trainkit.randn(2, 5, 3)
+    results = [compiled(x).item() for _ in range(3)]
+    state[0] = trainkit.zeros(1, 2, 4)
+    assert results == [step(x).item() for _ in range(3)]
+    assert "kept outside what it returns" in compiled.fallbacks[0]
+
+    class Remember(nn.Linear):
+        def forward(self, x):
+            self.last = super().forward(x)
+            return self.last * 2
+
+    with pytest.raises(CompileError, match="kept outside what it returns"):
+        trainkit.compile(Remember(2, 2), fullgraph=True)(trainkit.ones(1, 2))

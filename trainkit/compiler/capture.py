@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 
 import numpy as np
 
@@ -321,6 +322,55 @@ def has_hooks(t: Tensor) -> bool:
     if h is not None and (any(h.tensor.values()) or h.pre or h.post or h.retain):
         return True
     return bool(t._post_accumulate_hooks)
+
+
+def escaped(rec: Recorder, result) -> str | None:
+    """Why the plan would miss a side effect: a tensor the region made that outlives the call without being part
+    of what it returns (kept in a list, a module attribute, a closure: state carried to the next call, which a
+    replay would not update), or None. What the returned tensors hold (their views' bases, the tensors their graph
+    saved) is theirs; everything else the capture made must be gone once its own references are dropped."""
+    produced = [s for step in rec.steps if type(step) is OpStep for s in step.outs]
+    produced += [step.out for step in rec.steps if type(step) is FuncStep]
+    kept: set = set()
+    stack = _tensors_in(result)
+    seen_nodes: set = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            if id(item) in kept:
+                continue
+            kept.add(id(item))
+            if item._view is not None:
+                stack.append(item._view[0])
+            if item._grad_fn is not None:
+                stack.append(item._grad_fn)
+        elif id(item) not in seen_nodes and item._seq > rec.start_seq:  # a node of the region's graph
+            seen_nodes.add(id(item))
+            stack.extend(e[0] for e in item._saved or () if e is not None and isinstance(e[0], Tensor))
+            stack.extend(fn for fn, _ in item.next_functions if fn is not None)
+    refs = [weakref.ref(rec.tensors[s]) for s in produced]
+    for s in produced:
+        rec.tensors[s] = None
+    rec.fresh.clear()
+    for ref in refs:
+        t = ref()
+        if t is not None and id(t) not in kept:
+            return (
+                f"a tensor of shape {tuple(t._data.shape)} made in the region is kept outside what it returns (state "
+                "carried to the next call, e.g. an RNN's hidden state or a module attribute): a replay would not "
+                "update it; return it instead"
+            )
+    return None
+
+
+def _tensors_in(x) -> list:
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors_in(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors_in(v)]
+    return []
 
 
 def reachable_tensors(fn) -> list:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..autograd import grad_mode
 from ..layers.module import Module
-from .capture import flatten, run_captured, signature
+from .capture import escaped, flatten, run_captured, signature
 from .codegen import generate
 from .errors import CompileError
 from .explain import report
@@ -105,6 +105,9 @@ class CompiledFunction:
                 plan = build(rec, result, guards)
             except Refused as why:
                 reason = str(why)
+            reason = reason or escaped(rec, result)
+            if reason is not None:
+                plan = None
         if reason is not None:
             self.note(f"runs eagerly: {reason}")
             if self.fullgraph:
