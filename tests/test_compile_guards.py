@@ -333,3 +333,22 @@ def test_state_kept_between_calls_runs_eagerly():
 
     with pytest.raises(CompileError, match="kept outside what it returns"):
         trainkit.compile(Remember(2, 2), fullgraph=True)(trainkit.ones(1, 2))
+
+
+def test_a_tensor_found_by_name_and_replaced_is_seen():
+    scale = [trainkit.tensor(2.0)]
+    model = nn.Linear(2, 2)
+    model.offset = trainkit.ones(2)
+
+    def f(x):
+        return model(x) * scale[0] + model.offset
+
+    compiled = trainkit.compile(f)
+    x = trainkit.ones(1, 2)
+    compiled(x)
+    compiled(x)
+    scale[0] = trainkit.tensor(3.0)
+    _same(compiled(x), f(x))
+    model.offset = trainkit.zeros(2)
+    _same(compiled(x), f(x))
+    assert sum("is another one" in r for r in compiled.fallbacks) == 2

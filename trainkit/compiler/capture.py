@@ -403,6 +403,46 @@ def reachable_tensors(fn) -> list:
     return found
 
 
+def watch_points(fn, modules) -> list:
+    """Where the region finds tensors by name rather than through its arguments: ``(container, key, tensor)`` for
+    each tensor in the function's closure (or in a list, tuple or dict there), in the globals its code names, and
+    in the plain attributes of the modules it calls. A later call that finds another object there must not
+    replay the plan (``Guards``).
+
+    >>> import trainkit
+    >>> w = trainkit.ones(1)
+    >>> [t is w for _, _, t in watch_points(lambda: w * 2, [])]
+    [True]
+    """
+    points: list = []
+
+    def look(container, key, value):
+        if isinstance(value, Tensor):
+            points.append((container, key, value))
+        elif isinstance(value, (list, tuple)) and key is not None:
+            points.extend((value, i, v) for i, v in enumerate(value) if isinstance(v, Tensor))
+        elif isinstance(value, dict) and key is not None:
+            points.extend((value, k, v) for k, v in value.items() if isinstance(v, Tensor))
+
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            look(cell, "cell", cell.cell_contents)
+        except ValueError:  # a cell not yet filled
+            continue
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    for name in code.co_names if code is not None else ():
+        if name in names:
+            look(names, name, names[name])
+    for module in modules:
+        for name, value in vars(module).items():
+            if isinstance(value, Tensor):
+                points.append((vars(module), name, value))
+    return points
+
+
 def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):
     """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``. ``watch``: modules
     the region belongs to without calling them (a compiled ``forward``), guarded as the ones it calls."""

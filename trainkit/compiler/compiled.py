@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..autograd import grad_mode
 from ..layers.module import Module
-from .capture import escaped, flatten, run_captured, signature
+from .capture import escaped, flatten, run_captured, signature, watch_points
 from .codegen import generate
 from .errors import CompileError
 from .explain import report
@@ -98,7 +98,8 @@ class CompiledFunction:
     def capture(self, key, args, kwargs, tensors):
         self.counts["captures"] += 1
         result, rec = run_captured(self.fn, args, kwargs, tensors, self.fullgraph, self.watch)
-        guards = Guards(key[2], list(rec.modules.values()), rec.externals, leaves(rec))
+        modules = list(rec.modules.values())
+        guards = Guards(key[2], modules, rec.externals, leaves(rec), watch_points(self.fn, modules))
         plan, reason = None, rec.refusal
         if reason is None:
             try:

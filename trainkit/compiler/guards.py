@@ -25,8 +25,9 @@ class Guards:
     >>> Guards(True, [], [], set()).check()
     """
 
-    def __init__(self, grad_enabled: bool, modules: list, externals: list, leaves: set):
+    def __init__(self, grad_enabled: bool, modules: list, externals: list, leaves: set, points: tuple = ()):
         self.grad_enabled = grad_enabled
+        self.points = tuple(points)  # capture.watch_points: tensors found by name
         self.modules = tuple((m, m.training) for m in modules)
         # the parameter and buffer tables of the modules that have any, with the ids of what they held
         self.tables = tuple(
@@ -60,6 +61,9 @@ class Guards:
         for t in self.leaves:
             if (t._hooks is not None or t._post_accumulate_hooks) and has_hooks(t):
                 return "a hook was added to a parameter"
+        for container, key, t in self.points:
+            if _current(container, key) is not t:
+                return f"the tensor found under {key!r} is another one"
         return None
 
     def describe(self) -> list[str]:
@@ -81,3 +85,15 @@ def _changed(table: dict, ids: tuple) -> str:
         if id(now) != then:
             return name
     return next(iter(table), "(an entry)")
+
+
+def _current(container, key):
+    """What a watch point holds now (see ``capture.watch_points``)."""
+    if key == "cell" and not isinstance(container, (dict, list, tuple)):
+        try:
+            return container.cell_contents
+        except ValueError:
+            return None
+    if isinstance(container, dict):
+        return container.get(key)
+    return container[key] if key < len(container) else None
