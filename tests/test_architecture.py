@@ -40,7 +40,7 @@ LAYERS = [
         "trainkit.training",
         "trainkit.training.run_folder",
     ),
-    ("trainkit.training.checkpoint", "trainkit.callbacks"),
+    ("trainkit.training.checkpoint", "trainkit.callbacks", "trainkit.compiler"),
     ("trainkit.registry", "trainkit.training.strategy", "trainkit.training.loop"),
     ("trainkit.trainer",),
     ("trainkit.cli", "trainkit"),  # the command, and the package root that gathers everything
@@ -227,8 +227,10 @@ def _private_accesses(path: Path) -> list[str]:
 def _allowed(name: str, hit: str) -> bool:
     """The core reaches into its own modules' fields; the op layers use Tensor's protocol; nothing else may."""
     attr = hit.rpartition(".")[2]
-    if name.startswith("trainkit.autograd."):
-        return True  # one package: Tensor, Node and the engine share their fields as PyTorch's C++ core does
+    if name.startswith(("trainkit.autograd.", "trainkit.compiler.")):
+        # one package: Tensor, Node and the engine share their fields as PyTorch's C++ core does; the compiler
+        # replays the core's nodes on arrays, as PyTorch's compiler reaches into its autograd
+        return True
     return attr in TENSOR_PROTOCOL and any(name == p or name.startswith(p + ".") for p in OP_LAYERS)
 
 

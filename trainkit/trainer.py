@@ -36,7 +36,8 @@ from .callbacks.defaults import add_defaults
 from .callbacks.history import History
 from .callbacks.nan import TerminateOnNaN
 from .callbacks.progress import check_verbose, resolve_verbose
-from .data import DataLoader, Dataset, TensorDataset, as_tensor
+from .compiler import compile_train_step
+from .data import DataLoader, Dataset
 from .data.dataset import split_tail
 from .layers.clip_grad import clip_grad_norm_
 from .layers.module import Module
@@ -62,9 +63,10 @@ class Trainer:
     ``trainkit.training.strategy.Strategy`` (``bucket_cap_mb`` then does nothing), kept as ``distribute_strategy``,
     its name as ``strategy``. ``verbose`` is Keras' (0, 1, 2 or 'auto'; True means 'auto', False 0), the
     default of every ``fit``. ``precision`` is Lightning's ('32-true', 'bf16-mixed', '16-mixed' on a GPU,
-    'bf16-true', ...; ``trainkit.training.precision``): the steps' forward and loss run under autocast with it. As
-    in Keras, a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to change what ``fit``,
-    ``evaluate`` or ``predict`` does with one batch.
+    'bf16-true', ...; ``trainkit.training.precision``): the steps' forward and loss run under autocast with it.
+    ``compile=True`` replays each batch's forward as captured array kernels (``trainkit.compile``). As in Keras,
+    a subclass overrides ``train_step``, ``test_step`` or ``predict_step`` to change what ``fit``, ``evaluate`` or
+    ``predict`` does with one batch.
 
     >>> import trainkit
     >>> from trainkit import nn, optim
@@ -100,6 +102,7 @@ class Trainer:
         terminate_on_nan: bool = False,
         collective_timeout_s: float | None = None,
         precision: str | int = "32-true",
+        compile: bool = False,
     ):
         if accumulate_steps < 1:
             raise ValueError(f"accumulate_steps must be at least 1, got {accumulate_steps}")
@@ -115,6 +118,7 @@ class Trainer:
         self.seed = seed
         self.precision = Precision(precision, device)
         self.model = self.precision.convert_module(model.to(device))
+        self.forward = compile_train_step(self) if compile else self.model  # what the steps call the model through
         for name in freeze:
             try:
                 self.model.get_submodule(name).requires_grad_(False)
@@ -166,16 +170,9 @@ class Trainer:
         elif x is None:
             raise ValueError("no data: pass a DataLoader, a Dataset, or x and y")
         else:
-            tensors = [self._tensor(t) for t in (x, y) if t is not None]
-            loader = DataLoader(
-                TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle, generator=self.loader_generator
-            )
+            dataset = loop.tensor_dataset(self.model, x, y)
+            loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=self.loader_generator)
         return self.distribute_strategy.shard_loader(loader) if shard else loader
-
-    def _tensor(self, value: Any) -> Tensor:
-        # as Keras: NumPy floats (float64 by default) take the model's float dtype, once, here
-        dtype = next((p.dtype for p in self.model.parameters() if p.is_floating_point()), None)
-        return as_tensor(value, dtype) if dtype is not None else as_tensor(value)
 
     def unpack_batch(self, batch: Any) -> tuple[Any, Any]:
         """(inputs, target) of a batch, on the trainer's device; a batch without a target gives target None.
@@ -220,7 +217,7 @@ class Trainer:
         if validation_split:
             if val_data is not None or isinstance(x, DataLoader):
                 raise ValueError("validation_split needs x and y (or a Dataset) and no val_data")
-            dataset = x if isinstance(x, Dataset) else TensorDataset(*(self._tensor(t) for t in (x, y)))
+            dataset = x if isinstance(x, Dataset) else loop.tensor_dataset(self.model, x, y)
             (x, val_data), y = split_tail(dataset, validation_split), None  # the last share validates, as in Keras
         train_loader = self.make_loader(x, y, batch_size=batch_size, shuffle=shuffle)
         val_loader = (
@@ -314,7 +311,7 @@ class Trainer:
         value = 0.0
         if info.size:  # a rank whose share of a short last batch is empty adds nothing but still takes the step
             with self.precision.forward_context():
-                output = self.model(x)
+                output = self.forward(x)
                 loss = self.loss_fn(output, y)
             scaled = loss / self.accumulate_steps if self.accumulate_steps > 1 else loss
             self.precision.backward(strategy.scale_loss(scaled, info.size, info.global_size))
@@ -348,7 +345,7 @@ class Trainer:
         """
         x, y = self.unpack_batch(batch)
         with self.precision.forward_context():
-            output = self.model(x)
+            output = self.forward(x)
             loss = self.loss_fn(output, y)
         for m in self.eval_metrics:
             m.update(output, y)
@@ -364,7 +361,7 @@ class Trainer:
         trainkit.Size([2, 3])
         """
         with self.precision.forward_context():
-            return self.model(self.unpack_batch(batch)[0])
+            return self.forward(self.unpack_batch(batch)[0])
 
     # ------------------------------------------------------------------------------------- evaluate / predict
     def evaluate(self, x: Any = None, y: Any = None, *, batch_size: int = 32, verbose: Any = None) -> dict:

@@ -270,6 +270,9 @@ class TrainerSection:
         "dtype",
         choices=PRECISIONS,
     )
+    compile: bool = setting(
+        default_of(Trainer, "compile"), "replay each batch's forward as captured array kernels (trainkit.compile)"
+    )
 
     def check(self) -> None:
         refusal = cpu_refusal(self.precision, "cuda" if self.device.startswith("cuda") else "cpu")

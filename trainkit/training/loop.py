@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..autograd import grad_mode
 from ..autograd.tensor import Tensor
 from ..callbacks.progress import PassProgress, check_verbose
+from ..data import TensorDataset, as_tensor
 from ..layers.module import Module
 from ..metrics import Metric
 from ..optim.lr_scheduler import ReduceLROnPlateau
@@ -68,6 +69,18 @@ def loss_function(loss: Any) -> Any:
     if loss is None or not callable(loss):
         raise TypeError(f"loss must be a loss module, a callable or a name, got {type(loss).__name__}")
     return loss
+
+
+def tensor_dataset(model: Module, *values: Any) -> TensorDataset:
+    """A ``TensorDataset`` of ``values`` (tensors or arrays; None left out) in the model's floating dtype: as in
+    Keras, NumPy floats (float64 by default) take the model's dtype, once, here.
+
+    >>> import numpy as np, trainkit
+    >>> tensor_dataset(trainkit.nn.Linear(1, 1), np.zeros((2, 1)), None)[0][0].dtype
+    trainkit.float32
+    """
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    return TensorDataset(*(as_tensor(v, dtype) if dtype is not None else as_tensor(v) for v in values if v is not None))
 
 
 @contextlib.contextmanager
