@@ -831,3 +831,14 @@ def test_full_truncates_a_fraction_wraps_negative_integers_into_uint8_and_fills_
         assert lib.full((2,), float("nan"), dtype=lib.bool).tolist() == [True, True]
         assert lib.full((2,), -1, dtype=lib.uint8).tolist() == [255, 255]
         assert lib.full((1,), -255, dtype=lib.uint8).tolist() == [1]
+
+
+def test_pin_memory_as_torch(torch):
+    """A copy for transfers to a GPU where one answers; torch's error without one."""
+    if trainkit.cuda.is_available():
+        x = trainkit.ones(3)
+        pinned = x.pin_memory()
+        assert pinned is not x and pinned.device.type == "cpu" and pinned.tolist() == [1.0, 1.0, 1.0]
+        assert pinned.to("cuda", non_blocking=True).device.type == "cuda"
+    elif not torch.cuda.is_available():
+        assert_same_error(torch, lambda lib, dev: lib.ones(3).pin_memory(), "accelerator")

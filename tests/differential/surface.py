@@ -21,6 +21,7 @@ _HOOK = "a hook registration, covered by test_autograd_extras.py"
 SKIPPED: dict[str, str] = {
     "torch.finfo": "a dtype's limits, not an op on tensors; compared with torch.finfo by test_bfloat16.py",
     "torch.compile": "a compiler wrapper (the same numbers as eager by construction), covered by test_compile.py",
+    "Tensor.pin_memory": "a copy for transfers to a GPU (torch refuses it without one), covered by test_tensor_api.py",
     "Tensor.bfloat16": "a bfloat16 result the harness cannot read from torch through NumPy; covered by "
     "test_bfloat16_ops.py",
     **{

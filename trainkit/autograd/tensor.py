@@ -26,6 +26,7 @@ from .backend import (
     BFLOAT16_NP,
     SCALAR_NAMES,
     as_array,
+    cuda_is_available,
     device,
     device_of,
     dtype,
@@ -387,6 +388,20 @@ class Tensor:
         if isinstance(device_index, (str, device)):
             return self.to(device_index)
         return self.to(device("cuda", device_index or 0))
+
+    def pin_memory(self, device: str | None = None) -> Tensor:
+        """A copy of a CPU tensor for fast copies to the GPU (``x.pin_memory().to("cuda", non_blocking=True)``), as
+        torch's; CuPy copies from the NumPy array as it is. Without a GPU, torch's error.
+
+        >>> import trainkit
+        >>> trainkit.ones(2).pin_memory().device if trainkit.cuda.is_available() else "no GPU"  # doctest: +SKIP
+        device(type='cpu')
+        """
+        if not cuda_is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        return self.clone()
 
     def float(self) -> Tensor:
         return self.to(dtype_of(np.dtype(np.float32)))

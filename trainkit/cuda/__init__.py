@@ -16,9 +16,9 @@ def is_available() -> bool:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether bfloat16 tensors run on the GPU: never here, as CuPy has no bfloat16 dtype (trainkit's bfloat16 is
-    ml_dtypes' NumPy dtype, on the CPU). Programs that choose their dtype by it (nanoGPT) then take float16, which
-    the GPU has, with a GradScaler.
+    """Whether trainkit computes in bfloat16 on the GPU: not yet (its bfloat16 is ml_dtypes' NumPy dtype, whose ops
+    are made and tested on the CPU). Programs that choose their dtype by it (nanoGPT) then take float16 on the GPU,
+    with a GradScaler.
 
     >>> is_bf16_supported()
     False

@@ -1,11 +1,11 @@
 """``trainkit.cuda.amp`` (``torch.cuda.amp``): PyTorch's older names of ``autocast('cuda')`` and
 ``GradScaler('cuda')``, deprecated there and here: each warns with a FutureWarning naming the call to use instead.
 
->>> import warnings
+>>> import trainkit, warnings
 >>> with warnings.catch_warnings():
 ...     warnings.simplefilter("ignore")
-...     GradScaler().is_enabled()                       # no GPU here: disabled, as in PyTorch
-False
+...     GradScaler().is_enabled() == trainkit.cuda.is_available()  # without a GPU: disabled, as in PyTorch
+True
 """
 
 from __future__ import annotations
