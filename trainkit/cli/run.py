@@ -508,6 +508,8 @@ def start_run(config: RunConfig, resume: str | Path | None = None) -> Started:
     kept = base  # the deepest folder that exists already: a run that fails before its first epoch removes the rest
     while not kept.exists() and kept != kept.parent:
         kept = kept.parent
+    if new and config.data.kind in _FILE_KINDS:  # a missing data file fails before any folder is made for the run
+        _data_file(config, dataclasses.asdict(config.data))
     if lead:
         if new:
             folder = _new_version(base)  # created here: a run started at the same moment takes the next one
