@@ -11,24 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.backend import xp_of
+from ..autograd.backend import SCALAR_NAMES, xp_of
 from ..autograd.tensor import Tensor
 from .comm import ReduceOp
 from .process_group import ProcessGroup, collective_group
 
-# torch's names for dtypes, in its messages
-TORCH_DTYPE_NAMES = {
-    "float64": "Double",
-    "float32": "Float",
-    "float16": "Half",
-    "bfloat16": "BFloat16",
-    "int64": "Long",
-    "int32": "Int",
-    "int16": "Short",
-    "int8": "Char",
-    "uint8": "Byte",
-    "bool": "Bool",
-}
 HALF_TYPES = ("float16", "bfloat16")
 
 
@@ -165,9 +152,7 @@ def _check_reduction(dtype, op: ReduceOp) -> None:
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and floating:
         raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype")
     if op is ReduceOp.AVG and not floating:
-        raise RuntimeError(
-            f"result type Float can't be cast to the desired output type {TORCH_DTYPE_NAMES.get(kind, kind)}"
-        )
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {SCALAR_NAMES.get(kind, kind)}")
 
 
 def _native(data) -> bool:
@@ -290,7 +275,7 @@ def _sizes(tensor: Tensor) -> str:
 
 def _dtype_name(tensor: Tensor) -> str:
     kind = tensor._data.dtype.name
-    return TORCH_DTYPE_NAMES.get(kind, kind)
+    return SCALAR_NAMES.get(kind, kind)
 
 
 def _check_stacked(whole: Tensor, part: Tensor, size: int, what: str, role: str) -> None:
