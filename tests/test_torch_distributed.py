@@ -47,14 +47,6 @@ needs_mpi = pytest.mark.skipif(
 needs_torchrun = pytest.mark.skipif(torchrun() is None, reason="torch's torchrun is needed for the reference runs")
 
 
-def command_takes_nproc() -> bool:
-    """Whether the trainkit command's run-torch takes --nproc (its parser lives in trainkit/cli/command.py)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "trainkit.cli", "run-torch", "--help"], capture_output=True, text=True, env=env()
-    )
-    return "--nproc" in done.stdout
-
-
 def env() -> dict:
     """The environment a user's shell gives: no launcher's variables left over from the test run."""
     clean = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES and not k.startswith(("PMI", "OMPI"))}
@@ -107,8 +99,6 @@ def torch_losses(tmp_path_factory) -> dict:
 @needs_torchrun
 @pytest.mark.parametrize("how", ["module", "mpiexec", "command"])
 def test_torchrun_program_runs_unchanged_and_trains_as_torch(tmp_path, torch, torch_losses, how):
-    if how == "command" and not command_takes_nproc():
-        pytest.skip("the trainkit command's run-torch does not take --nproc yet (trainkit/cli/command.py)")
     done = with_trainkit(how, 2, TRAIN, tmp_path / "out")
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["world_size"] == 2 and result["keys"] == [
