@@ -449,3 +449,25 @@ def _expandable(shape: tuple, to_shape: tuple) -> bool:
     if len(shape) > len(to_shape):
         return False
     return all(a == b or a == 1 for a, b in zip(shape[::-1], to_shape[::-1]))
+
+
+def replayed_whole(fn):
+    """Mark a function that changes tensors in place outside the ops (gradient clipping): a region that
+    ``trainkit.compile`` captures notes a call of it as one step and calls it again on each replay, rather than
+    recording what it does inside (an in-place change, which a replay would not repeat). Elsewhere it costs one test
+    of an empty list.
+
+    >>> @replayed_whole
+    ... def halve(x):
+    ...     return x / 2
+    >>> halve(3.0)
+    1.5
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if recording:
+            return recording[-1].call_whole(fn, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper

@@ -12,7 +12,6 @@ custom ``autograd.Function``, ``create_graph``, hooks.
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 
@@ -25,6 +24,7 @@ from .errors import CompileError
 from .patches import CONSTANT_MAKERS, Patches
 from .plan import WANTED, BackwardStep, CallStep, Const, FuncStep, OpStep, Refused, schedule
 from .prepared import BUMPED, PREPARED, after_apply
+from .state import note_places, reachable_tensors, roots
 
 
 def flatten(args: tuple, kwargs: dict) -> tuple:
@@ -84,6 +84,7 @@ class Recorder:
         self.view_of: dict = {}  # slot of a view -> slot of the tensor whose version counter it shares
         self.owners: dict = {}  # id(array) -> the parameter or buffer that holds it, for modules called
         self.fresh: dict = {}  # id(tensor) -> (tensor, maker's module): tensors made by Tensor._make meanwhile
+        self.places: dict = {}  # id(tensor) -> where it sat before the region ran (state.note_places)
         self.refusal: str | None = None
         self.opaque = 0
         self.start_seq = engine.next_seq()
@@ -283,6 +284,35 @@ class Recorder:
         self.check_versions(f"before {text}")
         self.steps.append(CallStep(kind, target, args, text))
 
+    def call_whole(self, fn, args: tuple, kwargs: dict):
+        """A call of a function marked ``function.replayed_whole`` (gradient clipping): noted as one ``CallStep``
+        that a replay makes again with the same arguments (the tensors among them found anew), run here without
+        recording what it does inside."""
+        step = None
+        if threading.get_ident() == self.thread and self.refusal is None:
+            try:
+                spec = (whole_spec(self, args), whole_spec(self, kwargs))
+                self.check_versions(f"before {fn.__name__}()")
+                step = CallStep("whole", None, (fn, *spec), f"{fn.__name__}()")
+                args, kwargs = whole_value(spec[0], self.tensors), whole_value(spec[1], self.tensors)
+            except Refused as why:
+                self.refuse(str(why))
+        function.recording.remove(self)
+        self.opaque += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            function.recording.append(self)
+            self.opaque -= 1
+        if step is not None:
+            self.resnapshot()  # the call changed gradients in place, as its replay will
+            if isinstance(out, Tensor):
+                step.out = self.new_slot(out)
+            elif out is not None:
+                self.refuse(f"{fn.__name__}() returned something the compiler cannot replay")
+            self.steps.append(step)
+        return out
+
     def check_versions(self, when: str) -> None:
         """Every tensor read so far still has the version it was read at: nothing changed one in place."""
         for slot, version in self.versions.items():
@@ -293,6 +323,38 @@ class Recorder:
     def resnapshot(self) -> None:
         for slot in self.versions:
             self.versions[slot] = self.tensors[slot]._version_counter[0]
+
+
+def whole_spec(rec: Recorder, x):
+    """How a replay finds an argument of a ``replayed_whole`` call again: ``("s", slot)`` for a tensor of the
+    region, ``("h", tensor)`` for a leaf from outside it (a parameter the region did not read: the same one again),
+    containers of those (an iterator, such as ``model.parameters()``, becomes a list), ``("v", value)`` else."""
+    if isinstance(x, Tensor):
+        slot = rec.slot_of.get(id(x))
+        if slot is not None:
+            return ("s", slot)
+        if x._grad_fn is None and id(x) not in rec.fresh:
+            return ("h", x)
+        raise Refused("a tensor the compiler cannot find again is passed to a function it replays whole")
+    if isinstance(x, dict):
+        return (dict, tuple((k, whole_spec(rec, v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)) or hasattr(x, "__next__"):
+        return (tuple if type(x) is tuple else list, tuple(whole_spec(rec, v) for v in x))
+    return ("v", x)
+
+
+def whole_value(spec, tensors: list, env: list | None = None):
+    """The argument ``whole_spec`` described, with each slot's tensor (a tensor around its array where the slot
+    has only an array, ``env``'s)."""
+    kind = spec[0]
+    if kind == "s":
+        t = tensors[spec[1]]
+        return t if t is not None else Tensor._make(env[spec[1]])
+    if kind in ("h", "v"):
+        return spec[1]
+    if kind is dict:
+        return {k: whole_value(v, tensors, env) for k, v in spec[1]}
+    return kind(whole_value(v, tensors, env) for v in spec[1])
 
 
 def check_nodes(steps: list) -> None:
@@ -373,76 +435,6 @@ def _tensors_in(x) -> list:
     return []
 
 
-def reachable_tensors(fn) -> list:
-    """The tensors a function reaches by name: in its closure, the globals its code names, a partial's arguments.
-    An op may take one's array as a keyword argument (a loss's targets, an embedding's indices): known, the array
-    is read from its tensor at each replay.
-
-    >>> import trainkit
-    >>> y = trainkit.tensor([1, 0])
-    >>> [t is y for t in reachable_tensors(lambda: y + 1)]
-    [True]
-    """
-    found: list = []
-    while isinstance(fn, functools.partial):
-        found.extend(v for v in (*fn.args, *fn.keywords.values()) if isinstance(v, Tensor))
-        fn = fn.func
-    fn = getattr(fn, "__func__", fn)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # a cell not yet filled
-            continue
-        if isinstance(value, Tensor):
-            found.append(value)
-    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    for name in code.co_names if code is not None else ():
-        value = names.get(name)
-        if isinstance(value, Tensor):
-            found.append(value)
-    return found
-
-
-def watch_points(fn, modules) -> list:
-    """Where the region finds tensors by name rather than through its arguments: ``(container, key, tensor)`` for
-    each tensor in the function's closure (or in a list, tuple or dict there), in the globals its code names, and
-    in the plain attributes of the modules it calls. A later call that finds another object there must not
-    replay the plan (``Guards``).
-
-    >>> import trainkit
-    >>> w = trainkit.ones(1)
-    >>> [t is w for _, _, t in watch_points(lambda: w * 2, [])]
-    [True]
-    """
-    points: list = []
-
-    def look(container, key, value):
-        if isinstance(value, Tensor):
-            points.append((container, key, value))
-        elif isinstance(value, (list, tuple)) and key is not None:
-            points.extend((value, i, v) for i, v in enumerate(value) if isinstance(v, Tensor))
-        elif isinstance(value, dict) and key is not None:
-            points.extend((value, k, v) for k, v in value.items() if isinstance(v, Tensor))
-
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    fn = getattr(fn, "__func__", fn)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            look(cell, "cell", cell.cell_contents)
-        except ValueError:  # a cell not yet filled
-            continue
-    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    for name in code.co_names if code is not None else ():
-        if name in names:
-            look(names, name, names[name])
-    for module in modules:
-        for name, value in vars(module).items():
-            if isinstance(value, Tensor):
-                points.append((vars(module), name, value))
-    return points
-
-
 def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):
     """Run ``fn(*args, **kwargs)`` eagerly under a ``Recorder``; return ``(result, recorder)``. ``watch``: modules
     the region belongs to without calling them (a compiled ``forward``), guarded as the ones it calls."""
@@ -452,6 +444,7 @@ def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bo
         rec.known(module)
     for t in reachable_tensors(fn):
         rec.owners[id(t._data)] = t
+    note_places(rec.places, roots(fn, watch))
     if grad_mode.state.anomaly:
         rec.refuse("anomaly detection is on")
     before = get_rng_state()._data.tobytes()

@@ -26,6 +26,7 @@ from ..autograd.tensor import Tensor
 from ..layers.module import Module
 from ..optim.optimizer import Optimizer
 from .plan import BackwardStep, FuncStep, OpStep
+from .state import locate
 
 _new = object.__new__
 _COMPILED: dict = {}  # source -> code object
@@ -40,7 +41,7 @@ class Code:
 
 
 class _Writer:
-    def __init__(self, plan, run_call, rebuild, boundary_node, spent_node):
+    def __init__(self, plan, run_call, rebuild, boundary_node, spent_node, deliver):
         self.plan = plan
         self.names: dict = {
             "np": np,
@@ -56,10 +57,13 @@ class _Writer:
             "rebuild": rebuild,
             "boundary_node": boundary_node,
             "spent_node": spent_node,
+            "deliver": deliver,
+            "locate": locate,
             "PLAN": plan,
         }
         self.lines: list = []
         self.persistent = plan.boundary is None  # nodes reused across calls only when backward runs inside
+        self.tensors = set(plan.args) | {s for s, _ in plan.externals}  # slots with a tensor local (t12)
 
     def const(self, prefix: str, value) -> str:
         name = f"{prefix}{len(self.names)}"
@@ -70,9 +74,9 @@ class _Writer:
         self.lines.append("    " * depth + line)
 
 
-def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
+def generate(plan, run_call, rebuild, boundary_node, spent_node, deliver=None) -> Code:
     """The straight-line functions of ``plan`` (see the module's docstring)."""
-    w = _Writer(plan, run_call, rebuild, boundary_node, spent_node)
+    w = _Writer(plan, run_call, rebuild, boundary_node, spent_node, deliver)
     w.emit("def run(arg_tensors, recompute):", 0)
     arg_slots = list(plan.args)
     for i, s in enumerate(arg_slots):
@@ -80,10 +84,16 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
         w.emit(f"a{s} = t{s}._data")
     externals = []
     for s, t in plan.externals:
+        if any(s == slot for slot, *_ in plan.located):
+            continue
         name = w.const("E", t)
         externals.append((s, name))
         w.emit(f"t{s} = {name}")
         w.emit(f"a{s} = {name}._data")
+    for s, *place in plan.located:  # state carried from the previous call, found where the region keeps it
+        externals.append((s, f"t{s}"))
+        w.emit(f"t{s} = locate(*{w.const('L', tuple(place))})")
+        w.emit(f"a{s} = t{s}._data")
     node_of: dict = {}
     for step in plan.steps:
         if type(step) is OpStep:
@@ -98,6 +108,10 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
                 w.emit(f"a{s} = None")
         elif step.kind == "set_grad":
             w.emit(f"t{step.target}.grad = None")
+        elif step.kind == "whole":
+            _whole(w, step)
+            for s, name in externals:
+                w.emit(f"a{s} = {name}._data")
         else:
             _call(w, step)
             for s, name in externals:
@@ -113,7 +127,7 @@ def generate(plan, run_call, rebuild, boundary_node, spent_node) -> Code:
         w.emit("node = spent_node(PLAN, env)")
     else:
         w.emit("node = None")
-    w.emit("return rebuild(PLAN.result, env, tensors, node)")
+    w.emit(f"return {'deliver(PLAN, ' if plan.stores else '('}rebuild(PLAN.result, env, tensors, node))")
     if plan.boundary is not None:
         w.emit("", 0)
         w.emit("def back(nodes, grads):", 0)
@@ -241,6 +255,31 @@ def _call(w: _Writer, step) -> None:
     w.emit(f"run_call({w.const('S', step)})")
 
 
+def _whole(w: _Writer, step) -> None:
+    """A ``replayed_whole`` function called again, its arguments found as the replay has them."""
+    fn, args, kwargs = step.args
+    call = f"{w.const('W', fn)}(*{_value(w, args)}, **{_value(w, kwargs)})"
+    if step.out is None:
+        w.emit(call)
+    else:
+        w.emit(f"t{step.out} = {call}")
+        w.emit(f"a{step.out} = t{step.out}._data")
+        w.tensors.add(step.out)
+
+
+def _value(w: _Writer, spec) -> str:
+    """Python for an argument ``capture.whole_spec`` described."""
+    kind = spec[0]
+    if kind == "s":
+        return f"t{spec[1]}" if spec[1] in w.tensors else f"make(a{spec[1]})"
+    if kind in ("h", "v"):
+        return w.const("K", spec[1])
+    if kind is dict:
+        return "{" + ", ".join(f"{w.const('K', k)}: {_value(w, v)}" for k, v in spec[1]) + "}"
+    items = "".join(f"{_value(w, v)}, " for v in spec[1])
+    return f"({items})" if kind is tuple else f"[{items}]"
+
+
 def _node(step: OpStep):
     node = _new(replay_class(step.cls))
     node.next_functions = step.edges
@@ -269,6 +308,7 @@ def _backward(w: _Writer, step: BackwardStep, node_of: dict) -> None:
             w.emit(f"if x{i} is not None: accumulate(t{slot}, x{i}, False)")
         w.emit(f"x{i} = None")
     for slot, leaf in step.grads_out:
+        w.tensors.add(slot)
         w.emit(f"t{slot} = t{leaf}._grad")
         w.emit(f"a{slot} = None if t{slot} is None else t{slot}._data")
 

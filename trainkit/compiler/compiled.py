@@ -15,13 +15,14 @@ from collections.abc import Callable
 
 from ..autograd import grad_mode
 from ..layers.module import Module
-from .capture import escaped, flatten, run_captured, signature, watch_points
+from .capture import escaped, flatten, run_captured, signature
 from .codegen import generate
 from .errors import CompileError
 from .explain import report
 from .guards import Guards
 from .plan import BackwardStep, Refused, build
-from .replay import boundary_node, rebuild, replay, run_call, spent_node
+from .replay import boundary_node, deliver, rebuild, replay, run_call, spent_node
+from .state import carried, watch_points
 
 CACHE_SIZE = 8
 MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
@@ -80,7 +81,7 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             if entry.replays and entry.plan.code is None:  # what the first replay saw shapes the code
                 try:
-                    entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node)
+                    entry.plan.code = generate(entry.plan, run_call, rebuild, boundary_node, spent_node, deliver)
                 except BaseException:
                     entry.lock.release()
                     raise
@@ -99,14 +100,21 @@ class CompiledFunction:
         self.counts["captures"] += 1
         result, rec = run_captured(self.fn, args, kwargs, tensors, self.fullgraph, self.watch)
         modules = list(rec.modules.values())
-        guards = Guards(key[2], modules, rec.externals, leaves(rec), watch_points(self.fn, modules))
+        inputs = set(rec.args) | {s for s, _ in rec.externals}
+        stores, located = carried(self.fn, modules, rec.slot_of, inputs, rec.externals, rec.places)
+        # tensors the region made and stored where it finds them next time are state, not a name to guard
+        points = [p for p in watch_points(self.fn, modules) if rec.slot_of.get(id(p[2]), next(iter(inputs))) in inputs]
+        guards = Guards(key[2], modules, rec.externals, leaves(rec), points, located)
         plan, reason = None, rec.refusal
         if reason is None:
+            whole = (result, *(value for _, _, value in stores)) if stores else result
             try:
-                plan = build(rec, result, guards)
+                plan = build(rec, result, guards, tuple(value for _, _, value in stores))
+                plan.stores = tuple((container, key) for container, key, _ in stores)
+                plan.located = tuple(located)
             except Refused as why:
                 reason = str(why)
-            reason = reason or escaped(rec, result)
+            reason = reason or escaped(rec, whole)
             if reason is not None:
                 plan = None
         if reason is not None:

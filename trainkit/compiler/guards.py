@@ -16,7 +16,9 @@ capturing again.
 from __future__ import annotations
 
 from ..autograd import grad_mode
+from ..autograd.tensor import Tensor
 from .capture import has_hooks
+from .state import current, locate
 
 
 class Guards:
@@ -25,9 +27,17 @@ class Guards:
     >>> Guards(True, [], [], set()).check()
     """
 
-    def __init__(self, grad_enabled: bool, modules: list, externals: list, leaves: set, points: tuple = ()):
+    def __init__(self, grad_enabled: bool, modules: list, externals: list, leaves: set, points: tuple = (), located=()):
         self.grad_enabled = grad_enabled
-        self.points = tuple(points)  # capture.watch_points: tensors found by name
+        self.points = tuple(points)  # state.watch_points: tensors found by name
+        # state carried from the previous call (state.carried): whatever tensor is there now, of the same kind
+        where = {slot: place for slot, *place in located}
+        self.located = tuple(
+            (*where[s], t._data.shape, t._data.dtype, type(t._data), t._requires_grad)
+            for s, t in externals
+            if s in where
+        )
+        externals = [(s, t) for s, t in externals if s not in where]
         self.modules = tuple((m, m.training) for m in modules)
         # the parameter and buffer tables of the modules that have any, with the ids of what they held
         self.tables = tuple(
@@ -58,11 +68,18 @@ class Guards:
             a = t._data
             if a.shape != shape or a.dtype != dtype or type(a) is not kind or t._requires_grad is not requires:
                 return f"a tensor the region reads changed shape, dtype, device or requires_grad ({tuple(a.shape)})"
+        for container, key, path, shape, dtype, kind, requires in self.located:
+            t = locate(container, key, path)
+            if not isinstance(t, Tensor):
+                return f"the state the region carries under {key!r} is no tensor now"
+            a = t._data
+            if a.shape != shape or a.dtype != dtype or type(a) is not kind or t._requires_grad is not requires:
+                return f"the state the region carries under {key!r} changed shape, dtype, device or requires_grad"
         for t in self.leaves:
             if (t._hooks is not None or t._post_accumulate_hooks) and has_hooks(t):
                 return "a hook was added to a parameter"
         for container, key, t in self.points:
-            if _current(container, key) is not t:
+            if current(container, key) is not t:
                 return f"the tensor found under {key!r} is another one"
         return None
 
@@ -85,15 +102,3 @@ def _changed(table: dict, ids: tuple) -> str:
         if id(now) != then:
             return name
     return next(iter(table), "(an entry)")
-
-
-def _current(container, key):
-    """What a watch point holds now (see ``capture.watch_points``)."""
-    if key == "cell" and not isinstance(container, (dict, list, tuple)):
-        try:
-            return container.cell_contents
-        except ValueError:
-            return None
-    if isinstance(container, dict):
-        return container.get(key)
-    return container[key] if key < len(container) else None

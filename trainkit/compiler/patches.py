@@ -23,6 +23,7 @@ from ..autograd.tensor import Tensor
 from ..layers.module import Module
 from ..optim.optimizer import Optimizer
 from .plan import CallStep, Refused
+from .state import module_roots, note_places
 
 # Modules whose tensors made during a capture are constants of the region: creation functions (zeros, arange,
 # tensor(...)), whose values follow from their arguments; random ones are caught by the generator's state.
@@ -174,6 +175,7 @@ def _module_call(rec, method, mine):
         if _active(rec, mine):
             rec.modules[id(self)] = self
             rec.known(self)
+            note_places(rec.places, module_roots(self))  # its attributes before it runs: state it may carry
             counter = getattr(self, "num_batches_tracked", None)
             if self.training and getattr(self, "track_running_stats", False) and isinstance(counter, Tensor):
                 if getattr(self, "momentum", 0.1) is None:

@@ -121,12 +121,15 @@ class BackwardStep:
 @dataclass(eq=False)
 class CallStep:
     """A call the plan makes as eager code would: ``update`` (one optimizer group's update on the arrays in
-    ``.grad``), ``zero_grad`` (an optimizer's or module's), ``set_grad`` (``tensor.grad = None``)."""
+    ``.grad``), ``zero_grad`` (an optimizer's or module's), ``set_grad`` (``tensor.grad = None``), ``whole`` (a
+    function marked ``replayed_whole``, such as gradient clipping: ``args`` is ``(fn, args, kwargs)`` described as
+    ``whole_spec`` does, ``out`` the slot of the tensor it returns, if any)."""
 
     kind: str
     target: object
     args: tuple = ()
     text: str = ""
+    out: int | None = None
 
 
 @dataclass(eq=False)
@@ -147,6 +150,8 @@ class Plan:
     guards: object = None
     notes: list = field(default_factory=list)
     saved_inputs: tuple = ()
+    stores: tuple = ()  # (container, key): where the region keeps state for its next call (state.carried)
+    located: tuple = ()  # (slot, container, key, path): the state it read from there, found anew at each replay
     code: object = None  # codegen.Code: the plan as straight-line Python, made after the first replay
     seen: dict = field(default_factory=dict)  # what the first replay found (see replay.run_schedule)
 
@@ -227,6 +232,9 @@ def liveness(plan: Plan, keep: set) -> None:
             for s in (step.root, step.gradient):
                 if s is not None:
                     last[s] = n
+        elif isinstance(step, CallStep) and step.kind == "whole":  # the slots among its arguments
+            for s in _spec_slots(step.args[1:]):
+                last[s] = n
     drops: dict = {}
     for s, n in last.items():
         if s not in keep:
@@ -236,13 +244,27 @@ def liveness(plan: Plan, keep: set) -> None:
             step.frees = tuple(drops.get(n, ()))
 
 
-def build(rec, result, guards) -> Plan:
-    """The plan of a finished capture (``rec``: a ``capture.Recorder``) whose region returned ``result``."""
+def _spec_slots(spec) -> list:
+    """The slots named in a ``capture.whole_spec`` description (or a tuple of them)."""
+    if isinstance(spec, tuple) and spec and spec[0] == "s":
+        return [spec[1]]
+    if isinstance(spec, tuple) and spec and spec[0] in (list, tuple, dict):
+        return [s for v in spec[1] for s in _spec_slots(v[1] if spec[0] is dict else v)]
+    if isinstance(spec, tuple) and spec and spec[0] in ("h", "v"):
+        return []
+    return [s for v in spec for s in _spec_slots(v)]
+
+
+def build(rec, result, guards, stored: tuple = ()) -> Plan:
+    """The plan of a finished capture (``rec``: a ``capture.Recorder``) whose region returned ``result`` and left
+    ``stored`` where it keeps state for its next call (then the plan's result describes ``(result, *stored)``)."""
     inputs = set(rec.args) | {s for s, _ in rec.externals}
     outputs: list = []
     passes = [s for s in rec.steps if isinstance(s, BackwardStep)]
 
     shape = _spec(result, rec, inputs, outputs, passes)
+    if stored:
+        shape = (tuple, (shape, *(_spec(v, rec, inputs, outputs, passes, True) for v in stored)))
     boundary = None
     if outputs and not passes:
         rec.check_nodes(rec.steps)
@@ -278,10 +300,12 @@ def build(rec, result, guards) -> Plan:
     return plan
 
 
-def _spec(x, rec, inputs: set, outputs: list, passes: list):
+def _spec(x, rec, inputs: set, outputs: list, passes: list, stored: bool = False):
     """How to rebuild the value ``x`` the region returned: ``("in", slot)`` for a tensor it was given or found,
     ``("out", slot, nr)`` for one an op made (``nr``: its output number on the boundary node, -1 without
-    history), containers of those, ``("v", value)`` for anything else."""
+    history), containers of those, ``("v", value)`` for anything else. A ``stored`` tensor (state kept for the
+    next call) may have a history the region's backward did not run through, if it leads into that backward's
+    freed graph: a backward from it would fail in eager mode as on the node a replay gives it."""
     if hasattr(x, "_data") and hasattr(x, "_version_counter"):
         slot = rec.slot_of.get(id(x))
         if slot is None:
@@ -291,7 +315,7 @@ def _spec(x, rec, inputs: set, outputs: list, passes: list):
         node = x._grad_fn if x._requires_grad else None
         if node is not None and id(node) not in rec.op_of:
             raise Refused("the region returns a tensor whose history the compiler did not record")
-        if node is not None and passes and not rec.op_of[id(node)].backward:
+        if node is not None and passes and not rec.op_of[id(node)].backward and not (stored and _spent(node, rec)):
             raise Refused("the region returns a tensor with history that its own backward() did not use")
         nr = -1
         if node is not None:
@@ -299,10 +323,25 @@ def _spec(x, rec, inputs: set, outputs: list, passes: list):
             outputs.append((node, x._output_nr, slot))
         return ("out", slot, nr)
     if isinstance(x, (list, tuple)):
-        return (type(x), tuple(_spec(v, rec, inputs, outputs, passes) for v in x))
+        return (type(x), tuple(_spec(v, rec, inputs, outputs, passes, stored) for v in x))
     if isinstance(x, dict):
-        return (dict, tuple((k, _spec(v, rec, inputs, outputs, passes)) for k, v in x.items()))
+        return (dict, tuple((k, _spec(v, rec, inputs, outputs, passes, stored)) for k, v in x.items()))
     return ("v", x)
+
+
+def _spent(node, rec) -> bool:
+    """Whether a node's graph reaches a node of the region that its backward ran through (and freed)."""
+    stack, seen = [node], set()
+    while stack:
+        fn = stack.pop()
+        step = rec.op_of.get(id(fn))
+        if step is None or id(fn) in seen:
+            continue
+        if step.backward:
+            return True
+        seen.add(id(fn))
+        stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
+    return False
 
 
 def _returned(shape) -> set:

@@ -22,7 +22,9 @@ from ..autograd.backend import as_array
 from ..autograd.engine import Node, accumulator
 from ..autograd.grad_buffer import accumulate, fit_to_input
 from ..autograd.tensor import Tensor
+from .capture import whole_value
 from .plan import BackwardStep, CallStep, FuncStep, OpStep
+from .state import locate, put
 
 _new = object.__new__
 _ZERO = [0]  # the version counter of a replay's saved arrays: nothing outside the replay can reach them
@@ -159,6 +161,14 @@ def run_call(step: CallStep) -> None:
         method(step.target, *args, **kwargs)
 
 
+def run_whole(step: CallStep, env: list, tensors: list) -> None:
+    """A function marked ``replayed_whole`` called again, its tensor arguments found as this replay has them."""
+    fn, args, kwargs = step.args
+    out = fn(*whole_value(args, tensors, env), **whole_value(kwargs, tensors, env))
+    if step.out is not None:
+        tensors[step.out], env[step.out] = out, out._data
+
+
 def replay(plan, arg_tensors: list, recompute=None):
     """Run ``plan`` for a call whose tensor arguments are ``arg_tensors``; return the region's result."""
     if plan.code is not None:
@@ -171,6 +181,9 @@ def replay(plan, arg_tensors: list, recompute=None):
     for s, t in plan.externals:
         env[s] = t._data
         tensors[s] = t
+    for s, *place in plan.located:
+        t = tensors[s] = locate(*place)
+        env[s] = t._data
     nodes = [None] * len(plan.steps)
     for step in plan.steps:
         kind = type(step)
@@ -183,15 +196,30 @@ def replay(plan, arg_tensors: list, recompute=None):
         elif step.kind == "set_grad":
             tensors[step.target].grad = None
         else:
-            run_call(step)
+            if step.kind == "whole":
+                run_whole(step, env, tensors)
+            else:
+                run_call(step)
             for s, t in plan.externals:
                 env[s] = t._data
+            for s, *_ in plan.located:
+                env[s] = tensors[s]._data
     node = None
     if plan.boundary is not None:
         node = boundary_node(plan, env, tensors, nodes, recompute)
     elif plan.outputs:
         node = spent_node(plan, env)
-    return rebuild(plan.result, env, tensors, node)
+    return deliver(plan, rebuild(plan.result, env, tensors, node))
+
+
+def deliver(plan, value):
+    """The region's return value; first, where the region keeps state for its next call (``plan.stores``), the
+    values it stored there, as its own code did."""
+    if not plan.stores:
+        return value
+    for (container, key), stored in zip(plan.stores, value[1:]):
+        put(container, key, stored)
+    return value[0]
 
 
 def rebuild(shape, env: list, tensors: list, node):

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..autograd.backend import to_device, xp_of
+from ..autograd.function import replayed_whole
 from ..autograd.grad_mode import no_grad
 from ..autograd.tensor import Tensor
 
@@ -38,6 +39,7 @@ def _reduce(xp, x, norm_type: float):
     return xp.power(xp.sum(xp.power(xp.abs(x), x.dtype.type(norm_type))), x.dtype.type(1.0 / norm_type))
 
 
+@replayed_whole
 def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
     r"""The norm of all of ``tensors``' values taken as one vector: the norm of the vector of their norms,
     :math:`\|(\|t_1\|_p, \ldots, \|t_n\|_p)\|_p`, on the first tensor's device.
@@ -63,6 +65,7 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_no
     return Tensor._make(total)
 
 
+@replayed_whole
 def clip_grads_with_norm_(parameters: TensorOrTensors, max_norm: float, total_norm: Tensor) -> None:
     r"""Scale every gradient by :math:`\min(1, \text{max\_norm} / (\text{total\_norm} + 10^{-6}))`, in place.
 
@@ -82,6 +85,7 @@ def clip_grads_with_norm_(parameters: TensorOrTensors, max_norm: float, total_no
             g.mul_(Tensor._make(to_device(coef, g.device).astype(g._data.dtype, copy=False)))
 
 
+@replayed_whole
 def clip_grad_norm_(
     parameters: TensorOrTensors,
     max_norm: float,
@@ -120,6 +124,7 @@ def clip_grad_norm_(
     return total_norm
 
 
+@replayed_whole
 def clip_grad_value_(parameters: TensorOrTensors, clip_value: float, foreach: bool | None = None) -> None:
     r"""Clamp every gradient into :math:`[-c, c]` in place: :math:`g \leftarrow \min(\max(g, -c), c)`.
 
