@@ -28,6 +28,27 @@ def test_sequence_workloads_build_and_step_in_every_implementation(name):
         assert abs(loss - math.log(vocabulary)) < 0.5, (impl, loss)
 
 
+def test_the_compiled_lstm_step_replays_with_eager_losses():
+    """W7 keeps its hidden state in a list of its closure and clips the gradients: compiled, it is replayed (after
+    a second capture, once the state holds the region's own outputs) and gives eager mode's losses."""
+    eager = sequence_steps.lstm_training("trainkit", "cpu", steps=5, batch=4)[0]
+    compiled = sequence_steps.lstm_training("compiled", "cpu", steps=5, batch=4)[0]
+    assert [eager().item() for _ in range(5)] == [compiled().item() for _ in range(5)]
+    assert compiled.counts == {"captures": 2, "replays": 3, "eager": 0}, compiled.fallbacks
+
+
+def test_the_products_of_the_mlp_step_are_recorded_and_replayed():
+    products = pytest.importorskip("benchmarks.products")
+    work = next(w for w in suite.WORKLOADS if w.name == "mlp_step")
+    log = products.record(work)
+    # forward: 3 layers; backward: each layer's weight gradient, and the input gradient of the two upper layers
+    assert len(log) == 8 and {kind for kind, _, _ in log} == {"matmul"}
+    shapes = sorted(tuple(layout[0] for layout in layouts) for _, _, layouts in log)
+    assert ((256, 784), (784, 512)) in shapes and ((512, 256), (256, 784)) in shapes
+    for lib in ("numpy", "torch"):
+        products.products(log, lib)()
+
+
 def test_timing_reports_every_implementation():
     work = next(w for w in suite.WORKLOADS if w.name == "tiny_ops")
     stats = suite.summarize(suite.time_workload(work, "cpu", rounds=1), work)
