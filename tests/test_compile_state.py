@@ -62,7 +62,9 @@ def test_carried_hidden_state_and_clipping_replay_with_eager_numbers():
     # the first capture saw the caller's zeros (no history) in the state, the second the region's own outputs
     assert step.counts == {"captures": 2, "replays": 10, "eager": 0}, step.fallbacks
     assert "carries under 0" in step.fallbacks[0]
-    assert "clip_grad_norm_()" in step.explain(file=io.StringIO())
+    text = step.explain(file=io.StringIO())
+    assert "= call clip_grad_norm_()" in text and "stores its new state under 0 for the next call" in text
+    assert "state read from under 0[0], found anew each call" in text
 
 
 def test_replayed_state_is_a_new_tensor_each_call_and_its_graph_is_spent():

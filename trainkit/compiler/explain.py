@@ -85,7 +85,13 @@ def describe(plan) -> list[str]:
                 f"  %{step.out} = {getattr(step.fn, '__name__', step.fn)}({args}) -> {step.shape[0]} {step.shape[1]}"
             )
         elif isinstance(step, CallStep):
-            lines.append(f"  call {step.text}")
+            lines.append(f"  {'' if step.out is None else f'%{step.out} = '}call {step.text}")
+    for slot, _, key, path in plan.located:
+        lines.append(
+            f"  %{slot}: state read from under {key!r}{''.join(f'[{p!r}]' for p in path)}, found anew each call"
+        )
+    for _, key in plan.stores:
+        lines.append(f"  stores its new state under {key!r} for the next call")
     if plan.boundary is not None:
         lines.append(
             f"  outputs carry CompiledFunctionBackward: {len(plan.boundary.steps)} backward kernels, "
