@@ -186,22 +186,27 @@ def test_tensors_passed_to_clipping_are_found_again_or_refused():
 
 def test_memory_stays_flat_over_replays_that_carry_state():
     """Each replay puts new state where the old one was: the old tensors and their spent nodes are freed, nothing
-    piles up (no reference cycle keeps a replay's graph alive)."""
+    piles up (no reference cycle keeps a replay's graph alive). NumPy's own cache of small freed buffers (filled by
+    ``unique`` in the embedding's backward, in eager mode alike) is left out of the count."""
     import gc
     import tracemalloc
 
     _, _, step = _run(True, steps=3)
     for _ in range(20):
         step()
+    outside_numpy = [tracemalloc.Filter(False, "*/numpy/*")]
+
+    def traced() -> int:
+        gc.collect()
+        return sum(s.size for s in tracemalloc.take_snapshot().filter_traces(outside_numpy).statistics("filename"))
+
     tracemalloc.start()
-    for _ in range(900):  # NumPy's and Python's own caches fill while traced (eager mode shows the same)
+    for _ in range(300):  # Python's and trainkit's own caches fill while traced, in eager mode alike
         step()
-    gc.collect()
-    before = tracemalloc.get_traced_memory()[0]
-    for _ in range(300):
+    before = traced()
+    for _ in range(400):
         step()
-    gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
+    after = traced()
     tracemalloc.stop()
     assert after - before < 4_000, after - before
-    assert step.counts["replays"] == 1221
+    assert step.counts["replays"] == 721
