@@ -210,3 +210,31 @@ def test_memory_stays_flat_over_replays_that_carry_state():
     tracemalloc.stop()
     assert after - before < 4_000, after - before
     assert step.counts["replays"] == 721
+
+
+def test_a_tensor_returned_and_stored_is_one_object_as_in_eager_mode():
+    class Keep(nn.Linear):
+        def __init__(self):
+            super().__init__(3, 2)
+            self.last = None
+
+        def forward(self, x):
+            out = super().forward(x)
+            self.last = out
+            return out, out
+
+    trainkit.manual_seed(0)
+    model = Keep()
+    compiled = trainkit.compile(model)
+    for _ in range(3):
+        a, b = compiled(trainkit.randn(4, 3))
+        assert a is b and model.last is a
+        (a * 2).sum().backward()
+    assert compiled.compiled.counts["replays"] == 2, compiled.compiled.fallbacks
+    eager = Keep()
+    eager.load_state_dict(model.state_dict())
+    model.zero_grad()
+    x = trainkit.randn(4, 3)
+    (compiled(x)[0] * 2).sum().backward()
+    (eager(x)[0] * 2).sum().backward()
+    np.testing.assert_array_equal(model.weight.grad.numpy(), eager.weight.grad.numpy())

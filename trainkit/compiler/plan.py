@@ -319,8 +319,9 @@ def _spec(x, rec, inputs: set, outputs: list, passes: list, stored: bool = False
             raise Refused("the region returns a tensor with history that its own backward() did not use")
         nr = -1
         if node is not None:
-            nr = len(outputs)
-            outputs.append((node, x._output_nr, slot))
+            nr = next((n for n, (_, _, s) in enumerate(outputs) if s == slot), len(outputs))
+            if nr == len(outputs):  # a tensor returned twice (or returned and stored) is one output
+                outputs.append((node, x._output_nr, slot))
         return ("out", slot, nr)
     if isinstance(x, (list, tuple)):
         return (type(x), tuple(_spec(v, rec, inputs, outputs, passes, stored) for v in x))

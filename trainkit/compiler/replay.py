@@ -222,26 +222,30 @@ def deliver(plan, value):
     return value[0]
 
 
-def rebuild(shape, env: list, tensors: list, node):
-    """The region's return value from its description (``plan._spec``): new tensors around the replay's arrays,
-    the call's own tensors, containers and plain values.
+def rebuild(shape, env: list, tensors: list, node, made: dict | None = None):
+    """The region's return value from its description (``plan._spec``): new tensors around the replay's arrays
+    (one per slot, so that a tensor returned and also stored is one object, as in eager mode), the call's own
+    tensors, containers and plain values.
 
     >>> rebuild((list, (("v", 1), ("in", 0))), [], ["x"], None)
     [1, 'x']
     """
     kind = shape[0]
     if kind == "out":
+        made = {} if made is None else made
         _, slot, nr = shape
-        if nr < 0:
-            return Tensor._make(env[slot])
-        return Tensor._make(env[slot], True, node, nr)
+        t = made.get(slot)
+        if t is None:
+            t = made[slot] = Tensor._make(env[slot]) if nr < 0 else Tensor._make(env[slot], True, node, nr)
+        return t
     if kind == "in":
         return tensors[shape[1]]
     if kind == "v":
         return shape[1]
+    made = {} if made is None else made
     if kind is dict:
-        return {k: rebuild(v, env, tensors, node) for k, v in shape[1]}
-    items = [rebuild(v, env, tensors, node) for v in shape[1]]
+        return {k: rebuild(v, env, tensors, node, made) for k, v in shape[1]}
+    items = [rebuild(v, env, tensors, node, made) for v in shape[1]]
     return items if kind is list else kind(items)
 
 
