@@ -238,3 +238,27 @@ def test_a_tensor_returned_and_stored_is_one_object_as_in_eager_mode():
     (compiled(x)[0] * 2).sum().backward()
     (eager(x)[0] * 2).sum().backward()
     np.testing.assert_array_equal(model.weight.grad.numpy(), eager.weight.grad.numpy())
+
+
+def test_a_state_list_replaced_between_calls_is_seen():
+    """The plan stores into the list its capture saw: when the code's name holds another list, the region is
+    captured again rather than writing where nobody reads."""
+    rnn = nn.GRU(2, 3)
+    box = {"state": [trainkit.zeros(1, 1, 3)]}
+
+    def step(x):
+        state = box["state"]
+        out, state[0] = rnn(x, state[0].detach())
+        return out.sum()
+
+    compiled = trainkit.compile(step)
+    x = trainkit.randn(4, 1, 2)
+    for _ in range(4):
+        compiled(x)
+    fresh = [trainkit.zeros(1, 1, 3)]
+    box["state"] = fresh
+    first = compiled(x)
+    assert fresh[0].grad_fn is not None  # the new list got the new state
+    box["state"] = [trainkit.zeros(1, 1, 3)]
+    np.testing.assert_array_equal(step(x).detach().numpy(), first.detach().numpy())
+    assert any("list found under 'state' is another one" in f for f in compiled.fallbacks), compiled.fallbacks

@@ -22,7 +22,7 @@ from .explain import report
 from .guards import Guards
 from .plan import BackwardStep, Refused, build
 from .replay import boundary_node, deliver, rebuild, replay, run_call, spent_node
-from .state import carried, watch_points
+from .state import anchors, carried, watch_points
 
 CACHE_SIZE = 8
 MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
@@ -104,7 +104,7 @@ class CompiledFunction:
         stores, located = carried(self.fn, modules, rec.slot_of, inputs, rec.externals, rec.places)
         # tensors the region made and stored where it finds them next time are state, not a name to guard
         points = [p for p in watch_points(self.fn, modules) if rec.slot_of.get(id(p[2]), next(iter(inputs))) in inputs]
-        guards = Guards(key[2], modules, rec.externals, leaves(rec), points, located)
+        guards = Guards(key[2], modules, rec.externals, leaves(rec), points, located, anchors(self.fn, modules))
         plan, reason = None, rec.refusal
         if reason is None:
             whole = (result, *(value for _, _, value in stores)) if stores else result

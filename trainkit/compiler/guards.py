@@ -27,9 +27,19 @@ class Guards:
     >>> Guards(True, [], [], set()).check()
     """
 
-    def __init__(self, grad_enabled: bool, modules: list, externals: list, leaves: set, points: tuple = (), located=()):
+    def __init__(
+        self,
+        grad_enabled: bool,
+        modules: list,
+        externals: list,
+        leaves: set,
+        points: tuple = (),
+        located=(),
+        anchors=(),
+    ):
         self.grad_enabled = grad_enabled
         self.points = tuple(points)  # state.watch_points: tensors found by name
+        self.anchors = tuple(anchors)  # state.anchors: the lists and dicts whose items the region reads or stores
         # state carried from the previous call (state.carried): whatever tensor is there now, of the same kind
         where = {slot: place for slot, *place in located}
         self.located = tuple(
@@ -78,6 +88,9 @@ class Guards:
         for t in self.leaves:
             if (t._hooks is not None or t._post_accumulate_hooks) and has_hooks(t):
                 return "a hook was added to a parameter"
+        for container, key, obj in self.anchors:
+            if current(container, key) is not obj:
+                return f"the {type(obj).__name__} found under {key!r} is another one"
         for container, key, t in self.points:
             if current(container, key) is not t:
                 return f"the tensor found under {key!r} is another one"

@@ -126,29 +126,54 @@ def roots(fn, modules) -> list:
     [0, 1]
     """
     found: list = []
-    fn = _code_of(fn)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            _add(found, cell, "cell", cell.cell_contents)
-        except ValueError:  # a cell not yet filled
-            continue
-    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    for name in code.co_names if code is not None else ():
-        if name in names:
-            _add(found, names, name, names[name])
-    for module in modules:
-        found.extend(module_roots(module))
+    for container, key in _places(fn, modules):
+        _add(found, container, key, current(container, key))
     return found
 
 
-def _add(found: list, container, key, value) -> None:
-    """A root, or for a list or dict (changed in place, not replaced) the roots of its items instead."""
-    if isinstance(value, list):
-        found.extend((value, i) for i in range(len(value)))
-    elif isinstance(value, dict):
-        found.extend((value, k) for k in value)
+def _add(found: list, container, key, value, held: list | None = None, depth: int = 0) -> None:
+    """A root; for a list or dict (changed in place, not replaced), the roots of its items instead, ``DEPTH``
+    deep, each such container noted in ``held`` with the place that holds it."""
+    if isinstance(value, (list, dict)) and depth < DEPTH:
+        if held is not None:
+            held.append((container, key, value))
+        for k, item in list(enumerate(value) if isinstance(value, list) else value.items()):
+            _add(found, value, k, item, held, depth + 1)
     else:
         found.append((container, key))
+
+
+def anchors(fn, modules) -> list:
+    """``(container, key, obj)`` for each list or dict whose items are roots (see ``roots``): the place that holds
+    it must still hold that same object for a plan to fit, or its stores and reads would go to a list the code no
+    longer uses.
+
+    >>> box = {"state": [None]}
+    >>> [(key, type(obj).__name__) for _, key, obj in anchors(lambda: box, [])]
+    [('box', 'dict'), ('state', 'list')]
+    """
+    held: list = []
+    for container, key in _places(fn, modules):
+        _add([], container, key, current(container, key), held)
+    return held
+
+
+def _places(fn, modules) -> list:
+    """The cells, globals and module attributes ``roots`` starts from."""
+    found: list = []
+    fn = _code_of(fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        found.append((cell, "cell"))
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    found.extend((names, name) for name in (code.co_names if code is not None else ()) if name in names)
+    for module in modules:
+        found.extend((vars(module), name) for name, value in vars(module).items() if not _table(name, value))
+    return found
+
+
+def _table(name: str, value) -> bool:
+    """A module's own table (parameters, buffers, submodules, hooks), not an attribute of the model's."""
+    return name.startswith("_") and isinstance(value, dict)
 
 
 def module_roots(module) -> list:
@@ -156,7 +181,7 @@ def module_roots(module) -> list:
     hooks)."""
     found: list = []
     for name, value in vars(module).items():
-        if not (name.startswith("_") and isinstance(value, dict)):  # not its tables of parameters, hooks, ...
+        if not _table(name, value):
             _add(found, vars(module), name, value)
     return found
 
@@ -226,6 +251,7 @@ def carried(fn, modules, slot_of: dict, inputs: set, externals, places: dict) ->
 
 
 __all__ = [
+    "anchors",
     "carried",
     "current",
     "locate",
