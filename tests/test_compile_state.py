@@ -262,3 +262,30 @@ def test_a_state_list_replaced_between_calls_is_seen():
     box["state"] = [trainkit.zeros(1, 1, 3)]
     np.testing.assert_array_equal(step(x).detach().numpy(), first.detach().numpy())
     assert any("list found under 'state' is another one" in f for f in compiled.fallbacks), compiled.fallbacks
+
+
+def test_ops_another_thread_runs_during_a_capture_are_not_the_regions():
+    import threading
+
+    other = trainkit.ones(3, requires_grad=True)
+    seen = []
+
+    def elsewhere():
+        (other * 3).sum().backward()
+        nn.utils.clip_grad_norm_([other], 1.0)
+        seen.append(other.grad.clone())
+
+    w = trainkit.tensor([2.0], requires_grad=True)
+
+    def region(x):
+        worker = threading.Thread(target=elsewhere)
+        worker.start()
+        worker.join()
+        return (x * w).sum()
+
+    compiled = trainkit.compile(region, fullgraph=True)
+    for k in range(3):
+        assert compiled(trainkit.tensor([float(k)])).item() == 2.0 * k
+    plan = compiled.entries[0].plan
+    assert [type(s).__name__ for s in plan.steps] == ["OpStep", "OpStep"]
+    assert len(seen) == 1  # the thread ran at the capture; replays run only the region's own ops

@@ -9,6 +9,7 @@ or casts a gradient: the engine does that once, from the shapes and dtypes recor
 from __future__ import annotations
 
 import functools
+from threading import get_ident
 
 from . import grad_mode
 from .backend import as_array, xp_of
@@ -18,7 +19,8 @@ from .tensor import Tensor, refresh_view
 
 _NO_COUNTER = [0]  # version counter of a Python number saved by an op: it cannot change
 # Recorders of trainkit.compiler while it captures a region, innermost last; empty otherwise, so that an op pays one
-# test of an empty list for the feature. A recorder runs the op itself (through ``apply``) and notes it.
+# test of an empty list for the feature. A recorder runs the op itself (through ``apply``) and notes it; an op that
+# another thread runs meanwhile is not the region's, and runs as usual.
 recording: list = []
 
 
@@ -173,7 +175,9 @@ def _apply_of(cls):
     def apply(*inputs, **params) -> Tensor:
         """Run ``forward`` on the inputs' arrays and, in grad mode, record the node. Inputs: Tensors or numbers."""
         if recording:
-            return recording[-1](cls, apply, inputs, params)
+            rec = recording[-1:]  # a copy: a capture in another thread may change the list meanwhile
+            if rec and rec[0].thread == get_ident():  # a capture notes its own thread's ops only
+                return rec[0](cls, apply, inputs, params)
         arrays = []
         kind = None
         requires = False
@@ -467,7 +471,9 @@ def replayed_whole(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if recording:
-            return recording[-1].call_whole(fn, args, kwargs)
+            rec = recording[-1:]
+            if rec and rec[0].thread == get_ident():
+                return rec[0].call_whole(fn, args, kwargs)
         return fn(*args, **kwargs)
 
     return wrapper

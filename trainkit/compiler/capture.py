@@ -288,8 +288,6 @@ class Recorder:
         """A call of a function marked ``function.replayed_whole`` (gradient clipping): noted as one ``CallStep``
         that a replay makes again with the same arguments (the tensors among them found anew), run here without
         recording what it does inside."""
-        if threading.get_ident() != self.thread:  # another thread's call: not the region's
-            return fn(*args, **kwargs)
         step = None
         if self.refusal is None:
             try:
