@@ -289,3 +289,15 @@ def test_ops_another_thread_runs_during_a_capture_are_not_the_regions():
     plan = compiled.entries[0].plan
     assert [type(s).__name__ for s in plan.steps] == ["OpStep", "OpStep"]
     assert len(seen) == 1  # the thread ran at the capture; replays run only the region's own ops
+
+
+def test_a_region_without_inputs_that_names_an_unused_tensor_compiles():
+    kept = trainkit.ones(2)
+
+    def region():
+        assert kept is not None
+        return trainkit.arange(3.0) * 2
+
+    compiled = trainkit.compile(region, fullgraph=True)
+    assert [compiled().tolist() for _ in range(3)] == [[0.0, 2.0, 4.0]] * 3
+    assert compiled.counts["replays"] == 2

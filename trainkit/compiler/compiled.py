@@ -103,7 +103,7 @@ class CompiledFunction:
         inputs = set(rec.args) | {s for s, _ in rec.externals}
         stores, located = carried(self.fn, modules, rec.slot_of, inputs, rec.externals, rec.places)
         # tensors the region made and stored where it finds them next time are state, not a name to guard
-        points = [p for p in watch_points(self.fn, modules) if rec.slot_of.get(id(p[2]), next(iter(inputs))) in inputs]
+        points = [p for p in watch_points(self.fn, modules) if rec.slot_of.get(id(p[2]), -1) in inputs | {-1}]
         guards = Guards(key[2], modules, rec.externals, leaves(rec), points, located, anchors(self.fn, modules))
         plan, reason = None, rec.refusal
         if reason is None:
