@@ -24,6 +24,8 @@ import re
 import sys
 from collections.abc import Callable
 
+import numpy as np
+
 from ..backend import FLOAT32_NP, bfloat16_result, get_default_dtype, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -38,6 +40,8 @@ _NAMESPACE = {
     "xp_of": xp_of,
     "bfloat16_result": bfloat16_result,
     "FLOAT32_NP": FLOAT32_NP,
+    "np": np,
+    "ndarray": np.ndarray,
     "erf": erf,
     **{name: getattr(kernels, name) for name in ("absolute", "erfc", "negative", "quiet_all", "sigmoid", "sign")},
     **{name: getattr(dual, name) for name in dual.__all__},
@@ -123,7 +127,8 @@ def _shown(formula: str) -> str:
 
 
 def _forward_body(forward: str, first: str, quiet: bool) -> list[str]:
-    lines = [f"xp = xp_of({first})"] if "xp." in forward else []
+    # NumPy's arrays, nearly all of them, get their module without xp_of's call
+    lines = [f"xp = np if type({first}) is ndarray else xp_of({first})"] if "xp." in forward else []
     # A float32 input (most of them) has nothing to round: one identity test instead of bfloat16_result's call
     # and dtype comparison. The first input may be a Python number, which has no dtype (nor anything to round).
     body = [
