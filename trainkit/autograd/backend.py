@@ -263,6 +263,10 @@ class dtype:
 
 # ml_dtypes' bfloat16 is a NumPy dtype of kind "V" (not "f"): ``is_floating`` is the test that knows it
 BFLOAT16_NP = np.dtype(ml_dtypes.bfloat16)
+# float32's NumPy dtype, tested with ``is`` before the general tests: comparing two dtypes with ``==`` looks up a cast
+# between them (as costly as a small op's whole Python work), and float32 is the dtype nearly every tensor has. Only
+# a shortcut: a float32 dtype that is another object (unpickled arrays have one) takes the general test.
+FLOAT32_NP = np.dtype(np.float32)
 
 
 def is_floating(np_dtype) -> bool:
@@ -271,7 +275,7 @@ def is_floating(np_dtype) -> bool:
     >>> is_floating(np.dtype(np.float16)), is_floating(BFLOAT16_NP), is_floating(np.dtype(np.int8))
     (True, True, False)
     """
-    return np_dtype.kind == "f" or np_dtype == BFLOAT16_NP
+    return np_dtype is FLOAT32_NP or np_dtype.kind == "f" or np_dtype == BFLOAT16_NP
 
 
 def kind_of(np_dtype) -> str:
@@ -280,6 +284,8 @@ def kind_of(np_dtype) -> str:
     >>> kind_of(BFLOAT16_NP), kind_of(np.dtype(np.int64))
     ('f', 'i')
     """
+    if np_dtype is FLOAT32_NP:
+        return "f"
     return "f" if np_dtype == BFLOAT16_NP else np_dtype.kind
 
 
@@ -290,7 +296,7 @@ def weak_number(value, np_dtype):
     >>> weak_number(0.5, BFLOAT16_NP).dtype, weak_number(0.5, np.dtype(np.float32))
     (dtype(bfloat16), 0.5)
     """
-    if type(value) is float and np_dtype == BFLOAT16_NP:
+    if type(value) is float and np_dtype is not FLOAT32_NP and np_dtype == BFLOAT16_NP:
         return BFLOAT16_NP.type(value)
     return value
 
@@ -303,7 +309,10 @@ def bfloat16_result(out, like):
     >>> bfloat16_result(x * 0.5, x).dtype, bfloat16_result(np.ones(2), np.ones(2)).dtype
     (dtype(bfloat16), dtype('float64'))
     """
-    if getattr(like, "dtype", None) == BFLOAT16_NP and getattr(out, "dtype", None) == np.float32:
+    like_dtype = getattr(like, "dtype", None)
+    if like_dtype is FLOAT32_NP:
+        return out
+    if like_dtype == BFLOAT16_NP and getattr(out, "dtype", None) == np.float32:
         return out.astype(BFLOAT16_NP)
     return out
 
@@ -323,7 +332,8 @@ def float32_for_bfloat16(forward):
 
     @functools.wraps(forward)
     def run(self, x, *args, **kwargs):
-        if getattr(x, "dtype", None) != BFLOAT16_NP:
+        dtype = getattr(x, "dtype", None)
+        if dtype is FLOAT32_NP or dtype != BFLOAT16_NP:
             return forward(self, x, *args, **kwargs)
         return bfloat16_result(forward(self, x.astype(np.float32), *args, **kwargs), x)
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..autograd import api, grad_mode, workspace
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.backend import BFLOAT16_NP, bfloat16, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.random_fill import bernoulli_keep
@@ -451,7 +451,8 @@ def scaled_dot_product_attention(
     tensor([[[1., 1., 1., 1.],
              [1., 1., 1., 1.]]])
     """
-    query, key, value, attn_mask = autocast_inputs("scaled_dot_product_attention", query, key, value, attn_mask)
+    if enabled_threads:  # only while some thread has autocast on
+        query, key, value, attn_mask = autocast_inputs("scaled_dot_product_attention", query, key, value, attn_mask)
     k_groups, v_groups = _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.backend import float32_for_bfloat16, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import activation, dual
@@ -214,7 +214,8 @@ def nll_loss(
     >>> nll_loss(logp, trainkit.tensor([0, 1]))
     tensor(0.3000)
     """
-    input, target, weight = autocast_inputs("nll_loss", input, target, weight)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target, weight = autocast_inputs("nll_loss", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     _check_class_target(input, target, weight, ignore_index)
     weight = _class_weight(weight, "nll_loss_forward")
@@ -243,7 +244,8 @@ def cross_entropy(
     >>> cross_entropy(logits, trainkit.tensor([0, 2]))
     tensor(0.6691)
     """
-    input, target, weight = autocast_inputs("cross_entropy", input, target, weight)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target, weight = autocast_inputs("cross_entropy", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")

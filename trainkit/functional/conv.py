@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import grad_mode, workspace
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.backend import xp_of
 from ..autograd.engine import AccumulateGrad
 from ..autograd.function import Op
@@ -268,7 +268,8 @@ def conv2d(
             [6., 9., 9., 6.],
             [4., 6., 6., 4.]])
     """
-    input, weight, bias = autocast_inputs("conv2d", input, weight, bias)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight, bias = autocast_inputs("conv2d", input, weight, bias)
     ndim = input._data.ndim
     if ndim not in (3, 4):
         raise RuntimeError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.ops.type_names import legacy_type_name, scalar_name
 from ..autograd.saved import unpack
 from ..autograd.tensor import Tensor
@@ -157,7 +157,8 @@ def conv1d(
     >>> conv1d(trainkit.ones(1, 1, 5), trainkit.ones(1, 1, 3), padding=1)
     tensor([[[2., 3., 3., 3., 2.]]])
     """
-    input, weight, bias = autocast_inputs("conv1d", input, weight, bias)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight, bias = autocast_inputs("conv1d", input, weight, bias)
     ndim = input._data.ndim
     if ndim not in (2, 3):
         raise RuntimeError(
@@ -274,7 +275,8 @@ def conv_transpose1d(
     >>> conv_transpose1d(trainkit.ones(1, 1, 3), trainkit.ones(1, 1, 2))
     tensor([[[1., 2., 2., 1.]]])
     """
-    input, weight, bias = autocast_inputs("conv_transpose1d", input, weight, bias)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight, bias = autocast_inputs("conv_transpose1d", input, weight, bias)
     ndim = input._data.ndim
     if ndim not in (2, 3):
         raise RuntimeError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.backend import bfloat16_result, kind_of, xp_of
 from ..autograd.function import Op
 from ..autograd.ops.type_names import legacy_type_name, scalar_name
@@ -169,7 +169,8 @@ def conv_transpose2d(
             [2., 4., 2.],
             [1., 2., 1.]])
     """
-    input, weight, bias = autocast_inputs("conv_transpose2d", input, weight, bias)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight, bias = autocast_inputs("conv_transpose2d", input, weight, bias)
     ndim = input._data.ndim
     if ndim not in (3, 4):
         raise RuntimeError(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.autocast import autocast_inputs
-from ..autograd.backend import BFLOAT16_NP, xp_of
+from ..autograd.autocast import autocast_inputs, enabled_threads
+from ..autograd.backend import BFLOAT16_NP, FLOAT32_NP, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import linalg
 from ..autograd.tensor import Tensor
@@ -23,7 +23,8 @@ class Addmm(Op, name="AddmmBackward0"):
         self.row_bias = b.ndim < 2  # the same bias added to every row: its gradient is the sum of g's rows
         # wt = weight.t() of a C-ordered weight: wt's gradient is computed in that layout (see backward)
         self.wt_transposed = not wt.flags.c_contiguous and wt.flags.f_contiguous
-        if x.dtype == BFLOAT16_NP:  # accumulate in float32 and round once, as PyTorch's CPU kernel does
+        # accumulate in float32 and round once, as PyTorch's CPU kernel does
+        if x.dtype is not FLOAT32_NP and x.dtype == BFLOAT16_NP:
             return (_mm(x.astype(np.float32), wt.astype(np.float32)) + b.astype(np.float32)).astype(x.dtype)
         out = _mm(x, wt)
         out += b
@@ -60,7 +61,8 @@ def _mm(a, b):
     large ones)."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return a @ b
-    if a.dtype == BFLOAT16_NP:  # NumPy's bfloat16 dot rounds every partial sum: accumulate in float32
+    # NumPy's bfloat16 dot rounds every partial sum: accumulate in float32
+    if a.dtype is not FLOAT32_NP and a.dtype == BFLOAT16_NP:
         return a.astype(np.float32).dot(b.astype(np.float32)).astype(a.dtype)
     return a.dot(b)
 
@@ -72,7 +74,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(trainkit.ones(2, 3), trainkit.ones(4, 3), trainkit.zeros(4)).shape
     trainkit.Size([2, 4])
     """
-    input, weight, bias = autocast_inputs("linear", input, weight, bias)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight, bias = autocast_inputs("linear", input, weight, bias)
     x, w = input._data, weight._data  # checked on the arrays: a Tensor's shape and dtype are built on each read
     if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
         rows = input.numel() // input.shape[-1] if input.ndim and input.shape[-1] else 1

@@ -17,8 +17,8 @@ import warnings
 
 import numpy as np
 
-from ..autograd.autocast import autocast_inputs
-from ..autograd.backend import kind_of, xp_of
+from ..autograd.autocast import autocast_inputs, enabled_threads
+from ..autograd.backend import FLOAT32_NP, kind_of, xp_of
 from ..autograd.function import Op, shape_error
 from ..autograd.ops import dual
 from ..autograd.ops import math as tmath
@@ -164,7 +164,7 @@ def _pointwise(
     """``keep_dtype``: the loss has the input's dtype whatever the target's (PyTorch's huber_loss writes into a
     tensor like the input), computed in the promoted one."""
     x, y = tmath.promote(input, target)
-    if kind_of(x._data.dtype) != "f":
+    if x._data.dtype is not FLOAT32_NP and kind_of(x._data.dtype) != "f":
         raise NotImplementedError(f"\"{cls.kernel}\" not implemented for '{scalar_name(x)}'")
     dtype = None
     if keep_dtype and input._data.dtype != x._data.dtype:
@@ -184,7 +184,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     >>> mse_loss(trainkit.tensor([1.0, 2.0]), trainkit.tensor([0.0, 0.0]))
     tensor(2.5000)
     """
-    input, target = autocast_inputs("mse_loss", input, target)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target = autocast_inputs("mse_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("mse_loss", input, target)
     return _pointwise(MseLoss, input, target, check_reduction(reduction, size_average, reduce))
@@ -197,7 +198,8 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     >>> l1_loss(trainkit.tensor([1.0, -3.0]), trainkit.zeros(2))
     tensor(2.)
     """
-    input, target = autocast_inputs("l1_loss", input, target)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target = autocast_inputs("l1_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("l1_loss", input, target)
     reduction = check_reduction(reduction, size_average, reduce)
@@ -212,7 +214,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     >>> huber_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
-    input, target = autocast_inputs("huber_loss", input, target)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target = autocast_inputs("huber_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("huber_loss", input, target)
     reduction = check_reduction(reduction)
@@ -232,7 +235,8 @@ def smooth_l1_loss(
     >>> smooth_l1_loss(trainkit.tensor([0.5, 3.0]), trainkit.zeros(2), reduction='none')
     tensor([0.1250, 2.5000])
     """
-    input, target = autocast_inputs("smooth_l1_loss", input, target)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target = autocast_inputs("smooth_l1_loss", input, target)
     _warn_if_broadcast(input, target)
     _check_broadcast("smooth_l1_loss", input, target)
     reduction = check_reduction(reduction, size_average, reduce)
@@ -299,7 +303,8 @@ def binary_cross_entropy(
     >>> binary_cross_entropy(trainkit.tensor([0.5, 1.0]), trainkit.tensor([1.0, 0.0]), reduction='none')
     tensor([  0.6931, 100.0000])
     """
-    input, target, weight = autocast_inputs("binary_cross_entropy", input, target, weight)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target, weight = autocast_inputs("binary_cross_entropy", input, target, weight)
     reduction = check_reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
@@ -369,9 +374,10 @@ def binary_cross_entropy_with_logits(
     >>> binary_cross_entropy_with_logits(trainkit.tensor([0.0, 100.0]), trainkit.tensor([1.0, 0.0]), reduction='none')
     tensor([  0.6931, 100.0000])
     """
-    input, target, weight, pos_weight = autocast_inputs(
-        "binary_cross_entropy_with_logits", input, target, weight, pos_weight
-    )
+    if enabled_threads:  # only while some thread has autocast on
+        input, target, weight, pos_weight = autocast_inputs(
+            "binary_cross_entropy_with_logits", input, target, weight, pos_weight
+        )
     reduction = check_reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
@@ -429,7 +435,8 @@ def kl_div(
     >>> kl_div(logp, trainkit.tensor([[1.0, 0.0]]), reduction='batchmean')
     tensor(0.6931)
     """
-    input, target = autocast_inputs("kl_div", input, target)
+    if enabled_threads:  # only while some thread has autocast on
+        input, target = autocast_inputs("kl_div", input, target)
     given = reduction  # PyTorch divides by the batch size whenever 'batchmean' was asked for, legacy flags or not
     if size_average is not None or reduce is not None:
         reduction = check_reduction(reduction, size_average, reduce)

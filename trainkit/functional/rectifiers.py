@@ -8,7 +8,7 @@ do: its second derivatives agree there too.
 
 from __future__ import annotations
 
-from ..autograd.autocast import autocast_inputs
+from ..autograd.autocast import autocast_inputs, enabled_threads
 from ..autograd.backend import bfloat16_result, xp_of
 from ..autograd.function import Op
 from ..autograd.ops import dual
@@ -182,7 +182,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     for position, (arg, v) in enumerate((("input", input), ("weight", weight)), 1):
         if not isinstance(v, Tensor):
             raise TypeError(f"prelu(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
-    input, weight = autocast_inputs("prelu", input, weight)
+    if enabled_threads:  # only while some thread has autocast on
+        input, weight = autocast_inputs("prelu", input, weight)
     if input._data.dtype != weight._data.dtype:
         raise RuntimeError(
             f"prelu: Type promoting not supported. Got {scalar_name(input)} and {scalar_name(weight)}: give the "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autocast import autocast_inputs
+from ..autocast import autocast_inputs, enabled_threads
 from ..backend import BFLOAT16_NP, dtype_of, to_dtype, xp_of
 from ..function import Op
 from ..tensor import Tensor
@@ -227,7 +227,8 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, **kwargs
         keepdim = kwargs.pop("keepdims")
     if kwargs:
         raise TypeError(f"prod() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    (input,) = autocast_inputs("prod", input)
+    if enabled_threads:  # only while some thread has autocast on
+        (input,) = autocast_inputs("prod", input)
     np_dtype = _int_to_long(input, dtype)
     if dim is not None:
         input._dim(dim)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autocast import autocast_inputs
-from ..backend import BFLOAT16_NP, is_array, kind_of, xp_of
+from ..autocast import autocast_inputs, enabled_threads
+from ..backend import BFLOAT16_NP, FLOAT32_NP, is_array, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from .type_names import scalar_name
@@ -23,7 +23,8 @@ class Matmul(Op, name="UnsafeViewBackward0"):
     def forward(self, x, y):
         self.ndims = (x.ndim, y.ndim)
         try:
-            if x.dtype == BFLOAT16_NP:  # NumPy has no bfloat16 BLAS: accumulate in float32, round once
+            # NumPy has no bfloat16 BLAS: accumulate in float32, round once
+            if x.dtype is not FLOAT32_NP and x.dtype == BFLOAT16_NP:
                 return (x.astype(np.float32) @ y.astype(np.float32)).astype(x.dtype)
             return x @ y
         except ValueError:
@@ -87,7 +88,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> (trainkit.ones(2, 3) @ trainkit.ones(3)).shape
     trainkit.Size([2])
     """
-    return product(*autocast_inputs("matmul", input, other))
+    if enabled_threads:  # only while some thread has autocast on
+        input, other = autocast_inputs("matmul", input, other)
+    return product(input, other)
 
 
 def product(a: Tensor, b: Tensor) -> Tensor:
@@ -136,7 +139,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"bmm expects two 3-D tensors with the same batch size, got shapes {tuple(input.shape)} and "
             f"{tuple(mat2.shape)}"
         )
-    input, mat2 = autocast_inputs("bmm", input, mat2)
+    if enabled_threads:  # only while some thread has autocast on
+        input, mat2 = autocast_inputs("bmm", input, mat2)
     return _product(input, mat2, Bmm)
 
 
@@ -192,7 +196,8 @@ def trace(input: Tensor) -> Tensor:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input._data.ndim}")
-    (input,) = autocast_inputs("trace", input)
+    if enabled_threads:  # only while some thread has autocast on
+        (input,) = autocast_inputs("trace", input)
     return Trace.apply(input)
 
 

@@ -7,7 +7,7 @@ Broadcast inputs get a gradient of the output's shape: the engine sums it back.
 
 from __future__ import annotations
 
-from ..backend import get_default_dtype, kind_of, result_type, weak_number, xp_of
+from ..backend import FLOAT32_NP, get_default_dtype, kind_of, result_type, weak_number, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels, no_gradient
@@ -91,12 +91,18 @@ def promote(a, b, true_divide: bool = False):
     # The common cases first: a floating tensor with a tensor of its own dtype, or with a Python int or float, keeps
     # its dtype (checked here without the general rules, which cost more than many small ops themselves).
     if isinstance(a, Tensor):
-        if (type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is a._data.dtype) and kind_of(
-            a._data.dtype
-        ) == "f":
-            return a, weak_number(b, a._data.dtype)
-    elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor) and kind_of(b._data.dtype) == "f":
-        return weak_number(a, b._data.dtype), b
+        dtype = a._data.dtype
+        if type(b) in _INT_OR_FLOAT or isinstance(b, Tensor) and b._data.dtype is dtype:
+            if dtype is FLOAT32_NP:  # no number to make bfloat16: float32 decided by one identity test
+                return a, b
+            if kind_of(dtype) == "f":
+                return a, weak_number(b, dtype)
+    elif type(a) in _INT_OR_FLOAT and isinstance(b, Tensor):
+        dtype = b._data.dtype
+        if dtype is FLOAT32_NP:
+            return a, b
+        if kind_of(dtype) == "f":
+            return weak_number(a, dtype), b
     a, b = operand(a), operand(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     da = a._data if ta else a
@@ -269,7 +275,7 @@ def _with_alpha(cls, input, other, alpha) -> Tensor | None:
         isinstance(input, Tensor)
         and isinstance(other, Tensor)
         and input._data.dtype is other._data.dtype
-        and kind_of(input._data.dtype) == "f"
+        and (input._data.dtype is FLOAT32_NP or kind_of(input._data.dtype) == "f")
         and type(alpha) in (int, float)
     ):
         return cls.apply(input, other, alpha=alpha)

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..backend import BFLOAT16_NP, float32_for_bfloat16, kind_of, to_dtype, xp_of
+from ..backend import BFLOAT16_NP, FLOAT32_NP, float32_for_bfloat16, kind_of, to_dtype, xp_of
 from ..function import Op
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -94,7 +94,8 @@ class Sum(Op, name="SumBackward1"):
 
     def forward(self, x, axes, keepdim, dtype=None):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
-        if dtype is None and x.dtype == BFLOAT16_NP:  # NumPy adds bfloat16 in bfloat16: accumulate in float32
+        # NumPy adds bfloat16 in bfloat16: accumulate in float32
+        if dtype is None and x.dtype is not FLOAT32_NP and x.dtype == BFLOAT16_NP:
             return x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
 
@@ -112,7 +113,7 @@ class Mean(Op, name="MeanBackward1"):
     def forward(self, x, axes, keepdim):
         self.in_shape, self.axes, self.keepdim = x.shape, axes, keepdim
         self.n = _count(x.shape, axes)
-        if x.dtype == BFLOAT16_NP:  # as in Sum
+        if x.dtype is not FLOAT32_NP and x.dtype == BFLOAT16_NP:  # as in Sum
             return x.mean(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
         return x.mean(axis=axes, keepdims=keepdim)
 

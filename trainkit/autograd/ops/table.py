@@ -24,7 +24,9 @@ import re
 import sys
 from collections.abc import Callable
 
-from ..backend import bfloat16_result, get_default_dtype, kind_of, xp_of
+import numpy as np
+
+from ..backend import FLOAT32_NP, bfloat16_result, get_default_dtype, kind_of, xp_of
 from ..function import Op
 from ..tensor import Tensor
 from . import dual, kernels
@@ -37,6 +39,9 @@ __all__ = ["as_floating", "cast", "elementwise"]
 _NAMESPACE = {
     "xp_of": xp_of,
     "bfloat16_result": bfloat16_result,
+    "FLOAT32_NP": FLOAT32_NP,
+    "np": np,
+    "ndarray": np.ndarray,
     "erf": erf,
     **{name: getattr(kernels, name) for name in ("absolute", "erfc", "negative", "quiet_all", "sigmoid", "sign")},
     **{name: getattr(dual, name) for name in dual.__all__},
@@ -122,10 +127,22 @@ def _shown(formula: str) -> str:
 
 
 def _forward_body(forward: str, first: str, quiet: bool) -> list[str]:
-    lines = [f"xp = xp_of({first})"] if "xp." in forward else []
+    # NumPy's arrays, nearly all of them, get their module without xp_of's call
+    lines = [f"xp = np if type({first}) is ndarray else xp_of({first})"] if "xp." in forward else []
+    # A float32 input (most of them) has nothing to round: one identity test instead of bfloat16_result's call
+    # and dtype comparison. The first input may be a Python number, which has no dtype (nor anything to round).
+    body = [
+        f"out = {forward}",
+        "try:",
+        f"    if {first}.dtype is FLOAT32_NP:",
+        "        return out",
+        "except AttributeError:",
+        "    return out",
+        f"return bfloat16_result(out, {first})",
+    ]
     if quiet:
-        return lines + [f"with quiet_all(xp_of({first})):", f"    return bfloat16_result({forward}, {first})"]
-    return lines + [f"return bfloat16_result({forward}, {first})"]
+        return lines + [f"with quiet_all(xp_of({first})):"] + ["    " + line for line in body]
+    return lines + body
 
 
 def _backward_body(saves: str, grad: str, quiet: bool) -> list[str]:
@@ -155,7 +172,8 @@ def _function(apply, name: str, module: str, doc: str, floating: bool) -> Callab
     if floating:
 
         def function(input: Tensor) -> Tensor:
-            if kind_of(input._data.dtype) not in "fc":
+            dtype = input._data.dtype
+            if dtype is not FLOAT32_NP and kind_of(dtype) not in "fc":
                 input = cast(input, get_default_dtype().np)
             return apply(input)
 
