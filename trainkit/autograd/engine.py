@@ -271,11 +271,11 @@ class _GraphTask:
             buf = buffers[nxt]
             if g is not None:
                 if meta is not SAME_AS_OUTPUT:
-                    if g.shape != meta[0] or g.dtype != meta[1]:
+                    if g.shape != meta[0] or g.dtype is not meta[1] and g.dtype != meta[1]:
                         g = fit_to_input(g, meta[0], meta[1], create)
                 elif g is not gout:  # gout itself has the output's shape and dtype, and needs no check
                     out = gout._data if create else gout
-                    if g.shape != out.shape or g.dtype != out.dtype:
+                    if g.shape != out.shape or g.dtype is not out.dtype and g.dtype != out.dtype:
                         g = fit_to_input(g, out.shape, out.dtype, create)
                 if buf.grads[nr] is None:
                     buf.grads[nr] = g  # the first gradient, kept as add() would keep it, without the call
