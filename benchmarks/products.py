@@ -168,6 +168,7 @@ def measure(work: suite.Workload, rounds: int) -> dict:
     times: dict = {name: [] for name in runs}
     for _ in range(rounds):
         for name, run in runs.items():
+            time.sleep(suite.SETTLE_SECONDS)  # OpenBLAS's threads spin a while after a product: let them rest
             times[name].append(_time(run))
     out = {name: statistics.median(t) for name, t in times.items()}
     out["products"] = len(log)
