@@ -394,7 +394,7 @@ def escaped(rec: Recorder, result) -> str | None:
     produced = [s for step in rec.steps if type(step) is OpStep for s in step.outs]
     produced += [step.out for step in rec.steps if type(step) is FuncStep]
     kept: set = set()
-    stack = _tensors_in(result)
+    stack = tensors_in(result)
     seen_nodes: set = set()
     while stack:
         item = stack.pop()
@@ -425,13 +425,19 @@ def escaped(rec: Recorder, result) -> str | None:
     return None
 
 
-def _tensors_in(x) -> list:
+def tensors_in(x) -> list:
+    """The tensors in a value, looking into lists, tuples and dicts.
+
+    >>> import trainkit
+    >>> len(tensors_in((trainkit.ones(1), [2, {"a": trainkit.ones(1)}])))
+    2
+    """
     if isinstance(x, Tensor):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors_in(v)]
+        return [t for v in x for t in tensors_in(v)]
     if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors_in(v)]
+        return [t for v in x.values() for t in tensors_in(v)]
     return []
 
 

@@ -22,7 +22,7 @@ from ..autograd.backend import as_array
 from ..autograd.engine import Node, accumulator
 from ..autograd.grad_buffer import accumulate, fit_to_input
 from ..autograd.tensor import Tensor
-from .capture import whole_value
+from .capture import tensors_in, whole_value
 from .plan import BackwardStep, CallStep, FuncStep, OpStep
 from .state import locate, put
 
@@ -307,16 +307,6 @@ def recompute_grads(node, recompute, grads) -> tuple:
     (run, exit_tensors) = recompute
     with grad_mode.enable_grad():
         outs = run()
-    outs = [t for t in _tensors(outs) if t.requires_grad]
+    outs = [t for t in tensors_in(outs) if t.requires_grad]
     found = autograd_grad(outs, list(exit_tensors), grad_outputs=list(grads), create_graph=True, allow_unused=True)
     return tuple(found)
-
-
-def _tensors(x) -> list:
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
-    return []
