@@ -28,7 +28,7 @@ import numpy as np
 from .engine import AccumulateGrad, Node, accumulator
 from .tensor import Tensor
 
-__all__ = ["Graph", "graph"]
+__all__ = ["Graph", "graph", "tensors_in"]
 
 _RENDER_FORMATS = ("svg", "png", "pdf")
 
@@ -323,3 +323,20 @@ def roots_of(tensor_or_tensors, caller: str) -> list:
                 "tensors with requires_grad=True, outside no_grad()"
             )
     return roots
+
+
+def tensors_in(value) -> list:
+    """The tensors in a value, in order, looking into (nested) lists, tuples and dicts: a model's outputs, a
+    call's arguments.
+
+    >>> import trainkit
+    >>> len(tensors_in((trainkit.ones(1), [2, {"a": trainkit.ones(1)}])))
+    2
+    """
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v)]
+    return []

@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from ..autograd import engine, function, grad_mode
+from ..autograd.graph import tensors_in
 from ..autograd.random import get_rng_state
 from ..autograd.tensor import Tensor
 from .errors import CompileError
@@ -423,22 +424,6 @@ def escaped(rec: Recorder, result) -> str | None:
                 "update it; return it instead"
             )
     return None
-
-
-def tensors_in(x) -> list:
-    """The tensors in a value, looking into lists, tuples and dicts.
-
-    >>> import trainkit
-    >>> len(tensors_in((trainkit.ones(1), [2, {"a": trainkit.ones(1)}])))
-    2
-    """
-    if isinstance(x, Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in tensors_in(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in tensors_in(v)]
-    return []
 
 
 def run_captured(fn, args: tuple, kwargs: dict, arg_tensors: list, fullgraph: bool, watch: tuple = ()):

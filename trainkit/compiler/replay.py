@@ -21,8 +21,9 @@ from ..autograd.api import grad as autograd_grad
 from ..autograd.backend import as_array
 from ..autograd.engine import Node, accumulator
 from ..autograd.grad_buffer import accumulate, fit_to_input
+from ..autograd.graph import tensors_in
 from ..autograd.tensor import Tensor
-from .capture import tensors_in, whole_value
+from .capture import whole_value
 from .plan import BackwardStep, CallStep, FuncStep, OpStep
 from .state import locate, put
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.creation import from_numpy
+from ..autograd.graph import tensors_in
 from ..autograd.tensor import Tensor
 from .context import Context, differs, flat_arrays
 from .graph import GraphBuilder, OnnxExporterError, array_of
@@ -157,7 +158,7 @@ def _second_args(args, kwargs, names, dynamic, steps):
 def _on_cpu(model, args, kwargs):
     """A model or inputs on a GPU are exported from a CPU copy (the graph holds the same values)."""
     tensors = list(model.parameters()) + list(model.buffers())
-    tensors += [v for v in _flat_tensors(list(args) + list(kwargs.values()))]
+    tensors += [v for v in tensors_in(list(args) + list(kwargs.values()))]
     if all(t.device.type == "cpu" for t in tensors):
         return model, args, kwargs
 
@@ -171,16 +172,6 @@ def _on_cpu(model, args, kwargs):
         return v
 
     return copy.deepcopy(model).cpu(), cpu(args), cpu(kwargs)
-
-
-def _flat_tensors(value) -> list:
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat_tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _flat_tensors(v)]
-    return []
 
 
 def _run(model, args, kwargs):

@@ -14,19 +14,8 @@ from typing import Any
 
 from ..autograd import grad_mode
 from ..autograd.engine import AccumulateGrad, accumulator
-from ..autograd.graph import Graph, input_nodes
+from ..autograd.graph import Graph, input_nodes, tensors_in
 from ..autograd.tensor import Tensor
-
-
-def _tensors(value: Any) -> list[Tensor]:
-    """The tensors in a (nested) tuple, list or dict, in order."""
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
 
 
 def _node_of(t: Tensor):
@@ -52,8 +41,8 @@ def _run_with_scopes(model, inputs: tuple) -> tuple[Any, list[tuple[str, set, li
     for name, module in model.named_modules():
 
         def hook(module, args, output, name=name):
-            boundary = {id(n) for n in map(_node_of, _tensors(args)) if n is not None}
-            calls.append((name, boundary, [n for n in map(_node_of, _tensors(output)) if n is not None]))
+            boundary = {id(n) for n in map(_node_of, tensors_in(args)) if n is not None}
+            calls.append((name, boundary, [n for n in map(_node_of, tensors_in(output)) if n is not None]))
 
         handles.append(module.register_forward_hook(hook))
     try:
@@ -86,7 +75,7 @@ def build_graph_def(model, input_to_model: Any = None):
         t.detach().requires_grad_(True) if isinstance(t, Tensor) and t.is_floating_point() else t for t in raw
     )
     output, calls = _run_with_scopes(model, inputs)
-    outputs = [t for t in _tensors(output) if _node_of(t) is not None]
+    outputs = [t for t in tensors_in(output) if _node_of(t) is not None]
     if not outputs:
         raise ValueError(
             f"add_graph: the output of {type(model).__name__} does not require grad, so there is no "
