@@ -75,16 +75,8 @@ def watch_points(fn, modules) -> list:
         elif isinstance(value, dict) and key is not None:
             points.extend((value, k, v) for k, v in value.items() if isinstance(v, Tensor))
 
-    fn = _code_of(fn)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            look(cell, "cell", cell.cell_contents)
-        except ValueError:  # a cell not yet filled
-            continue
-    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    for name in code.co_names if code is not None else ():
-        if name in names:
-            look(names, name, names[name])
+    for container, key in _places(fn, ()):  # its closure's cells and the globals it names
+        look(container, key, current(container, key))
     for module in modules:
         for name, value in vars(module).items():
             if isinstance(value, Tensor):
